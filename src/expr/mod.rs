@@ -1,0 +1,1 @@
+//! Expressions: CEL (sherma) and `{{path}}` templates (Loki).

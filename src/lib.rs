@@ -1,0 +1,6 @@
+//! Switchyard engine: documents, graph IR, validation, expressions and (later) runs.
+//! See ARCHITECTURE.md for the code map and the invariants.
+
+pub mod expr;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
