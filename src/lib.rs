@@ -2,8 +2,11 @@
 //! See ARCHITECTURE.md for the code map and the invariants.
 
 pub mod diag;
+pub mod doc;
 pub mod expr;
+pub mod graph;
 pub mod source;
+pub mod validate;
 pub mod yaml;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -62,6 +62,12 @@ pub enum ScalarValue {
     Str,
 }
 
+impl Default for YNode {
+    fn default() -> YNode {
+        YNode::bad(Span::default())
+    }
+}
+
 impl YNode {
     pub fn bad(span: Span) -> YNode {
         YNode { span, kind: YKind::Bad }

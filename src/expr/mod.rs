@@ -1,1 +1,14 @@
 //! Expressions: CEL (sherma) and `{{path}}` templates (Loki).
+
+pub mod cel;
+pub mod template;
+
+pub use self::cel::{
+    Bindings, CUSTOM_FUNCTIONS, CelEngine, CelError, CelProgram, CelRefs, IntoBound,
+    MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LEN,
+};
+pub use self::template::{
+    CompareOp, InputValidation, Severity, Template, TemplateError, TemplateIssue, TemplateRef,
+    check_input_validation, input_validation_error, lint, lookup, parse, render_lenient,
+    render_raw, render_strict, root_keys,
+};

@@ -1,0 +1,97 @@
+//! sherma environment interpolation: `${NAME}`, `${NAME:-default}`, `$$` (reference/sherma.md §13).
+
+/// A placeholder found in a string: byte range in the original text and the variable name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placeholder {
+    pub start: usize,
+    pub end: usize,
+    pub name: String,
+    pub default: Option<String>,
+}
+
+fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Interpolate `text`. `lookup` gives a variable's value. Returns the new text and the names of
+/// variables that were missing (with no default). Lowercase placeholders such as
+/// `${available_skills}` are left for `template()`.
+pub fn interpolate(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> (String, Vec<Placeholder>) {
+    if !text.contains('$') {
+        return (text.to_string(), Vec::new());
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut missing = Vec::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'$' {
+            if i + 1 < b.len() && b[i + 1] == b'$' {
+                out.push('$');
+                i += 2;
+                continue;
+            }
+            if i + 1 < b.len() && b[i + 1] == b'{' {
+                if let Some(close) = text[i + 2..].find('}') {
+                    let inner = &text[i + 2..i + 2 + close];
+                    let (name, default) = match inner.find(":-") {
+                        Some(p) => (&inner[..p], Some(&inner[p + 2..])),
+                        None => (inner, None),
+                    };
+                    if is_name(name) {
+                        let end = i + 2 + close + 1;
+                        match (lookup(name), default) {
+                            (Some(v), _) => out.push_str(&v),
+                            (None, Some(d)) => out.push_str(d),
+                            (None, None) => {
+                                missing.push(Placeholder { start: i, end, name: name.to_string(), default: None });
+                                out.push_str(&text[i..end]);
+                            }
+                        }
+                        i = end;
+                        continue;
+                    }
+                }
+            }
+        }
+        let ch = text[i..].chars().next().unwrap_or('\u{FFFD}');
+        out.push(ch);
+        i += ch.len_utf8().max(1);
+    }
+    (out, missing)
+}
+
+/// Placeholders in `text` (for diagnostics and for the editor).
+pub fn placeholders(text: &str) -> Vec<Placeholder> {
+    interpolate(text, &|_| None).1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "HOME_DIR" => Some("/home/u".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn forms() {
+        assert_eq!(interpolate("a ${HOME_DIR} b", &env).0, "a /home/u b");
+        assert_eq!(interpolate("${NOPE:-fallback}", &env).0, "fallback");
+        assert_eq!(interpolate("cost $$5", &env).0, "cost $5");
+        assert_eq!(interpolate("${available_skills}", &env).0, "${available_skills}");
+        assert_eq!(interpolate("${EMPTY:-x}", &env).0, "");
+        let (out, missing) = interpolate("x ${A1} ${B_2}", &env);
+        assert_eq!(out, "x ${A1} ${B_2}");
+        assert_eq!(missing.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["A1", "B_2"]);
+        assert_eq!(missing[0].start, 2);
+        assert_eq!(interpolate("${unterminated", &env).0, "${unterminated");
+        assert_eq!(interpolate("é$", &env).0, "é$");
+    }
+}

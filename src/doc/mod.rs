@@ -1,0 +1,283 @@
+//! Documents: agent files of either dialect, loaded into a typed model with source spans.
+//!
+//! Loading never fails. [`load_path`] always returns a [`Document`]; what went wrong is in its
+//! diagnostics (I/O problems included), and as much of the model as could be read is there.
+
+pub mod env;
+pub mod loki;
+pub mod schema;
+pub mod sherma;
+
+use crate::diag::Diagnostic;
+use crate::source::{SourceFile, Span};
+use crate::yaml::{self, YNode};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Agent files larger than this are refused with a diagnostic instead of being parsed.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A value with the span it came from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sp<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+impl<T> Sp<T> {
+    pub fn new(value: T, span: Span) -> Sp<T> {
+        Sp { value, span }
+    }
+}
+
+impl Sp<String> {
+    pub fn as_str(&self) -> &str {
+        &self.value
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    Sherma,
+    Loki,
+}
+
+impl Dialect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Sherma => "sherma",
+            Dialect::Loki => "loki",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Model {
+    Sherma(sherma::ShermaDoc),
+    Loki(loki::LokiDoc),
+    /// Not an agent file we understand (or not readable at all).
+    Unknown,
+}
+
+/// A loaded agent file.
+#[derive(Debug)]
+pub struct Document {
+    /// The YAML file (for an agent directory, the `graph.yaml` inside it).
+    pub path: PathBuf,
+    /// The directory relative paths resolve against.
+    pub base_dir: PathBuf,
+    /// The source text; `None` when the file could not be read.
+    pub file: Option<SourceFile>,
+    /// The YAML tree of the first document; `None` for an empty or unreadable file.
+    pub root: Option<YNode>,
+    pub model: Model,
+    /// Load-time diagnostics: I/O, YAML syntax, structure. Validation adds more.
+    pub diagnostics: Vec<Diagnostic>,
+    /// True when the problem was I/O (unreadable path), not content: the CLI exits 2.
+    pub io_error: bool,
+    /// Other files read while loading (prompt files, skill cards, sub-agents), for rendering.
+    pub extra_files: Vec<SourceFile>,
+}
+
+impl Document {
+    pub fn dialect(&self) -> Option<Dialect> {
+        match self.model {
+            Model::Sherma(_) => Some(Dialect::Sherma),
+            Model::Loki(_) => Some(Dialect::Loki),
+            Model::Unknown => None,
+        }
+    }
+    pub fn sherma(&self) -> Option<&sherma::ShermaDoc> {
+        match &self.model {
+            Model::Sherma(d) => Some(d),
+            _ => None,
+        }
+    }
+    pub fn loki(&self) -> Option<&loki::LokiDoc> {
+        match &self.model {
+            Model::Loki(d) => Some(d),
+            _ => None,
+        }
+    }
+    /// Every source file involved, main file first (for rendering diagnostics).
+    pub fn files(&self) -> Vec<SourceFile> {
+        self.file.iter().cloned().chain(self.extra_files.iter().cloned()).collect()
+    }
+    fn io_failure(path: &Path, diag: Diagnostic) -> Document {
+        Document {
+            path: path.to_path_buf(),
+            base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            file: None,
+            root: None,
+            model: Model::Unknown,
+            diagnostics: vec![diag.in_file(path)],
+            io_error: true,
+            extra_files: Vec::new(),
+        }
+    }
+}
+
+/// Resolve what the user named: a YAML file, or a Loki agent directory holding exactly one of
+/// `graph.yaml` / `config.yaml`.
+pub fn resolve_input(path: &Path) -> Result<PathBuf, Diagnostic> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let msg = match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{}: no such file or directory", path.display()),
+            std::io::ErrorKind::PermissionDenied => format!("{}: permission denied", path.display()),
+            _ => format!("{}: cannot read: {e}", path.display()),
+        };
+        Diagnostic::error("io", msg).hint("check the path; give a .yaml agent file or a Loki agent directory")
+    })?;
+    if !meta.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    let graph = path.join("graph.yaml");
+    let config = path.join("config.yaml");
+    match (graph.is_file(), config.is_file()) {
+        (true, true) => Err(Diagnostic::error(
+            "agent-dir-ambiguous",
+            format!("{} holds both graph.yaml and config.yaml", path.display()),
+        )
+        .hint("a Loki agent directory must contain exactly one of them: graph.yaml for a graph agent, config.yaml for a normal agent")),
+        (true, false) => Ok(graph),
+        (false, true) => Ok(config),
+        (false, false) => Err(Diagnostic::error(
+            "agent-dir-empty",
+            format!("{} is a directory without graph.yaml or config.yaml", path.display()),
+        )
+        .hint("give an agent YAML file, or a Loki agent directory that contains graph.yaml")),
+    }
+}
+
+/// Load an agent file or agent directory. Never fails; see the diagnostics.
+pub fn load_path(path: &Path) -> Document {
+    let file_path = match resolve_input(path) {
+        Ok(p) => p,
+        Err(d) => return Document::io_failure(path, d),
+    };
+    match std::fs::metadata(&file_path) {
+        Ok(m) if m.len() > MAX_FILE_BYTES => {
+            return Document::io_failure(
+                &file_path,
+                Diagnostic::error(
+                    "file-too-large",
+                    format!(
+                        "{} is {:.1} MB; agent files larger than {} MB are not loaded",
+                        file_path.display(),
+                        m.len() as f64 / 1e6,
+                        MAX_FILE_BYTES / 1024 / 1024
+                    ),
+                )
+                .hint("agent files are small; move large data into files the agent reads at run time"),
+            );
+        }
+        _ => {}
+    }
+    let bytes = match std::fs::read(&file_path) {
+        Ok(b) => b,
+        Err(e) => {
+            return Document::io_failure(&file_path, Diagnostic::error("io", format!("{}: cannot read: {e}", file_path.display())));
+        }
+    };
+    load_bytes(&file_path, &bytes)
+}
+
+/// Load from bytes that claim to be the file at `path` (the path gives the dialect hint and the
+/// base directory). Invalid UTF-8 is reported and decoded lossily.
+pub fn load_bytes(path: &Path, bytes: &[u8]) -> Document {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => load_str(path, text),
+        Err(e) => {
+            let good = e.valid_up_to();
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            let prefix = String::from_utf8_lossy(&bytes[..good]);
+            let mut doc = load_str(path, &text);
+            if let Some(file) = &doc.file {
+                let d = Diagnostic::error("not-utf8", format!("the file is not valid UTF-8 (first bad byte at offset {good})"))
+                    .at(file, Span::new(prefix.len(), prefix.len() + 3))
+                    .hint("save the file as UTF-8; invalid bytes were replaced by \u{FFFD} and the file cannot be saved from the editor");
+                doc.diagnostics.insert(0, d);
+            }
+            doc
+        }
+    }
+}
+
+/// Load from text.
+pub fn load_str(path: &Path, text: &str) -> Document {
+    let file = SourceFile::new(path, text);
+    let parsed = yaml::parse(&file);
+    let mut diags = parsed.diagnostics;
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let root = parsed.root;
+    let dialect = detect(path, root.as_ref());
+    let mut extra_files = Vec::new();
+    let model = match dialect {
+        Some(Dialect::Sherma) => {
+            Model::Sherma(sherma::build(&file, root.as_ref(), &base_dir, &mut diags, &mut extra_files))
+        }
+        Some(Dialect::Loki) => Model::Loki(loki::build(&file, root.as_ref(), &base_dir, &mut diags)),
+        None => {
+            if path.file_name().is_some_and(|n| n == "config.yaml")
+                && root.as_ref().is_some_and(|r| r.get("nodes").is_none())
+            {
+                diags.push(
+                    Diagnostic::error("loki-normal-agent", "this is a Loki normal agent (config.yaml), not a graph agent")
+                        .at(&file, Span::at(0))
+                        .hint("Switchyard opens graph agents: a directory with graph.yaml, or a sherma agent YAML"),
+                );
+            } else if root.is_none() && !diags.iter().any(|d| d.is_error()) {
+                diags.push(
+                    Diagnostic::error("empty-file", "the file is empty")
+                        .at(&file, Span::at(0))
+                        .hint("a sherma agent starts with `manifest_version: 1`; a Loki graph agent with `name:`, `version: \"1.0\"`, `start:` and `nodes:`"),
+                );
+            } else if root.as_ref().is_some_and(|r| r.as_map().is_none()) {
+                let r = root.as_ref().unwrap();
+                diags.push(
+                    Diagnostic::error("root-not-mapping", format!("the document must be a mapping, found {}", r.describe()))
+                        .at(&file, schema::head_span(&file, r))
+                        .hint("an agent file is a mapping of keys such as `manifest_version`, `agents` (sherma) or `name`, `start`, `nodes` (Loki)"),
+                );
+            } else if root.is_some() {
+                diags.push(
+                    Diagnostic::error("unknown-dialect", "cannot tell which kind of agent file this is")
+                        .at(&file, Span::at(0))
+                        .hint("a sherma agent has `manifest_version: 1` and `agents:`; a Loki graph agent (graph.yaml) has `version: \"1.0\"`, `start:` and `nodes:`"),
+                );
+            }
+            Model::Unknown
+        }
+    };
+    Document {
+        path: path.to_path_buf(),
+        base_dir,
+        file: Some(file),
+        root,
+        model,
+        diagnostics: diags,
+        io_error: false,
+        extra_files,
+    }
+}
+
+/// Which dialect a document is written in.
+pub fn detect(path: &Path, root: Option<&YNode>) -> Option<Dialect> {
+    let root = root?;
+    root.as_map()?;
+    if root.get("manifest_version").is_some() {
+        return Some(Dialect::Sherma);
+    }
+    let has = |k: &str| root.get(k).is_some();
+    if has("nodes") && (has("start") || has("version") || has("name")) {
+        return Some(Dialect::Loki);
+    }
+    if has("agents") || has("llms") || has("prompts") {
+        return Some(Dialect::Sherma);
+    }
+    if path.file_name().is_some_and(|n| n == "graph.yaml") {
+        return Some(Dialect::Loki);
+    }
+    None
+}

@@ -1,0 +1,659 @@
+//! sherma validation: upstream's checks (reference/sherma.md §4) and what users need beyond them
+//! (unknown references, CEL syntax with positions, unreachable nodes, undeclared state fields,
+//! versions sherma cannot look up).
+
+use crate::diag::{Diagnostic, did_you_mean};
+use crate::doc::Document;
+use crate::doc::schema::value_offset_to_source;
+use crate::doc::sherma::{AgentDef, Expr, NodeArgs, RegistryRef, ShermaDoc, SubAgentsAsTools};
+use crate::expr::cel::CelEngine;
+use crate::graph::lower_sherma::{Cond, EffKind, effective};
+use crate::graph::{END, Graph, START};
+use crate::source::{SourceFile, Span};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+const ON_ERROR_TYPES: &[&str] = &["call_llm", "tool_node", "call_agent", "custom"];
+const SKILL_TOOLS: &[&str] = &[
+    "list_skills",
+    "load_skill_md",
+    "unload_skill",
+    "list_skill_resources",
+    "load_skill_resource",
+    "list_skill_assets",
+    "load_skill_asset",
+];
+
+struct V<'a> {
+    file: &'a SourceFile,
+    doc: &'a ShermaDoc,
+    diags: &'a mut Vec<Diagnostic>,
+}
+
+impl V<'_> {
+    fn err(&mut self, code: &str, msg: String, span: Span) -> &mut Diagnostic {
+        self.diags.push(Diagnostic::error(code, msg).at(self.file, span));
+        self.diags.last_mut().unwrap()
+    }
+    fn warn(&mut self, code: &str, msg: String, span: Span) -> &mut Diagnostic {
+        self.diags.push(Diagnostic::warning(code, msg).at(self.file, span));
+        self.diags.last_mut().unwrap()
+    }
+}
+
+fn set_hint(d: &mut Diagnostic, h: impl Into<String>) {
+    d.hint = Some(h.into());
+}
+
+/// Checks that concern the whole file (registries), independent of the agent.
+pub fn validate_doc(doc: &Document, s: &ShermaDoc, diags: &mut Vec<Diagnostic>) {
+    let Some(file) = &doc.file else { return };
+    let mut v = V { file, doc: s, diags };
+    // sherma looks sub-agents and local skills up with `==<version>` at load: `*` (the default)
+    // is not a valid specifier there and crashes upstream.
+    for (what, list) in [("sub-agent", &s.sub_agents), ("skill", &s.skills)] {
+        for e in list.iter() {
+            let concrete = e.version.as_ref().is_some_and(|v| v.value != "*" && !v.value.is_empty());
+            let needs = what == "sub-agent" || e.get("skill_card_path").is_some() || e.get("url").is_some();
+            if !concrete && needs {
+                let span = e.version.as_ref().map(|v| v.span).or(e.id.as_ref().map(|i| i.span)).unwrap_or(e.span);
+                let d = v.warn(
+                    "sherma-version-star",
+                    format!("{what} `{}` has no concrete version; sherma fails to register it", e.id_str()),
+                    span,
+                );
+                set_hint(d, "add a concrete version such as `version: \"1.0.0\"` (Switchyard accepts `*`, sherma does not)");
+            }
+        }
+    }
+    let mut seen: HashMap<(&str, String), Span> = HashMap::new();
+    for (what, list) in [
+        ("llm", &s.llms),
+        ("tool", &s.tools),
+        ("prompt", &s.prompts),
+        ("skill", &s.skills),
+        ("sub-agent", &s.sub_agents),
+        ("MCP server", &s.mcp_servers),
+    ] {
+        for e in list.iter() {
+            let Some(id) = &e.id else { continue };
+            let key = (what, format!("{}@{}", id.value, e.version.as_ref().map(|v| v.value.as_str()).unwrap_or("*")));
+            if let Some(first) = seen.get(&key) {
+                let line = file.line_col(first.start as usize).line;
+                let d = v.err("sherma-duplicate-id", format!("{what} `{}` is declared twice with the same version", id.value), id.span);
+                set_hint(d, format!("the first declaration is on line {line}; remove one or give them different versions"));
+            } else {
+                seen.insert(key, id.span);
+            }
+        }
+    }
+    if let Some(dl) = &s.default_llm {
+        check_llm_ref(&mut v, dl, "default_llm");
+    }
+}
+
+fn check_llm_ref(v: &mut V<'_>, r: &RegistryRef, what: &str) {
+    let Some(id) = &r.id else { return };
+    if !v.doc.llms.iter().any(|l| l.id_str() == id.value) {
+        let ids: Vec<&str> = v.doc.llms.iter().map(|l| l.id_str()).collect();
+        let sugg = did_you_mean(&id.value, ids.iter().copied());
+        let d = v.err("sherma-unknown-llm", format!("{what} names llm `{}`, which is not declared in `llms`", id.value), id.span);
+        set_hint(
+            d,
+            match sugg {
+                Some(s) => format!("did you mean `{s}`?"),
+                None if ids.is_empty() => "declare it under `llms:` (id, provider, model_name)".to_string(),
+                None => format!("declared llms: {}", ids.join(", ")),
+            },
+        );
+    }
+}
+
+/// Validate one agent. `graph` is its lowered IR.
+pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &Graph, diags: &mut Vec<Diagnostic>) {
+    let Some(file) = &doc.file else { return };
+    let mut v = V { file, doc: s, diags };
+    let names: Vec<&str> = agent.nodes.iter().map(|n| n.name.value.as_str()).collect();
+    let agent_label = format!("agent `{}`", agent.name.value);
+
+    // Node names: present, unique.
+    let mut first_at: HashMap<&str, Span> = HashMap::new();
+    for n in &agent.nodes {
+        if n.name.value.is_empty() {
+            continue; // missing name already reported by the schema check
+        }
+        if n.name.value == START || n.name.value == END {
+            let d = v.err("sherma-reserved-name", format!("`{}` is reserved and cannot name a node", n.name.value), n.name.span);
+            set_hint(d, "rename the node");
+        }
+        match first_at.get(n.name.value.as_str()) {
+            Some(first) => {
+                let line = file.line_col(first.start as usize).line;
+                let d = v.err("duplicate-node", format!("duplicate node name `{}`", n.name.value), n.name.span);
+                d.node = Some(n.name.value.clone());
+                set_hint(d, format!("a node named `{}` is already defined on line {line}; node names must be unique", n.name.value));
+            }
+            None => {
+                first_at.insert(&n.name.value, n.name.span);
+            }
+        }
+    }
+    let node_exists = |name: &str| names.contains(&name);
+    let ref_hint = |name: &str| -> String {
+        match did_you_mean(name, names.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => format!("nodes of {agent_label}: {}", if names.is_empty() { "none".into() } else { names.join(", ") }),
+        }
+    };
+
+    // Entry.
+    let start_edges = agent.edges.iter().filter(|e| e.source.as_ref().is_some_and(|s| s.value == START)).count();
+    match (&agent.entry_point, start_edges) {
+        (Some(ep), n) if n > 0 => {
+            let d = v.err("sherma-entry", "both `entry_point` and an edge from `__start__` are given".into(), ep.span);
+            set_hint(d, "keep exactly one way to enter the graph");
+        }
+        (None, 0) => {
+            let d = v.err("sherma-entry", format!("{agent_label} has no entry: no `entry_point` and no edge from `__start__`"), agent.graph_span);
+            set_hint(d, "add `entry_point: <first node>` under `graph:`");
+            if let Some(d) = v.diags.last_mut() {
+                let f = v.file;
+                let head = crate::doc::schema::head_span(f, &crate::yaml::YNode { span: agent.graph_span, kind: crate::yaml::YKind::Bad });
+                *d = d.clone().at(f, head);
+            }
+        }
+        (Some(ep), _) if !node_exists(&ep.value) => {
+            let d = v.err("sherma-ref", format!("`entry_point` names node `{}`, which does not exist", ep.value), ep.span);
+            set_hint(d, ref_hint(&ep.value));
+        }
+        _ => {}
+    }
+
+    // Edges.
+    for e in &agent.edges {
+        if let Some(src) = &e.source {
+            if src.value == END {
+                let d = v.err("sherma-ref", "an edge cannot start at `__end__`".into(), src.span);
+                set_hint(d, "`__end__` is only a target");
+            } else if src.value != START && !node_exists(&src.value) {
+                let d = v.err("sherma-ref", format!("edge source `{}` is not a node", src.value), src.span);
+                set_hint(d, ref_hint(&src.value));
+            }
+        }
+        let check_target = |v: &mut V<'_>, t: &crate::doc::Sp<String>, what: &str| {
+            if t.value == START {
+                let d = v.err("sherma-ref", format!("{what} cannot be `__start__`"), t.span);
+                set_hint(d, "`__start__` is only a source");
+            } else if t.value != END && !node_exists(&t.value) {
+                let d = v.err("sherma-ref", format!("{what} `{}` is not a node", t.value), t.span);
+                set_hint(d, ref_hint(&t.value));
+            }
+        };
+        match &e.branches {
+            Some(branches) => {
+                if let Some(t) = &e.target {
+                    let d = v.warn("sherma-target-ignored", "`target` is ignored because the edge has `branches`".into(), t.span);
+                    set_hint(d, "move this target into `default:`, or remove it");
+                }
+                for b in branches {
+                    if let Some(t) = &b.target {
+                        check_target(&mut v, t, "branch target");
+                    }
+                }
+                if let Some(d) = &e.default {
+                    check_target(&mut v, d, "`default`");
+                }
+            }
+            None => match &e.target {
+                Some(t) => check_target(&mut v, t, "edge target"),
+                None => {
+                    let f = v.file;
+                    let d = v.warn("sherma-edge-empty", "edge has neither `target` nor `branches`; it is ignored".into(), crate::doc::schema::head_span(f, &crate::yaml::YNode { span: e.span, kind: crate::yaml::YKind::Bad }));
+                    set_hint(d, "add `target: <node>` (or `__end__`)");
+                }
+            },
+        }
+    }
+
+    // messages field.
+    let needs_messages = agent.nodes.iter().find(|n| matches!(n.kind.value.as_str(), "call_llm" | "interrupt"));
+    if let Some(n) = needs_messages {
+        if !agent.has_field("messages") {
+            let d = v.err(
+                "sherma-messages-field",
+                format!("{agent_label} has a `{}` node but no state field named `messages`", n.kind.value),
+                n.kind.span,
+            );
+            d.node = Some(n.name.value.clone());
+            set_hint(d, "add `- name: messages` (type list) to `state.fields`");
+        }
+    }
+
+    let tool_nodes = agent.nodes.iter().filter(|n| n.kind.value == "tool_node").count();
+    let mut engine_refs: Vec<(&Expr, ExprCtx, String)> = Vec::new();
+    let hooks_declared = !s.hooks.is_empty();
+    for n in &agent.nodes {
+        let nname = n.name.value.clone();
+        match &n.args {
+            NodeArgs::CallLlm(c) => {
+                let flags = [
+                    ("use_tools_from_registry", c.use_tools_from_registry),
+                    ("use_tools_from_loaded_skills", c.use_tools_from_loaded_skills),
+                    ("use_sub_agents_as_tools", !matches!(c.use_sub_agents_as_tools, SubAgentsAsTools::No)),
+                ];
+                let on: Vec<&str> = flags.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
+                if on.len() > 1 {
+                    let d = v.err("sherma-tool-flags", format!("node `{nname}` sets {}; at most one is allowed", on.join(" and ")), n.kind.span);
+                    d.node = Some(nname.clone());
+                    set_hint(d, "keep one of the tool flags (an explicit `tools` list can be combined with it)");
+                }
+                if c.response_format.is_some() && c.binds_tools() {
+                    let d = v.err(
+                        "sherma-response-format-tools",
+                        format!("node `{nname}` combines `response_format` with tools"),
+                        c.response_format_span.unwrap_or(n.kind.span),
+                    );
+                    d.node = Some(nname.clone());
+                    set_hint(d, "structured output cannot be combined with tool binding: split it into two call_llm nodes");
+                }
+                if c.binds_tools() && tool_nodes == 0 {
+                    let conditional = agent.edges.iter().any(|e| e.source.as_ref().is_some_and(|s| s.value == nname) && e.branches.is_some());
+                    if conditional {
+                        let d = v.err(
+                            "sherma-tool-node-missing",
+                            format!("node `{nname}` binds tools and routes with its own branches, but the graph has no tool_node"),
+                            n.kind.span,
+                        );
+                        d.node = Some(nname.clone());
+                        set_hint(d, "add a tool_node and a `has_tool_calls` branch to it (sherma only injects one when the node has no conditional edge)");
+                    }
+                }
+                match &c.use_sub_agents_as_tools {
+                    SubAgentsAsTools::No => {}
+                    SubAgentsAsTools::All => {
+                        if s.sub_agents.is_empty() {
+                            let d = v.err("sherma-sub-agents", format!("node `{nname}` uses sub-agents as tools, but `sub_agents` is empty"), n.kind.span);
+                            d.node = Some(nname.clone());
+                            set_hint(d, "declare `sub_agents:` or remove `use_sub_agents_as_tools`");
+                        }
+                    }
+                    SubAgentsAsTools::List(refs) => {
+                        for r in refs {
+                            if let Some(id) = &r.id {
+                                if !s.sub_agents.iter().any(|a| a.id_str() == id.value) {
+                                    let d = v.err("sherma-sub-agents", format!("`{}` is not a declared sub-agent", id.value), id.span);
+                                    d.node = Some(nname.clone());
+                                    set_hint(d, "list only ids declared under `sub_agents:`");
+                                }
+                            }
+                        }
+                    }
+                }
+                match &c.llm {
+                    Some(r) => check_llm_ref(&mut v, r, &format!("node `{nname}`")),
+                    None if s.default_llm.is_none() => {
+                        let d = v.err("sherma-no-llm", format!("node `{nname}` has no `llm` and the file has no `default_llm`"), n.kind.span);
+                        d.node = Some(nname.clone());
+                        set_hint(d, "add `llm: {id: <llm id>}` to the args, or `default_llm:` at the top level");
+                    }
+                    None => {}
+                }
+                for r in c.tools.iter().flatten() {
+                    check_tool_ref(&mut v, r, &nname);
+                }
+                if c.prompt.is_empty() && n.node.at_path(&["args", "prompt"]).is_some_and(|p| p.as_seq().is_some()) {
+                    let d = v.warn("sherma-empty-prompt", format!("node `{nname}` sends an empty prompt"), n.kind.span);
+                    set_hint(d, "add at least one `- role: ... content: ...` item");
+                }
+                for item in &c.prompt {
+                    if let Some(content) = &item.content {
+                        engine_refs.push((content, ExprCtx::Value, nname.clone()));
+                    }
+                }
+                for (k, x) in &c.state_updates {
+                    check_field_write(&mut v, agent, k, &nname);
+                    engine_refs.push((x, ExprCtx::StateUpdates, nname.clone()));
+                }
+                if c.binds_tools() && !c.state_updates.iter().any(|(k, _)| k.value == "messages") && agent.has_field("messages") {
+                    let d = v.warn(
+                        "sherma-tools-without-messages",
+                        format!("node `{nname}` binds tools but its `state_updates` do not write `messages`"),
+                        n.kind.span,
+                    );
+                    d.node = Some(nname.clone());
+                    set_hint(d, "add `messages: '[llm_response]'` so the tool calls reach the tool node");
+                }
+            }
+            NodeArgs::ToolNode { tools } => {
+                for r in tools.iter().flatten() {
+                    check_tool_ref(&mut v, r, &nname);
+                }
+            }
+            NodeArgs::CallAgent { agent: target, input } => {
+                if let Some(r) = target {
+                    if let Some(id) = &r.id {
+                        if !s.sub_agents.iter().any(|a| a.id_str() == id.value) {
+                            let ids: Vec<&str> = s.sub_agents.iter().map(|a| a.id_str()).collect();
+                            let d = v.err("sherma-unknown-agent", format!("node `{nname}` calls `{}`, which is not a declared sub-agent", id.value), id.span);
+                            d.node = Some(nname.clone());
+                            set_hint(
+                                d,
+                                match did_you_mean(&id.value, ids.iter().copied()) {
+                                    Some(s) => format!("did you mean `{s}`?"),
+                                    None => "declare it under `sub_agents:` (with yaml_path, url or import_path)".into(),
+                                },
+                            );
+                        }
+                    }
+                    if let Some(ver) = &r.version {
+                        let t = ver.value.trim();
+                        if t != "*" && t.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                            let d = v.warn("sherma-version-specifier", format!("version `{t}` is not a PEP 440 specifier; sherma fails to resolve it"), ver.span);
+                            set_hint(d, format!("write `==={t}`-style specifiers as `=={t}`, or `*`").replace("===", "=="));
+                        }
+                    }
+                }
+                if let Some(x) = input {
+                    engine_refs.push((x, ExprCtx::Value, nname.clone()));
+                }
+            }
+            NodeArgs::DataTransform { expression } => {
+                if let Some(x) = expression {
+                    engine_refs.push((x, ExprCtx::Value, nname.clone()));
+                }
+            }
+            NodeArgs::SetState { values } => {
+                for (k, x) in values {
+                    check_field_write(&mut v, agent, k, &nname);
+                    engine_refs.push((x, ExprCtx::Value, nname.clone()));
+                }
+            }
+            NodeArgs::Interrupt { value } => {
+                if let Some(x) = value {
+                    engine_refs.push((x, ExprCtx::Value, nname.clone()));
+                }
+            }
+            NodeArgs::LoadSkills { skill_ids } => {
+                if s.skills.is_empty() {
+                    let d = v.warn("sherma-no-skills", format!("node `{nname}` loads skills, but the file declares no `skills`"), n.kind.span);
+                    set_hint(d, "declare the skills under `skills:` (id, version, skill_card_path)");
+                }
+                if let Some(x) = skill_ids {
+                    engine_refs.push((x, ExprCtx::Value, nname.clone()));
+                }
+            }
+            NodeArgs::Custom { .. } => {
+                if !hooks_declared {
+                    let d = v.warn("sherma-custom-no-hooks", format!("custom node `{nname}` does nothing: the file declares no `hooks`"), n.kind.span);
+                    d.node = Some(nname.clone());
+                    set_hint(d, "a custom node runs through the `node_execute` hook; declare a hook executor under `hooks:`");
+                }
+            }
+            NodeArgs::Unknown => {}
+        }
+        if let Some(oe) = &n.on_error {
+            let kind = n.kind.value.as_str();
+            if !ON_ERROR_TYPES.contains(&kind) && !kind.is_empty() {
+                let d = v.err("sherma-on-error", format!("`on_error` is not allowed on a {kind} node"), oe.span);
+                d.node = Some(nname.clone());
+                set_hint(d, "on_error works on call_llm, tool_node, call_agent and custom nodes");
+            }
+            if let Some(r) = &oe.retry {
+                if kind != "call_llm" && !kind.is_empty() {
+                    let d = v.err("sherma-on-error", format!("`retry` is only supported on call_llm nodes, not {kind}"), r.span);
+                    d.node = Some(nname.clone());
+                    set_hint(d, "remove `retry`, keep `fallback`");
+                }
+                if r.max_delay < r.delay {
+                    let d = v.err("sherma-on-error", format!("`max_delay` ({}) is smaller than `delay` ({})", r.max_delay, r.delay), r.span);
+                    d.node = Some(nname.clone());
+                    set_hint(d, "make max_delay >= delay");
+                }
+            }
+            if let Some(fb) = &oe.fallback {
+                if !node_exists(&fb.value) {
+                    let d = v.err("sherma-ref", format!("`fallback` names node `{}`, which does not exist", fb.value), fb.span);
+                    d.node = Some(nname.clone());
+                    set_hint(d, ref_hint(&fb.value));
+                } else if fb.value == nname {
+                    let d = v.warn("sherma-fallback-self", format!("node `{nname}` falls back to itself"), fb.span);
+                    set_hint(d, "a failing node that falls back to itself loops until the recursion limit");
+                }
+                if kind == "custom" {
+                    let d = v.warn("sherma-custom-fallback", "sherma never routes a custom node to its `fallback`".into(), fb.span);
+                    d.node = Some(nname.clone());
+                    set_hint(d, "Switchyard honours it; upstream sherma raises the error instead (reference §7.8)");
+                }
+                let has_out = agent.edges.iter().any(|e| e.source.as_ref().is_some_and(|s| s.value == nname));
+                if !has_out {
+                    let d = v.warn(
+                        "sherma-fallback-unrouted",
+                        format!("node `{nname}` has a fallback but no outgoing edge, so the fallback is never taken"),
+                        fb.span,
+                    );
+                    set_hint(d, "sherma attaches the fallback branch to the node's first outgoing edge: add one (e.g. to __end__)");
+                }
+            }
+        }
+    }
+
+    // Branch conditions.
+    for e in &agent.edges {
+        for b in e.branches.iter().flatten() {
+            if let Some(c) = &b.condition {
+                let t = c.text.trim();
+                if t == "has_tool_calls" || t == "has_error_fallback" {
+                    continue;
+                }
+                let src = e.source.as_ref().map(|s| s.value.clone()).unwrap_or_default();
+                engine_refs.push((c, ExprCtx::Condition, src));
+            }
+        }
+    }
+
+    // CEL: syntax and references.
+    let engine = CelEngine::shared();
+    let mut known_vars: BTreeSet<&str> = ["state"].into_iter().collect();
+    if !s.prompts.is_empty() {
+        known_vars.insert("prompts");
+    }
+    if !s.llms.is_empty() {
+        known_vars.insert("llms");
+    }
+    if !s.skills.is_empty() {
+        known_vars.insert("skills");
+    }
+    known_vars.insert("data");
+    let declared: HashSet<&str> = agent.state_fields.iter().map(|f| f.name.value.as_str()).collect();
+    let internal_ok = !s.skills.is_empty() || agent.nodes.iter().any(|n| n.on_error.as_ref().is_some_and(|o| o.fallback.is_some()));
+    for (x, ctx, node) in engine_refs {
+        match engine.compile(&x.text) {
+            Err(e) => {
+                let span = expr_span(file, x, e.offset, e.offset + e.len.max(1));
+                let mut d = Diagnostic::error("cel-syntax", format!("CEL: {}", e.message)).at(file, span).node(node.clone());
+                d.hint = Some(e.hint.clone().unwrap_or_else(|| match ctx {
+                    ExprCtx::Value if looks_like_bare_text(&x.text) => {
+                        "this is a CEL expression: a text literal needs inner quotes, e.g. '\"ready\"'".to_string()
+                    }
+                    _ => format!("in the expression `{}`", x.text.trim()),
+                }));
+                v.diags.push(d);
+            }
+            Ok(prog) => {
+                let refs = prog.references();
+                for var in &refs.variables {
+                    let ok = known_vars.contains(var.as_str())
+                        || declared.contains(var.as_str())
+                        || (var == "llm_response" && ctx == ExprCtx::StateUpdates);
+                    if !ok {
+                        let off = x.text.find(var.as_str()).unwrap_or(0);
+                        let span = expr_span(file, x, off, off + var.len());
+                        let hint = if var == "llm_response" {
+                            "`llm_response` exists only inside a call_llm node's `state_updates`".to_string()
+                        } else if matches!(var.as_str(), "prompts" | "llms" | "skills") {
+                            format!("`{var}` is bound only when the file declares `{var}:`")
+                        } else {
+                            let mut cands: Vec<&str> = known_vars.iter().copied().collect();
+                            cands.extend(declared.iter().copied());
+                            match did_you_mean(var, cands) {
+                                Some(sug) => format!("did you mean `{sug}`? State fields are read as state.<name>"),
+                                None => "state fields are read as state.<name>; declare the field under state.fields".to_string(),
+                            }
+                        };
+                        v.diags.push(
+                            Diagnostic::warning("cel-unknown-variable", format!("CEL reads `{var}`, which is not defined here"))
+                                .at(file, span)
+                                .node(node.clone())
+                                .hint(hint),
+                        );
+                    }
+                }
+                for (field, off) in &refs.state_fields {
+                    if declared.contains(field.as_str()) || (field == "__sherma__" && internal_ok) {
+                        continue;
+                    }
+                    let span = expr_span(file, x, *off, off + field.len());
+                    let hint = match did_you_mean(field, declared.iter().copied()) {
+                        Some(sug) => format!("did you mean `{sug}`?"),
+                        None if field == "__sherma__" => "`__sherma__` exists only when the file declares skills or a node has on_error.fallback".into(),
+                        None => format!("declare `{field}` under state.fields, or the read fails when the field was never written"),
+                    };
+                    v.diags.push(
+                        Diagnostic::warning("sherma-undeclared-field", format!("state field `{field}` is not declared"))
+                            .at(file, span)
+                            .node(node.clone())
+                            .hint(hint),
+                    );
+                }
+                check_registry_lookups(&mut v, x, &node);
+            }
+        }
+    }
+
+    // Reachability over the effective routing.
+    let mut diags_unused = Vec::new();
+    let eff = effective(agent, Some(doc), &mut diags_unused);
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut stack = vec![START];
+    while let Some(n) = stack.pop() {
+        if !seen.insert(n) {
+            continue;
+        }
+        for e in eff.outgoing(n) {
+            match &e.kind {
+                EffKind::Static { target } => stack.push(target),
+                EffKind::Conditional { branches, default, .. } => {
+                    stack.extend(branches.iter().map(|b| b.target.as_str()));
+                    stack.push(default);
+                }
+            }
+        }
+    }
+    for n in &agent.nodes {
+        if !n.name.value.is_empty() && !seen.contains(n.name.value.as_str()) {
+            let d = v.warn("unreachable", format!("node `{}` is unreachable from the entry", n.name.value), n.name.span);
+            d.node = Some(n.name.value.clone());
+            set_hint(d, "connect it with an edge, or delete it");
+        }
+    }
+    let _ = graph;
+    let _ = Cond::Missing;
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExprCtx {
+    Value,
+    StateUpdates,
+    Condition,
+}
+
+fn looks_like_bare_text(s: &str) -> bool {
+    let t = s.trim();
+    t.contains(' ') && !t.contains(['"', '\'', '(', '[', '{', '.'])
+}
+
+/// The file span of `[a, b)` inside an expression's value.
+fn expr_span(file: &SourceFile, x: &Expr, a: usize, b: usize) -> Span {
+    if x.interpolated {
+        return x.node.span;
+    }
+    let s = value_offset_to_source(file, &x.node, a);
+    let e = value_offset_to_source(file, &x.node, b.max(a));
+    Span::new(s, e.max(s))
+}
+
+fn check_field_write(v: &mut V<'_>, agent: &AgentDef, key: &crate::doc::Sp<String>, node: &str) {
+    if agent.has_field(&key.value) || key.value == "__sherma__" {
+        return;
+    }
+    let declared: Vec<&str> = agent.state_fields.iter().map(|f| f.name.value.as_str()).collect();
+    let d = v.warn("sherma-undeclared-field", format!("`{}` is not a declared state field; the update is dropped", key.value), key.span);
+    d.node = Some(node.to_string());
+    set_hint(
+        d,
+        match did_you_mean(&key.value, declared.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => format!("declare `{}` under state.fields", key.value),
+        },
+    );
+}
+
+fn check_tool_ref(v: &mut V<'_>, r: &RegistryRef, node: &str) {
+    let Some(id) = &r.id else { return };
+    let s = v.doc;
+    let known = s.tools.iter().any(|t| t.id_str() == id.value)
+        || (!s.skills.is_empty() && SKILL_TOOLS.contains(&id.value.as_str()))
+        || s.sub_agents.iter().any(|a| a.id_str() == id.value);
+    // MCP servers and skill cards register tools we cannot list without connecting.
+    let unknowable = !s.mcp_servers.is_empty() || !s.skills.is_empty();
+    if known || unknowable {
+        return;
+    }
+    let ids: Vec<&str> = s.tools.iter().map(|t| t.id_str()).collect();
+    let d = v.err("sherma-unknown-tool", format!("node `{node}` uses tool `{}`, which is not declared", id.value), id.span);
+    d.node = Some(node.to_string());
+    set_hint(
+        d,
+        match did_you_mean(&id.value, ids.iter().copied()) {
+            Some(sug) => format!("did you mean `{sug}`?"),
+            None => "declare it under `tools:` (id, version, import_path)".into(),
+        },
+    );
+}
+
+/// `prompts["x"]`, `llms["x"]`, `skills["x"]` with a literal id that is not declared.
+fn check_registry_lookups(v: &mut V<'_>, x: &Expr, node: &str) {
+    let s = v.doc;
+    for (reg, ids) in [
+        ("prompts", s.prompts.iter().map(|p| p.id_str()).collect::<Vec<_>>()),
+        ("llms", s.llms.iter().map(|p| p.id_str()).collect()),
+        ("skills", s.skills.iter().map(|p| p.id_str()).collect()),
+    ] {
+        let text = &x.text;
+        let mut from = 0;
+        while let Some(pos) = text[from..].find(reg) {
+            let at = from + pos;
+            from = at + reg.len();
+            let before_ok = at == 0 || !text[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+            let rest = &text[from..];
+            let Some(rest) = rest.strip_prefix('[') else { continue };
+            let Some(q) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else { continue };
+            let Some(end) = rest[1..].find(q) else { continue };
+            let id = &rest[1..1 + end];
+            if !before_ok || ids.contains(&id) || ids.is_empty() {
+                continue;
+            }
+            let off = from + 2;
+            let span = expr_span(v.file, x, off, off + id.len());
+            let hint = match did_you_mean(id, ids.iter().copied()) {
+                Some(sug) => format!("did you mean `{sug}`?"),
+                None => format!("declared {reg}: {}", ids.join(", ")),
+            };
+            v.diags.push(
+                Diagnostic::error("sherma-unknown-id", format!("`{reg}[\"{id}\"]`: no {} with id `{id}`", reg.trim_end_matches('s')))
+                    .at(v.file, span)
+                    .node(node.to_string())
+                    .hint(hint),
+            );
+        }
+    }
+}
