@@ -5,6 +5,7 @@ pub mod diag;
 pub mod doc;
 pub mod expr;
 pub mod graph;
+pub mod skills;
 pub mod source;
 pub mod validate;
 pub mod yaml;

@@ -46,7 +46,7 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "human")]
         format: DiagFormat,
         /// Do not print warnings.
-        #[arg(long)]
+        #[arg(short, long)]
         quiet: bool,
     },
     /// Print an agent's graph (declared and derived nodes and edges).

@@ -538,6 +538,8 @@ pub struct ShermaDoc {
     pub agents: Vec<AgentDef>,
     /// Prompt texts by id (inline or read from `instructions_path`).
     pub prompt_texts: Vec<(String, String)>,
+    /// Skill cards of `skills` entries with a local `skill_card_path`, by skill id.
+    pub skill_cards: Vec<(String, crate::skills::LoadedCard)>,
 }
 
 impl ShermaDoc {
@@ -745,6 +747,13 @@ pub fn build(
                     .at(file, super::schema::head_span(file, &p.node))
                     .hint("give exactly one: inline `instructions: ...` or a file in `instructions_path: ...`"),
             );
+        }
+    }
+    for sk in &doc.skills {
+        if let Some(path) = sk.resolved_path.as_ref().filter(|p| p.is_file()) {
+            if let Some(card) = crate::skills::load_card(path, b.diags, b.extra_files) {
+                doc.skill_cards.push((sk.id_str().to_string(), card));
+            }
         }
     }
     for h in &doc.hooks {

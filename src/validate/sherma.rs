@@ -89,6 +89,48 @@ pub fn validate_doc(doc: &Document, s: &ShermaDoc, diags: &mut Vec<Diagnostic>) 
     if let Some(dl) = &s.default_llm {
         check_llm_ref(&mut v, dl, "default_llm");
     }
+    for (what, list) in [("tool", &s.tools), ("hook", &s.hooks), ("sub-agent", &s.sub_agents)] {
+        for e in list.iter() {
+            let Some(ip) = e.get("import_path") else { continue };
+            if resolve_python_import(&doc.base_dir, &ip.value).is_none() {
+                let d = v.warn(
+                    "python-import-unresolved",
+                    format!("{what} import path `{}` cannot be resolved from this folder", ip.value),
+                    ip.span,
+                );
+                set_hint(d, "runs import it with the agent's folder and its parents on sys.path; add the module there or set PYTHONPATH");
+            }
+        }
+    }
+}
+
+/// Find the Python module file of a dotted `module.attr` path, searching the agent's folder and
+/// its ancestors (and PYTHONPATH). Returns the module file.
+pub fn resolve_python_import(base: &std::path::Path, dotted: &str) -> Option<std::path::PathBuf> {
+    let parts: Vec<&str> = dotted.split('.').filter(|p| !p.is_empty()).collect();
+    if parts.len() < 2 {
+        return None;
+    }
+    let module = &parts[..parts.len() - 1];
+    let mut roots: Vec<std::path::PathBuf> = base.ancestors().take(6).map(|p| p.to_path_buf()).collect();
+    if let Some(pp) = std::env::var_os("PYTHONPATH") {
+        roots.extend(std::env::split_paths(&pp));
+    }
+    for root in roots {
+        let mut p = root.clone();
+        for m in module {
+            p.push(m);
+        }
+        let file = p.with_extension("py");
+        if file.is_file() {
+            return Some(file);
+        }
+        let init = p.join("__init__.py");
+        if init.is_file() {
+            return Some(init);
+        }
+    }
+    None
 }
 
 fn check_llm_ref(v: &mut V<'_>, r: &RegistryRef, what: &str) {
