@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+echo '{"findings": "lint: 0 problems"}'

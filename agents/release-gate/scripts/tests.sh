@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+echo '{"findings": "tests: 42 passed"}'
