@@ -246,6 +246,8 @@ pub struct CelRefs {
     /// Free variables (`state`, `prompts`, bare field names, ...). Comprehension variables and
     /// type names (`int`, `string`, ...) are not included.
     pub variables: BTreeSet<String>,
+    /// Byte offset of the first occurrence of each variable in [`CelRefs::variables`].
+    pub variable_offsets: BTreeMap<String, usize>,
     /// Functions called (operators and macros excluded), e.g. `size`, `json`, `optional.of`.
     pub functions: BTreeSet<String>,
     /// State fields read as `state.X`, `state["X"]`, `state['X']`, `has(state.X)`,
@@ -259,9 +261,14 @@ pub struct CelRefs {
 impl CelRefs {
     fn union(&mut self, other: &CelRefs) {
         self.variables.extend(other.variables.iter().cloned());
+        for (name, off) in &other.variable_offsets {
+            let e = self.variable_offsets.entry(name.clone()).or_insert(*off);
+            *e = (*e).min(*off);
+        }
         self.functions.extend(other.functions.iter().cloned());
         self.state_fields.extend(other.state_fields.iter().cloned());
-        self.state_fields.sort_by_key(|(name, off)| (*off, name.clone()));
+        self.state_fields
+            .sort_by_key(|(name, off)| (*off, name.clone()));
         self.state_fields.dedup();
         self.whole_state |= other.whole_state;
     }
@@ -399,7 +406,10 @@ impl CelEngine {
     pub fn compile(&self, src: &str) -> Result<CelProgram, CelError> {
         if src.len() > MAX_EXPRESSION_LEN {
             return Err(CelError::new(
-                format!("expression is too long ({} bytes, at most {MAX_EXPRESSION_LEN})", src.len()),
+                format!(
+                    "expression is too long ({} bytes, at most {MAX_EXPRESSION_LEN})",
+                    src.len()
+                ),
                 0,
                 src.len(),
             ));
@@ -469,11 +479,9 @@ impl CelEngine {
         for name in &part.vars {
             let Some(json) = b.get(name) else { continue };
             let val: Box<dyn Val + '_> = match (&part.state, json) {
-                (StateAccess::Fields(fields), Json::Object(obj)) if name == "state" => {
-                    Box::new(map_to_val(
-                        fields.iter().filter_map(|f| obj.get_key_value(f.as_str())),
-                    ))
-                }
+                (StateAccess::Fields(fields), Json::Object(obj)) if name == "state" => Box::new(
+                    map_to_val(fields.iter().filter_map(|f| obj.get_key_value(f.as_str()))),
+                ),
                 _ => json_to_val(json),
             };
             ctx.add_variable_as_val(name.as_str(), val);
@@ -514,7 +522,9 @@ impl CelEngine {
         };
         if ast_depth(program.expression()) > MAX_EXPRESSION_DEPTH {
             return Err(CelError::new(
-                format!("expression is nested too deeply (more than {MAX_EXPRESSION_DEPTH} levels)"),
+                format!(
+                    "expression is nested too deeply (more than {MAX_EXPRESSION_DEPTH} levels)"
+                ),
                 range.start,
                 text.len(),
             )
@@ -543,8 +553,10 @@ impl CelEngine {
             state_fields,
             ..
         } = walker;
-        refs.state_fields.sort_by_key(|(name, off)| (*off, name.clone()));
+        refs.state_fields
+            .sort_by_key(|(name, off)| (*off, name.clone()));
         refs.state_fields.dedup();
+        refs.variable_offsets = idents.clone();
         let state = if refs.whole_state {
             StateAccess::Whole
         } else if refs.variables.contains("state") {
@@ -656,7 +668,12 @@ fn split_default(src: &str) -> Result<DefaultParts, CelError> {
 fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
     match &e.expr {
         Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => Vec::new(),
-        Expr::Call(c) => c.target.as_deref().into_iter().chain(c.args.iter()).collect(),
+        Expr::Call(c) => c
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(c.args.iter())
+            .collect(),
         Expr::Comprehension(c) => vec![
             &c.iter_range,
             &c.accu_init,
@@ -784,9 +801,7 @@ impl Walker<'_> {
                 return i;
             }
         }
-        src[e + 1..]
-            .find(field)
-            .map_or(s, |p| e + 1 + p)
+        src[e + 1..].find(field).map_or(s, |p| e + 1 + p)
     }
 
     fn walk(&mut self, e: &IdedExpr) {
@@ -908,8 +923,9 @@ fn line_col_to_byte(text: &str, line: isize, col: isize) -> usize {
     }
 }
 
+/// Messages about the parser's own state, emitted next to the real syntax error.
 fn is_internal(msg: &str) -> bool {
-    msg.starts_with("Incomplete `") || msg.contains("Context`")
+    msg.starts_with("Incomplete") || msg.starts_with("No `") || msg.starts_with("Unknown `")
 }
 
 fn parse_error(text: &str, base: usize, errors: &ParseErrors) -> CelError {
@@ -923,6 +939,10 @@ fn parse_error(text: &str, base: usize, errors: &ParseErrors) -> CelError {
     };
     if is_internal(&err.msg) {
         return CelError::new("incomplete expression", base + text.len(), 0);
+    }
+    if err.msg.contains("Recursion limit") {
+        return CelError::new("expression is nested too deeply", base, text.len())
+            .with_hint("split it into several steps");
     }
     let offset = line_col_to_byte(text, err.pos.0, err.pos.1);
     let (message, hint, token) = clean_parse_message(&err.msg, text, offset);
@@ -942,7 +962,11 @@ fn between<'m>(msg: &'m str, start: &str, end: &str) -> Option<&'m str> {
 }
 
 /// Turns ANTLR's messages into user-facing text. Returns (message, hint, offending token).
-fn clean_parse_message(msg: &str, text: &str, offset: usize) -> (String, Option<String>, Option<String>) {
+fn clean_parse_message(
+    msg: &str,
+    text: &str,
+    offset: usize,
+) -> (String, Option<String>, Option<String>) {
     let msg = msg.strip_prefix("Syntax error: ").unwrap_or(msg);
     let at_end = offset >= text.len();
     let expected = msg.split_once(" expecting ").map(|(_, set)| set);
@@ -952,20 +976,49 @@ fn clean_parse_message(msg: &str, text: &str, offset: usize) -> (String, Option<
             .or_else(|| expected.and_then(expected_hint))
     };
     if let Some(tok) = msg.strip_prefix("token recognition error at: ") {
-        let tok = tok.trim_matches('\'');
-        if tok.starts_with(['"', '\'']) || tok.starts_with("r\"") || tok.starts_with("b\"") {
+        let tok = tok.strip_prefix('\'').unwrap_or(tok);
+        let tok = tok.strip_suffix('\'').unwrap_or(tok);
+        let body = tok.trim_start_matches(['r', 'R', 'b', 'B']);
+        if body.starts_with(['"', '\'']) {
+            if body.contains('\\') {
+                return (
+                    "invalid escape sequence in string literal".into(),
+                    Some("valid escapes include \\n \\t \\\\ \\' \\\" \\u0041; a raw string r'...' takes backslashes literally".into()),
+                    Some(tok.to_owned()),
+                );
+            }
             return (
                 "unterminated string literal".into(),
                 Some("close the string with a matching quote".into()),
                 Some(tok.to_owned()),
             );
         }
-        let hint = tok
-            .chars()
-            .next()
-            .filter(|c| c.is_alphabetic())
-            .map(|_| "names may only contain ASCII letters, digits and '_'; use state[\"…\"] for other keys".to_owned());
-        return (format!("unexpected character '{tok}'"), hint, Some(tok.to_owned()));
+        let first = tok.chars().next();
+        let hint = match first {
+            Some('=') => Some("compare with ==".to_owned()),
+            Some(c) if c.is_alphabetic() => Some(
+                "names may only contain ASCII letters, digits and '_'; use state[\"…\"] for other keys"
+                    .to_owned(),
+            ),
+            _ => None,
+        };
+        let shown: String = first.map(String::from).unwrap_or_default();
+        return (
+            format!("unexpected character {}", quoted(&shown)),
+            hint,
+            Some(shown),
+        );
+    }
+    if msg.starts_with("invalid int literal") || msg.starts_with("invalid uint literal") {
+        return (
+            msg.to_owned(),
+            Some("integers must fit in 64 bits; write a double (1e20) for larger numbers".into()),
+            Some(literal_at(text, offset)),
+        );
+    }
+    if msg.starts_with("invalid ") && msg.contains("literal") {
+        let head = msg.split(':').next().unwrap_or(msg);
+        return (head.to_owned(), None, Some(literal_at(text, offset)));
     }
     for prefix in ["mismatched input '", "extraneous input '"] {
         if msg.starts_with(prefix)
@@ -975,7 +1028,7 @@ fn clean_parse_message(msg: &str, text: &str, offset: usize) -> (String, Option<
                 return ("unexpected end of expression".into(), eof_hint(), None);
             }
             return (
-                format!("unexpected '{tok}'"),
+                format!("unexpected {}", quoted(tok)),
                 expected.and_then(expected_hint),
                 Some(tok.to_owned()),
             );
@@ -986,16 +1039,24 @@ fn clean_parse_message(msg: &str, text: &str, offset: usize) -> (String, Option<
     {
         let at = at.trim_matches('\'');
         if at == "<EOF>" || at_end {
-            return (format!("missing {what} at the end of the expression"), None, None);
+            return (
+                format!("missing {what} at the end of the expression"),
+                None,
+                None,
+            );
         }
-        return (format!("missing {what} before '{at}'"), None, Some(at.to_owned()));
+        return (
+            format!("missing {what} before {}", quoted(at)),
+            None,
+            Some(at.to_owned()),
+        );
     }
     if let Some(near) = msg.strip_prefix("no viable alternative at input ") {
         let near = near.trim_matches('\'');
         if at_end {
             return ("unexpected end of expression".into(), eof_hint(), None);
         }
-        return (format!("invalid syntax near '{near}'"), None, None);
+        return (format!("invalid syntax near {}", quoted(near)), None, None);
     }
     if msg.contains("has() macro") {
         return (
@@ -1005,6 +1066,23 @@ fn clean_parse_message(msg: &str, text: &str, offset: usize) -> (String, Option<
         );
     }
     (msg.to_owned(), None, None)
+}
+
+/// `'x'`, or `` `'x'` `` when the text itself has a single quote.
+fn quoted(tok: &str) -> String {
+    if tok.contains('\'') {
+        format!("`{tok}`")
+    } else {
+        format!("'{tok}'")
+    }
+}
+
+/// The literal-looking token starting at `offset`.
+fn literal_at(text: &str, offset: usize) -> String {
+    text[offset..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-'))
+        .collect()
 }
 
 fn expected_hint(set: &str) -> Option<String> {
@@ -1077,7 +1155,9 @@ fn exec_error(e: &ExecutionError, part: &Part, b: &Bindings<'_>) -> CelError {
             if let Some((_, off)) = part.refs.state_fields.iter().find(|(f, _)| f == key) {
                 err.offset = *off;
                 err.len = key.len();
-                err.hint = Some(format!("use has(state.{key}) or default(state.{key}, <fallback>)"));
+                err.hint = Some(format!(
+                    "use has(state.{key}) or default(state.{key}, <fallback>)"
+                ));
             } else {
                 err.hint = Some("use has(x.field) or default(...) when a key may be absent".into());
             }
@@ -1121,9 +1201,16 @@ fn exec_error(e: &ExecutionError, part: &Part, b: &Bindings<'_>) -> CelError {
             }
             let f = op_symbol(o.function());
             if o.is_member_function() && !types.is_empty() {
-                format!("no matching overload for {}.{f}({})", types[0], types[1..].join(", "))
+                format!(
+                    "no matching overload for {}.{f}({})",
+                    types[0],
+                    types[1..].join(", ")
+                )
             } else {
-                format!("no matching overload for '{f}' applied to ({})", types.join(", "))
+                format!(
+                    "no matching overload for '{f}' applied to ({})",
+                    types.join(", ")
+                )
             }
         }
         ExecutionError::UnsupportedBinaryOperator(op, a, bv) => {
@@ -1133,7 +1220,12 @@ fn exec_error(e: &ExecutionError, part: &Part, b: &Bindings<'_>) -> CelError {
             } else if types.contains(&"string") {
                 err.hint = Some("convert with string(x) before concatenating".into());
             }
-            format!("cannot apply '{}' to {} and {}", op_symbol(op), types[0], types[1])
+            format!(
+                "cannot apply '{}' to {} and {}",
+                op_symbol(op),
+                types[0],
+                types[1]
+            )
         }
         ExecutionError::ValuesNotComparable(a, bv) => {
             let types = [tn(a), tn(bv)];

@@ -186,8 +186,8 @@ impl fmt::Display for TemplateError {
 
 impl std::error::Error for TemplateError {}
 
-/// The §6.3 algorithm. `on_missing` gives the replacement for a missing path (`None` = leave
-/// the text and record it as missing).
+/// The §6.3 algorithm. A missing path renders empty when `lenient`; otherwise its text is
+/// left and the path recorded (once per occurrence in the template).
 fn substitute(src: &str, state: &Json, lenient: bool) -> (String, Vec<String>) {
     let mut result = src.to_owned();
     let mut missing = Vec::new();
@@ -296,7 +296,10 @@ pub fn lint(src: &str) -> Vec<TemplateIssue> {
             ));
             continue;
         }
-        if segments.iter().any(|s| s.key.is_empty() && s.indexes.is_empty()) {
+        if segments
+            .iter()
+            .any(|s| s.key.is_empty() && s.indexes.is_empty())
+        {
             out.push(issue(
                 Warning,
                 range.clone(),
@@ -336,11 +339,7 @@ pub fn lint(src: &str) -> Vec<TemplateIssue> {
     }
 
     // `{{` that do not start a reference.
-    let covered = |pos: usize| {
-        matches
-            .iter()
-            .any(|m| m.start <= pos + 1 && pos < m.end)
-    };
+    let covered = |pos: usize| matches.iter().any(|m| m.start <= pos + 1 && pos < m.end);
     let b = src.as_bytes();
     let mut i = 0;
     while let Some(p) = src[i..].find("{{") {
@@ -366,7 +365,9 @@ pub fn lint(src: &str) -> Vec<TemplateIssue> {
         let inner = &src[run_end..close];
         let range = pos..close + 2;
         let trimmed = inner.trim();
-        let bad = trimmed.chars().find(|&c| !(c.is_ascii() && is_ref_byte(c as u8)));
+        let bad = trimmed
+            .chars()
+            .find(|&c| !(c.is_ascii() && is_ref_byte(c as u8)));
         let message = if trimmed.is_empty() {
             if inner.is_empty() {
                 "'{{}}' is empty: it is left as literal text".to_owned()
@@ -555,7 +556,10 @@ mod tests {
         let s = probe_state();
         assert_eq!(render_raw("{{i}}", &s).unwrap(), json!(3));
         assert_eq!(render_raw("{{n}}", &s).unwrap(), Json::Null);
-        assert_eq!(render_raw("{{obj.k}}", &s).unwrap(), json!([1, {"z": "deep"}]));
+        assert_eq!(
+            render_raw("{{obj.k}}", &s).unwrap(),
+            json!([1, {"z": "deep"}])
+        );
         let err = render_raw(" {{nope}} ", &s).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -617,7 +621,10 @@ mod tests {
         let l = lint_msgs("Hello {{ name }}!");
         assert_eq!(l.len(), 1);
         assert_eq!(l[0].0, Severity::Warning);
-        assert!(l[0].1.starts_with("not a reference: spaces are not allowed inside {{ }}"));
+        assert!(
+            l[0].1
+                .starts_with("not a reference: spaces are not allowed inside {{ }}")
+        );
         assert!(l[0].1.contains("{{name}}"));
         assert_eq!(l[0].2, 6..16);
 
@@ -668,7 +675,13 @@ mod tests {
     #[test]
     fn input_validation() {
         let v = check_input_validation("len(input) >= 3").unwrap();
-        assert_eq!(v, InputValidation { op: CompareOp::Ge, n: 3 });
+        assert_eq!(
+            v,
+            InputValidation {
+                op: CompareOp::Ge,
+                n: 3
+            }
+        );
         assert!(v.check("abc") && !v.check("ab"));
         // byte length: "é" is 2 bytes
         assert!(v.check("éa"));
@@ -677,8 +690,16 @@ mod tests {
         assert!(v.check("1234") && !v.check("12345"));
         let v = check_input_validation("len(input)==0").unwrap();
         assert!(v.check("") && !v.check(" "));
-        assert!(check_input_validation("len(input) > 2").unwrap().check("abc"));
-        assert!(check_input_validation("len(input) <= 2").unwrap().check("ab"));
+        assert!(
+            check_input_validation("len(input) > 2")
+                .unwrap()
+                .check("abc")
+        );
+        assert!(
+            check_input_validation("len(input) <= 2")
+                .unwrap()
+                .check("ab")
+        );
         for bad in [
             "len(input) != 3",
             "len(input) 3",

@@ -177,7 +177,10 @@ pub(crate) fn describe(v: &CelValue) -> String {
         Ok(j) => {
             let mut text = j.to_string();
             if text.len() > 60 {
-                let cut = (0..=57).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+                let cut = (0..=57)
+                    .rev()
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(0);
                 text.truncate(cut);
                 text.push('…');
             }
@@ -203,8 +206,7 @@ fn duration_text(secs: i64, nanos: i32) -> String {
 
 /// Standard base64 with padding.
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let b = [

@@ -14,9 +14,7 @@
 //! - `string(list)` / `string(map)` give compact JSON (upstream: the celpy repr); map keys sorted.
 
 use ::cel::common::functions::Function;
-use ::cel::common::types::{
-    self, CelBool, CelInt, CelList, CelMap, CelString, Type,
-};
+use ::cel::common::types::{self, CelBool, CelInt, CelList, CelMap, CelString, Type};
 use ::cel::common::value::{CowVal, Val};
 use ::cel::{DeclarationError, Env, ExecutionError};
 
@@ -57,7 +55,12 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     both(env, "template", &[S, M], template)?;
     env.add_overload("string", "sy_list_to_string", vec![L], to_json_string)?;
     env.add_overload("string", "sy_map_to_string", vec![M], to_json_string)?;
-    env.add_overload("string", "sy_null_to_string", vec![types::NULL_TYPE], to_json_string)?;
+    env.add_overload(
+        "string",
+        "sy_null_to_string",
+        vec![types::NULL_TYPE],
+        to_json_string,
+    )?;
     Ok(())
 }
 
@@ -66,10 +69,20 @@ fn both(env: &mut Env, name: &str, args: &[Type], f: Function) -> Result<(), Dec
     let all: Vec<Type> = args.iter().map(|t| t.to_owned()).collect();
     env.add_overload(name, &format!("sy_{name}"), all, f)?;
     let rest: Vec<Type> = args[1..].iter().map(|t| t.to_owned()).collect();
-    env.add_member_overload(name, &format!("sy_member_{name}"), args[0].to_owned(), rest, f)
+    env.add_member_overload(
+        name,
+        &format!("sy_member_{name}"),
+        args[0].to_owned(),
+        rest,
+        f,
+    )
 }
 
-fn arg_str<'x>(args: &'x [CowVal<'_, '_>], i: usize, function: &str) -> Result<&'x str, ExecutionError> {
+fn arg_str<'x>(
+    args: &'x [CowVal<'_, '_>],
+    i: usize,
+    function: &str,
+) -> Result<&'x str, ExecutionError> {
     args.get(i)
         .and_then(|a| a.as_ref().downcast_ref::<CelString>())
         .map(|s| s.inner())
@@ -106,7 +119,10 @@ fn json<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CallResult<'b, 'v> {
     let text = arg_str(&args, 0, "json")?;
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(v) => Ok(CowVal::Owned(json_to_val_owned(v))),
-        Err(e) => Err(ExecutionError::function_error("json", format!("invalid JSON: {e}"))),
+        Err(e) => Err(ExecutionError::function_error(
+            "json",
+            format!("invalid JSON: {e}"),
+        )),
     }
 }
 
@@ -206,7 +222,10 @@ pub(crate) fn python_slice(text: &str, start: i64, end: i64) -> String {
     if s >= e {
         return String::new();
     }
-    text.chars().skip(s as usize).take((e - s) as usize).collect()
+    text.chars()
+        .skip(s as usize)
+        .take((e - s) as usize)
+        .collect()
 }
 
 fn last<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CallResult<'b, 'v> {
@@ -231,12 +250,15 @@ fn template<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CallResult<'b, 'v> {
         let value = match v.as_ref().downcast_ref::<CelString>() {
             Some(s) => s.inner().to_owned(),
             None => display_json(
-                &val_to_json(v.as_ref()).map_err(|e| ExecutionError::function_error("template", e))?,
+                &val_to_json(v.as_ref())
+                    .map_err(|e| ExecutionError::function_error("template", e))?,
             ),
         };
         values.insert(key, value);
     }
-    string(substitute_placeholders(text, |key| values.get(key).map(String::as_str)))
+    string(substitute_placeholders(text, |key| {
+        values.get(key).map(String::as_str)
+    }))
 }
 
 pub(crate) fn substitute_placeholders<'m>(
@@ -299,7 +321,13 @@ mod tests {
             "" => Some("E"),
             _ => None,
         };
-        assert_eq!(substitute_placeholders("x ${a} ${b} ${c} ${} ${", look), "x ${b} B ${c} E ${");
-        assert_eq!(substitute_placeholders("no placeholders", look), "no placeholders");
+        assert_eq!(
+            substitute_placeholders("x ${a} ${b} ${c} ${} ${", look),
+            "x ${b} B ${c} E ${"
+        );
+        assert_eq!(
+            substitute_placeholders("no placeholders", look),
+            "no placeholders"
+        );
     }
 }

@@ -35,11 +35,17 @@ fn compile_err(src: &str) -> CelError {
 fn json_integers_bind_as_int() {
     assert_eq!(ok("state.count + 1", json!({"count": 2})), json!(3));
     assert_eq!(ok("state.count < 3", json!({"count": 2})), json!(true));
-    assert_eq!(ok("type(state.count) == int", json!({"count": 2})), json!(true));
+    assert_eq!(
+        ok("type(state.count) == int", json!({"count": 2})),
+        json!(true)
+    );
     assert_eq!(ok("state.neg - 1", json!({"neg": -2})), json!(-3));
     // beyond i64: uint
     assert_eq!(
-        ok("type(state.big) == uint", json!({"big": 18446744073709551615u64})),
+        ok(
+            "type(state.big) == uint",
+            json!({"big": 18446744073709551615u64})
+        ),
         json!(true)
     );
     assert_eq!(ok("state.f * 2.0", json!({"f": 1.5})), json!(3.0));
@@ -62,22 +68,32 @@ fn eval_bool_requires_a_bool() {
     let p = engine().compile("state.count < 3").unwrap();
     assert!(engine().eval_bool(&p, &Bindings::with_state(&s)).unwrap());
     let p = engine().compile(" state.count ").unwrap();
-    let e = engine().eval_bool(&p, &Bindings::with_state(&s)).unwrap_err();
+    let e = engine()
+        .eval_bool(&p, &Bindings::with_state(&s))
+        .unwrap_err();
     assert_eq!(e.message, "condition returned int, expected bool");
     assert_eq!(e.range(), 0..13);
     let p = engine().compile("[1]").unwrap();
-    let e = engine().eval_bool(&p, &Bindings::with_state(&s)).unwrap_err();
+    let e = engine()
+        .eval_bool(&p, &Bindings::with_state(&s))
+        .unwrap_err();
     assert_eq!(e.message, "condition returned list, expected bool");
 }
 
 #[test]
 fn results_convert_back_to_json() {
-    assert_eq!(ok("{'b': 1, 'a': [1u, 2.5, null]}", json!({})), json!({"a": [1, 2.5, null], "b": 1}));
+    assert_eq!(
+        ok("{'b': 1, 'a': [1u, 2.5, null]}", json!({})),
+        json!({"a": [1, 2.5, null], "b": 1})
+    );
     // map keys are emitted sorted
     let out = ok("{'z': 1, 'a': 2, 'm': 3}", json!({}));
     let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["a", "m", "z"]);
-    assert_eq!(ok("{1: 'x', true: 'y'}", json!({})), json!({"1": "x", "true": "y"}));
+    assert_eq!(
+        ok("{1: 'x', true: 'y'}", json!({})),
+        json!({"1": "x", "true": "y"})
+    );
     assert_eq!(ok("b'foo'", json!({})), json!("Zm9v"));
     assert_eq!(
         ok("timestamp('2024-01-02T03:04:05Z')", json!({})),
@@ -86,7 +102,10 @@ fn results_convert_back_to_json() {
     assert_eq!(ok("duration('90s')", json!({})), json!("90s"));
     assert_eq!(ok("1.0 / 0.0", json!({})), Json::Null);
     assert_eq!(ok("type(1)", json!({})), json!("int"));
-    assert_eq!(ok("state", json!({"a": {"b": [true]}})), json!({"a": {"b": [true]}}));
+    assert_eq!(
+        ok("state", json!({"a": {"b": [true]}})),
+        json!({"a": {"b": [true]}})
+    );
     assert_eq!(ok("optional.of(3)", json!({})), json!(3));
     assert_eq!(ok("state.?missing", json!({})), Json::Null);
 }
@@ -94,13 +113,25 @@ fn results_convert_back_to_json() {
 #[test]
 fn only_read_state_fields_are_converted_but_semantics_hold() {
     let s = json!({"count": 1, "messages": ["a", "b"], "other": {"x": 1}});
-    assert_eq!(ok("state.count == 1 && state['messages'].size() == 2", s.clone()), json!(true));
-    assert_eq!(ok("has(state.count) && !has(state.nope)", s.clone()), json!(true));
+    assert_eq!(
+        ok(
+            "state.count == 1 && state['messages'].size() == 2",
+            s.clone()
+        ),
+        json!(true)
+    );
+    assert_eq!(
+        ok("has(state.count) && !has(state.nope)", s.clone()),
+        json!(true)
+    );
     assert_eq!(ok("size(state)", s.clone()), json!(3));
     assert_eq!(ok("'other' in state", s.clone()), json!(true));
     assert_eq!(ok("state.other.x + state.count", s.clone()), json!(2));
     assert_eq!(ok("state.map(k, k).size()", s.clone()), json!(3));
-    assert_eq!(ok("[state].map(state, state.count)[0]", s.clone()), json!(1));
+    assert_eq!(
+        ok("[state].map(state, state.count)[0]", s.clone()),
+        json!(1)
+    );
 }
 
 #[test]
@@ -132,7 +163,10 @@ fn extra_variables() {
     let state = json!({});
     let b = Bindings::with_state(&state)
         .with("llms", json!({"main": {"model_name": "gpt"}}))
-        .with("llm_response", json!({"role": "ai", "content": "ok", "tool_calls": []}));
+        .with(
+            "llm_response",
+            json!({"role": "ai", "content": "ok", "tool_calls": []}),
+        );
     let p = engine()
         .compile("llms.main.model_name + ':' + llm_response.content")
         .unwrap();
@@ -161,15 +195,20 @@ fn custom_functions_global_and_method_style() {
         ("indexOf(state.txt, 'wö')", json!(6)),
         ("state.txt.indexOf('zz')", json!(-1)),
         ("join(['a', 'b'], ', ')", json!("a, b")),
-        ("state.items.join('|')", json!("1|x|true|null|2.5|{\"k\":[1]}")),
+        (
+            "state.items.join('|')",
+            json!("1|x|true|null|2.5|{\"k\":[1]}"),
+        ),
         ("substring('hello world', 0, 5)", json!("hello")),
         ("'hello'.substring(-3, 100)", json!("llo")),
         ("'héllo'.substring(1, 2)", json!("é")),
         ("'hello'.substring(4, 1)", json!("")),
         ("last([1, 2, 3])", json!(3)),
         ("[[1], [2]].last()[0]", json!(2)),
-        ("template('Hi ${name}, ${n} ${b} ${l} ${unknown}', {'name': 'Bo', 'n': 5, 'b': true, 'l': [1, 'a']})",
-            json!("Hi Bo, 5 true [1,\"a\"] ${unknown}")),
+        (
+            "template('Hi ${name}, ${n} ${b} ${l} ${unknown}', {'name': 'Bo', 'n': 5, 'b': true, 'l': [1, 'a']})",
+            json!("Hi Bo, 5 true [1,\"a\"] ${unknown}"),
+        ),
         ("'${x}${x}'.template({'x': 2.5})", json!("2.52.5")),
         ("string([1, 'a'])", json!("[1,\"a\"]")),
         ("string({'k': [true]})", json!("{\"k\":[true]}")),
@@ -191,7 +230,10 @@ fn custom_function_errors() {
     let e = err("last([])", json!({}));
     assert_eq!(e.message, "last(): the list is empty");
     let e = err("trim(1)", json!({}));
-    assert_eq!(e.message, "no matching overload for 'trim' applied to (int)");
+    assert_eq!(
+        e.message,
+        "no matching overload for 'trim' applied to (int)"
+    );
     let e = err("1.trim()", json!({}));
     assert_eq!(e.message, "no matching overload for int.trim()");
     let e = err("nosuch(1)", json!({}));
@@ -206,13 +248,28 @@ fn default_form_falls_back_on_errors() {
     let s = json!({"count": 5, "s": "a,b"});
     assert_eq!(ok("default(state.count, 0)", s.clone()), json!(5));
     assert_eq!(ok("default(state.missing, 0)", json!({})), json!(0));
-    assert_eq!(ok("  default( state.missing.deep , 'x' )  ", json!({})), json!("x"));
-    assert_eq!(ok("default(json('bad'), {'ok': true})", json!({})), json!({"ok": true}));
+    assert_eq!(
+        ok("  default( state.missing.deep , 'x' )  ", json!({})),
+        json!("x")
+    );
+    assert_eq!(
+        ok("default(json('bad'), {'ok': true})", json!({})),
+        json!({"ok": true})
+    );
     assert_eq!(ok("default(1/0, -1)", json!({})), json!(-1));
     // commas inside strings, lists and calls do not split
-    assert_eq!(ok("default(split(state.s, ','), ['x,y'])", s.clone()), json!(["a", "b"]));
-    assert_eq!(ok("default(state.nope, \"a,\\\"b\")", s.clone()), json!("a,\"b"));
-    assert_eq!(ok("default(state.nope, {'a': [1, 2]})", s.clone()), json!({"a": [1, 2]}));
+    assert_eq!(
+        ok("default(split(state.s, ','), ['x,y'])", s.clone()),
+        json!(["a", "b"])
+    );
+    assert_eq!(
+        ok("default(state.nope, \"a,\\\"b\")", s.clone()),
+        json!("a,\"b")
+    );
+    assert_eq!(
+        ok("default(state.nope, {'a': [1, 2]})", s.clone()),
+        json!({"a": [1, 2]})
+    );
     // errors in the fallback propagate
     let e = err("default(state.a, state.b)", json!({}));
     assert_eq!(e.message, "no such key: b");
@@ -228,9 +285,18 @@ fn default_primary_parse_error_uses_fallback() {
     assert_eq!(pe.message, "unexpected end of expression");
     assert_eq!(pe.offset, 17);
     let state = json!({"x": 1});
-    assert_eq!(engine().eval(&p, &Bindings::with_state(&state)).unwrap(), json!(7));
+    assert_eq!(
+        engine().eval(&p, &Bindings::with_state(&state)).unwrap(),
+        json!(7)
+    );
     assert!(p.is_default_form());
-    assert!(engine().compile("default(1, 2)").unwrap().primary_error().is_none());
+    assert!(
+        engine()
+            .compile("default(1, 2)")
+            .unwrap()
+            .primary_error()
+            .is_none()
+    );
 }
 
 #[test]
@@ -243,7 +309,10 @@ fn default_must_be_the_whole_expression() {
         "default(state.a, default(state.b, 1))",
     ] {
         let e = compile_err(src);
-        assert_eq!(e.message, "default(...) must be the whole expression", "{src}");
+        assert_eq!(
+            e.message, "default(...) must be the whole expression",
+            "{src}"
+        );
         assert!(e.hint.is_some());
     }
     let e = compile_err("'x' + default(state.a, 'b')");
@@ -251,16 +320,27 @@ fn default_must_be_the_whole_expression() {
     let e = compile_err("default(state.a, 'b') + 'x'");
     assert_eq!(e.range(), 22..27);
     let e = compile_err("default(state.a)");
-    assert!(e.message.starts_with("default() needs two arguments"), "{e:?}");
+    assert!(
+        e.message.starts_with("default() needs two arguments"),
+        "{e:?}"
+    );
     let e = compile_err("default(1, 2, 3)");
-    assert!(e.message.starts_with("default() takes exactly two"), "{e:?}");
+    assert!(
+        e.message.starts_with("default() takes exactly two"),
+        "{e:?}"
+    );
     assert_eq!(e.offset, 12);
     // a fallback that does not parse is a compile error
     let e = compile_err("default(state.a, )");
     assert_eq!(e.message, "unexpected end of expression");
     // not the special form: a field or variable named like it
     assert_eq!(ok("state.default", json!({"default": 1})), json!(1));
-    assert!(!engine().compile("default_value(1)").unwrap().is_default_form());
+    assert!(
+        !engine()
+            .compile("default_value(1)")
+            .unwrap()
+            .is_default_form()
+    );
 }
 
 // --- compile errors --------------------------------------------------------------------------
@@ -268,15 +348,24 @@ fn default_must_be_the_whole_expression() {
 #[test]
 fn parse_error_offsets_and_messages() {
     let e = compile_err("state.x +");
-    assert_eq!((e.message.as_str(), e.offset, e.len), ("unexpected end of expression", 9, 0));
+    assert_eq!(
+        (e.message.as_str(), e.offset, e.len),
+        ("unexpected end of expression", 9, 0)
+    );
     assert!(e.hint.as_deref().unwrap().contains("a value is expected"));
 
     let e = compile_err("state.messages[");
-    assert_eq!((e.message.as_str(), e.offset, e.len), ("unexpected end of expression", 15, 0));
+    assert_eq!(
+        (e.message.as_str(), e.offset, e.len),
+        ("unexpected end of expression", 15, 0)
+    );
     assert_eq!(e.hint.as_deref(), Some("'[' is never closed"));
 
     let e = compile_err("\"unterminated");
-    assert_eq!((e.message.as_str(), e.offset, e.len), ("unterminated string literal", 0, 13));
+    assert_eq!(
+        (e.message.as_str(), e.offset, e.len),
+        ("unterminated string literal", 0, 13)
+    );
 
     let e = compile_err("a ? b");
     assert_eq!(e.message, "unexpected end of expression");
@@ -285,16 +374,28 @@ fn parse_error_offsets_and_messages() {
 
     // columns count characters, offsets are bytes
     let e = compile_err("'é🎉' + + )");
-    assert_eq!((e.message.as_str(), e.offset, e.len), ("unexpected '+'", 11, 1));
+    assert_eq!(
+        (e.message.as_str(), e.offset, e.len),
+        ("unexpected '+'", 11, 1)
+    );
 
     let e = compile_err("state.x &&\n  é");
-    assert_eq!((e.message.as_str(), e.offset, e.len), ("unexpected character 'é'", 13, 2));
+    assert_eq!(
+        (e.message.as_str(), e.offset, e.len),
+        ("unexpected character 'é'", 13, 2)
+    );
 
     let e = compile_err("a ++ b");
-    assert_eq!((e.message.as_str(), e.offset, e.len), ("unexpected '+'", 3, 1));
+    assert_eq!(
+        (e.message.as_str(), e.offset, e.len),
+        ("unexpected '+'", 3, 1)
+    );
 
     let e = compile_err("");
-    assert_eq!((e.message.as_str(), e.offset), ("unexpected end of expression", 0));
+    assert_eq!(
+        (e.message.as_str(), e.offset),
+        ("unexpected end of expression", 0)
+    );
 
     let e = compile_err("has(state)");
     assert!(e.message.contains("has() macro"), "{e:?}");
@@ -330,7 +431,10 @@ fn too_long_or_too_deep_expressions_are_rejected() {
 #[test]
 fn runtime_errors_are_clean() {
     let e = err("state.counter > 1", json!({}));
-    assert_eq!(e.to_string(), "no such key: counter (hint: use has(state.counter) or default(state.counter, <fallback>))");
+    assert_eq!(
+        e.to_string(),
+        "no such key: counter (hint: use has(state.counter) or default(state.counter, <fallback>))"
+    );
     assert_eq!(e.range(), 6..13);
 
     let e = err("state.a.b", json!({"a": {}}));
@@ -358,12 +462,18 @@ fn runtime_errors_are_clean() {
 
     let e = err("count > 1", json!({"count": 1}));
     assert_eq!(e.message, "undeclared reference to 'count'");
-    assert_eq!(e.hint.as_deref(), Some("state fields are read as state.count"));
+    assert_eq!(
+        e.hint.as_deref(),
+        Some("state fields are read as state.count")
+    );
     assert_eq!(e.range(), 0..5);
 
     for src in ["{null: 1}", "{'a': 1, 'a': 2}", "[1]['x']", "'abc'[0]"] {
         let e = err(src, json!({}));
-        assert!(!e.message.contains("String(") && !e.message.contains("Null"), "{src}: {e:?}");
+        assert!(
+            !e.message.contains("String(") && !e.message.contains("Null"),
+            "{src}: {e:?}"
+        );
     }
 }
 
@@ -374,11 +484,23 @@ fn references_list_variables_functions_and_state_fields() {
     let src = "state.a > 1 && has(state.b) && state[\"c\"] == 'x' && state['d'].size() > 0 && json(prompts.p.instructions).ok && state.?e.hasValue()";
     let p = engine().compile(src).unwrap();
     let r = p.references();
-    assert_eq!(r.variables, BTreeSet::from(["state".into(), "prompts".into()]));
-    assert!(r.functions.contains("json") && r.functions.contains("size") && r.functions.contains("hasValue"));
+    assert_eq!(
+        r.variables,
+        BTreeSet::from(["state".into(), "prompts".into()])
+    );
+    assert!(
+        r.functions.contains("json")
+            && r.functions.contains("size")
+            && r.functions.contains("hasValue")
+    );
     assert!(!r.functions.iter().any(|f| f.starts_with('_') || f == "has"));
     assert!(!r.whole_state);
-    let fields: Vec<(&str, usize)> = r.state_fields.iter().map(|(n, o)| (n.as_str(), *o)).collect();
+    assert_eq!(r.variable_offsets["prompts"], src.find("prompts").unwrap());
+    let fields: Vec<(&str, usize)> = r
+        .state_fields
+        .iter()
+        .map(|(n, o)| (n.as_str(), *o))
+        .collect();
     let expect: Vec<(&str, usize)> = ["a", "b", "c", "d", "e"]
         .iter()
         .map(|f| {
@@ -406,7 +528,9 @@ fn references_skip_comprehension_variables_and_types() {
         BTreeSet::from(["state".into(), "x".into(), "items".into()])
     );
     assert_eq!(r.state_fields, vec![("messages".to_string(), 6)]);
-    let p = engine().compile("size(state) > 0 && state . count > 1").unwrap();
+    let p = engine()
+        .compile("size(state) > 0 && state . count > 1")
+        .unwrap();
     let r = p.references();
     assert!(r.whole_state);
     assert_eq!(r.state_fields, vec![("count".to_string(), 27)]);
@@ -418,13 +542,17 @@ fn references_skip_comprehension_variables_and_types() {
 
 #[test]
 fn references_of_default_form_union_both_parts() {
-    let p = engine().compile("default(state.a.b, state.c + llm_response.content)").unwrap();
+    let p = engine()
+        .compile("default(state.a.b, state.c + llm_response.content)")
+        .unwrap();
     let r = p.references();
     assert_eq!(
         r.state_fields,
         vec![("a".to_string(), 14), ("c".to_string(), 25)]
     );
     assert!(r.variables.contains("llm_response"));
+    assert_eq!(r.variable_offsets["llm_response"], 29);
+    assert_eq!(r.variable_offsets["state"], 8);
 }
 
 // --- engine sharing and performance ----------------------------------------------------------
@@ -441,7 +569,10 @@ fn programs_and_engine_are_thread_safe() {
             let p = p.clone();
             s.spawn(move || {
                 let st = json!({"n": n});
-                assert_eq!(engine().eval(&p, &Bindings::with_state(&st)).unwrap(), json!(n * 2));
+                assert_eq!(
+                    engine().eval(&p, &Bindings::with_state(&st)).unwrap(),
+                    json!(n * 2)
+                );
             });
         }
     });
@@ -473,18 +604,22 @@ fn bench_eval() {
         for _ in 0..n {
             std::hint::black_box(engine().eval(&p, &b).unwrap());
         }
-        println!("{:>8.2} µs  {src}", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        println!(
+            "{:>8.2} µs  {src}",
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
     }
     let t = std::time::Instant::now();
     for _ in 0..200 {
         std::hint::black_box(engine().compile("state.count < 3 && has(state.x)").unwrap());
     }
-    println!("{:>8.2} µs  compile", t.elapsed().as_secs_f64() * 1e6 / 200.0);
+    println!(
+        "{:>8.2} µs  compile",
+        t.elapsed().as_secs_f64() * 1e6 / 200.0
+    );
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
-
     #[test]
     fn arbitrary_text_never_panics(src in ".{0,60}") {
         let state = big_state();
@@ -512,4 +647,35 @@ proptest! {
             prop_assert!(src.is_char_boundary(e.offset) && src.is_char_boundary(e.offset + e.len));
         }
     }
+}
+
+#[test]
+fn more_parse_messages() {
+    let cases: &[(&str, &str, usize, usize)] = &[
+        ("'\\q'", "invalid escape sequence in string literal", 0, 3),
+        ("'open", "unterminated string literal", 0, 5),
+        ("99999999999999999999", "invalid int literal", 0, 20),
+        ("{'a' 1}", "missing ':' before '1'", 5, 1),
+        ("[1,", "missing ']' at the end of the expression", 3, 0),
+        ("x = 1", "unexpected character '='", 2, 1),
+        ("'a' 'b'", "unexpected `'b'`", 4, 3),
+    ];
+    for (src, msg, off, len) in cases {
+        let e = compile_err(src);
+        assert_eq!(
+            (e.message.as_str(), e.offset, e.len),
+            (*msg, *off, *len),
+            "{src}"
+        );
+    }
+    let deep = format!("{}1{}", "(".repeat(120), ")".repeat(120));
+    let e = compile_err(&deep);
+    assert_eq!(
+        (e.message.as_str(), e.offset, e.len),
+        ("expression is nested too deeply", 0, deep.len())
+    );
+    assert_eq!(
+        compile_err("x = 1").hint.as_deref(),
+        Some("compare with ==")
+    );
 }
