@@ -12,6 +12,10 @@ use crate::graph::{END, Graph, START};
 use crate::source::{SourceFile, Span};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+thread_local! {
+    static SUB_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 const ON_ERROR_TYPES: &[&str] = &["call_llm", "tool_node", "call_agent", "custom"];
 const SKILL_TOOLS: &[&str] = &[
     "list_skills",
@@ -88,6 +92,30 @@ pub fn validate_doc(doc: &Document, s: &ShermaDoc, diags: &mut Vec<Diagnostic>) 
     }
     if let Some(dl) = &s.default_llm {
         check_llm_ref(&mut v, dl, "default_llm");
+    }
+    // Sub-agents from `yaml_path`: validate them too (depth-limited, so cycles cannot recurse).
+    for sa in &s.sub_agents {
+        let (Some(path), Some(yp)) = (sa.resolved_path.as_ref().filter(|p| p.is_file()), sa.get("yaml_path")) else { continue };
+        let depth = SUB_DEPTH.with(|d| d.get());
+        if depth >= 4 {
+            continue;
+        }
+        SUB_DEPTH.with(|d| d.set(depth + 1));
+        let sub = crate::doc::load_path(path);
+        let sub_diags = super::validate(&sub, None);
+        SUB_DEPTH.with(|d| d.set(depth));
+        let errors: Vec<_> = sub_diags.iter().filter(|d| d.is_error()).collect();
+        if sub.sherma().is_none() && !sub.io_error {
+            let d = v.err("sherma-sub-agent-file", format!("`{}` is not a sherma agent file", yp.value), yp.span);
+            set_hint(d, "yaml_path must name another declarative agent YAML (with manifest_version: 1)");
+        } else if let Some(first) = errors.first() {
+            let d = v.err(
+                "sherma-sub-agent-file",
+                format!("sub-agent `{}` has {} error{} in {}", sa.id_str(), errors.len(), if errors.len() == 1 { "" } else { "s" }, yp.value),
+                yp.span,
+            );
+            set_hint(d, format!("first: {}:{}:{}: {}", first.file, first.line, first.column, first.message));
+        }
     }
     for (what, list) in [("tool", &s.tools), ("hook", &s.hooks), ("sub-agent", &s.sub_agents)] {
         for e in list.iter() {
