@@ -19,9 +19,20 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Every node type, in the order of the documentation.
-pub const NODE_TYPES: &[&str] = &["agent", "script", "approval", "input", "llm", "rag", "end", "map"];
+pub const NODE_TYPES: &[&str] = &[
+    "agent", "script", "approval", "input", "llm", "rag", "end", "map",
+];
 /// Reducer names (lower-case; anything else is a parse error upstream).
-pub const REDUCERS: &[&str] = &["append", "extend", "concat", "sum", "max", "min", "merge", "overwrite"];
+pub const REDUCERS: &[&str] = &[
+    "append",
+    "extend",
+    "concat",
+    "sum",
+    "max",
+    "min",
+    "merge",
+    "overwrite",
+];
 /// Graph schema versions upstream accepts.
 pub const SUPPORTED_VERSIONS: &[&str] = &["1.0"];
 /// RAG storage drivers upstream accepts.
@@ -46,20 +57,37 @@ const STATE_UPDATES_TY: Ty = Ty::Map(&Ty::Template);
 const SECONDS: Ty = Ty::Int { min: Some(0) };
 const COUNT: Ty = Ty::Int { min: Some(0) };
 
-const F_ID: Field = opt("id", Ty::Str, "node id; filled from the key when omitted, must equal the key when given");
+const F_ID: Field = opt(
+    "id",
+    Ty::Str,
+    "node id; filled from the key when omitted, must equal the key when given",
+);
 const F_DESCRIPTION: Field = opt("description", Ty::Str, "free text");
 const F_TYPE: Field = req("type", Ty::Enum(NODE_TYPES), "node type");
-const F_NEXT: Field =
-    opt("next", NEXT_TY, "next node; a list of more than one runs them in parallel (fan-out)");
-const F_STATE_UPDATES: Field =
-    opt("state_updates", STATE_UPDATES_TY, "state key -> template, rendered after the node ran (stored as strings)");
-const F_OUTPUT_SCHEMA: Field =
-    opt("output_schema", Ty::Any, "JSON Schema; the output is parsed as JSON and its top-level keys merge into state");
+const F_NEXT: Field = opt(
+    "next",
+    NEXT_TY,
+    "next node; a list of more than one runs them in parallel (fan-out)",
+);
+const F_STATE_UPDATES: Field = opt(
+    "state_updates",
+    STATE_UPDATES_TY,
+    "state key -> template, rendered after the node ran (stored as strings)",
+);
+const F_OUTPUT_SCHEMA: Field = opt(
+    "output_schema",
+    Ty::Any,
+    "JSON Schema; the output is parsed as JSON and its top-level keys merge into state",
+);
 
 pub static VARIABLE_DEF: Obj = Obj {
     name: "variable",
     fields: &[
-        req("name", Ty::Str, "variable name; scripts see it as LLM_AGENT_VAR_<NAME>"),
+        req(
+            "name",
+            Ty::Str,
+            "variable name; scripts see it as LLM_AGENT_VAR_<NAME>",
+        ),
         opt("description", Ty::Str, "what the variable is for"),
         opt("default", Ty::Any, "default value"),
     ],
@@ -69,11 +97,31 @@ pub static VARIABLE_DEF: Obj = Obj {
 pub static SETTINGS_DEF: Obj = Obj {
     name: "settings",
     fields: &[
-        opt("max_loop_iterations", COUNT, "per-node visit cap, default 100 (0 fails at the first visit)"),
-        opt("timeout", SECONDS, "whole-run wall clock in seconds (0 fails immediately)"),
-        opt("log_state_snapshots", Ty::Bool, "log state snapshots (debug/trace), default true"),
-        opt("validate_before_run", Ty::Bool, "run the validator before every run, default true"),
-        opt("max_concurrency", COUNT, "parallel branches of one super-step and default for map nodes, default 8"),
+        opt(
+            "max_loop_iterations",
+            COUNT,
+            "per-node visit cap, default 100 (0 fails at the first visit)",
+        ),
+        opt(
+            "timeout",
+            SECONDS,
+            "whole-run wall clock in seconds (0 fails immediately)",
+        ),
+        opt(
+            "log_state_snapshots",
+            Ty::Bool,
+            "log state snapshots (debug/trace), default true",
+        ),
+        opt(
+            "validate_before_run",
+            Ty::Bool,
+            "run the validator before every run, default true",
+        ),
+        opt(
+            "max_concurrency",
+            COUNT,
+            "parallel branches of one super-step and default for map nodes, default 8",
+        ),
     ],
     open: false,
 };
@@ -81,24 +129,72 @@ pub static SETTINGS_DEF: Obj = Obj {
 pub static GRAPH_DEF: Obj = Obj {
     name: "graph",
     fields: &[
-        req("name", Ty::Str, "graph name (used in logs); must be non-empty"),
+        req(
+            "name",
+            Ty::Str,
+            "graph name (used in logs); must be non-empty",
+        ),
         opt("description", Ty::Str, "free text"),
         opt("version", Ty::Str, "graph schema version; only \"1.0\""),
-        opt("model", Ty::Str, "agent model (`provider:name`); llm nodes without `model` use it"),
-        opt("temperature", Ty::Float { min: Some(0.0) }, "agent temperature"),
+        opt(
+            "model",
+            Ty::Str,
+            "agent model (`provider:name`); llm nodes without `model` use it",
+        ),
+        opt(
+            "temperature",
+            Ty::Float { min: Some(0.0) },
+            "agent temperature",
+        ),
         opt("top_p", Ty::Float { min: Some(0.0) }, "agent top_p"),
         opt("reasoning_effort", Ty::Str, "agent reasoning effort"),
-        opt("global_tools", Ty::List(&Ty::Str), "tool files (e.g. `web_search.sh`) llm nodes may whitelist"),
-        opt("mcp_servers", Ty::List(&Ty::Str), "MCP servers llm nodes may use as `mcp:<server>`"),
-        opt("skills_enabled", Ty::Bool, "skills master switch for llm nodes"),
-        opt("enabled_skills", Ty::List(&Ty::Str), "skills llm nodes may use"),
-        opt("inject_skill_instructions", Ty::Bool, "add the skills hint to llm system prompts, default true"),
+        opt(
+            "global_tools",
+            Ty::List(&Ty::Str),
+            "tool files (e.g. `web_search.sh`) llm nodes may whitelist",
+        ),
+        opt(
+            "mcp_servers",
+            Ty::List(&Ty::Str),
+            "MCP servers llm nodes may use as `mcp:<server>`",
+        ),
+        opt(
+            "skills_enabled",
+            Ty::Bool,
+            "skills master switch for llm nodes",
+        ),
+        opt(
+            "enabled_skills",
+            Ty::List(&Ty::Str),
+            "skills llm nodes may use",
+        ),
+        opt(
+            "inject_skill_instructions",
+            Ty::Bool,
+            "add the skills hint to llm system prompts, default true",
+        ),
         opt("skill_instructions", Ty::Str, "custom skills hint text"),
-        opt("conversation_starters", Ty::List(&Ty::Str), "suggested prompts (UI only)"),
-        opt("variables", Ty::List(&Ty::Obj(&VARIABLE_DEF)), "agent variables (env vars for scripts)"),
+        opt(
+            "conversation_starters",
+            Ty::List(&Ty::Str),
+            "suggested prompts (UI only)",
+        ),
+        opt(
+            "variables",
+            Ty::List(&Ty::Obj(&VARIABLE_DEF)),
+            "agent variables (env vars for scripts)",
+        ),
         opt("settings", Ty::Obj(&SETTINGS_DEF), "execution settings"),
-        opt("initial_state", Ty::Map(&Ty::Any), "seed state; `initial_prompt` is always set to the user's input"),
-        opt("reducers", Ty::Map(&Ty::Enum(REDUCERS)), "state key -> merge rule for parallel (and sequential) writes"),
+        opt(
+            "initial_state",
+            Ty::Map(&Ty::Any),
+            "seed state; `initial_prompt` is always set to the user's input",
+        ),
+        opt(
+            "reducers",
+            Ty::Map(&Ty::Enum(REDUCERS)),
+            "state key -> merge rule for parallel (and sequential) writes",
+        ),
         req("start", Ty::NodeRef, "the first node"),
         req("nodes", Ty::Map(&Ty::Any), "nodes by id"),
     ],
@@ -112,8 +208,16 @@ pub static AGENT_NODE: Obj = Obj {
         F_DESCRIPTION,
         F_TYPE,
         F_NEXT,
-        req("agent", Ty::Str, "name of a sibling agent directory to spawn"),
-        req("prompt", Ty::Template, "message sent to the agent (strict template)"),
+        req(
+            "agent",
+            Ty::Str,
+            "name of a sibling agent directory to spawn",
+        ),
+        req(
+            "prompt",
+            Ty::Template,
+            "message sent to the agent (strict template)",
+        ),
         F_STATE_UPDATES,
         F_OUTPUT_SCHEMA,
         opt("timeout", SECONDS, "seconds, default 300"),
@@ -128,9 +232,17 @@ pub static SCRIPT_NODE: Obj = Obj {
         F_DESCRIPTION,
         F_TYPE,
         F_NEXT,
-        req("script", Ty::Path, "script path relative to the agent directory (.sh, .py or .ts)"),
+        req(
+            "script",
+            Ty::Path,
+            "script path relative to the agent directory (.sh, .py or .ts)",
+        ),
         F_STATE_UPDATES,
-        opt("fallback", Ty::NodeRef, "node to route to when the script fails"),
+        opt(
+            "fallback",
+            Ty::NodeRef,
+            "node to route to when the script fails",
+        ),
         opt("timeout", SECONDS, "seconds, default 30"),
         opt(
             "x-next",
@@ -148,10 +260,18 @@ pub static APPROVAL_NODE: Obj = Obj {
         F_DESCRIPTION,
         F_TYPE,
         F_NEXT,
-        req("question", Ty::Template, "question shown to the user (strict template)"),
+        req(
+            "question",
+            Ty::Template,
+            "question shown to the user (strict template)",
+        ),
         req("options", Ty::List(&Ty::Str), "choices offered"),
         req("routes", Ty::Map(&Ty::NodeRef), "option -> next node"),
-        req("on_other", Ty::NodeRef, "next node for any other (free-text) answer"),
+        req(
+            "on_other",
+            Ty::NodeRef,
+            "next node for any other (free-text) answer",
+        ),
         F_STATE_UPDATES,
     ],
     open: false,
@@ -164,9 +284,21 @@ pub static INPUT_NODE: Obj = Obj {
         F_DESCRIPTION,
         F_TYPE,
         F_NEXT,
-        req("question", Ty::Template, "question shown to the user (strict template)"),
-        opt("default", Ty::Template, "used when the answer is empty (lenient template)"),
-        opt("validation", Ty::Str, "`len(input) <op> N`, op one of >=, <=, ==, >, <"),
+        req(
+            "question",
+            Ty::Template,
+            "question shown to the user (strict template)",
+        ),
+        opt(
+            "default",
+            Ty::Template,
+            "used when the answer is empty (lenient template)",
+        ),
+        opt(
+            "validation",
+            Ty::Str,
+            "`len(input) <op> N`, op one of >=, <=, ==, >, <",
+        ),
         F_STATE_UPDATES,
     ],
     open: false,
@@ -180,20 +312,48 @@ pub static LLM_NODE: Obj = Obj {
         F_TYPE,
         F_NEXT,
         req("prompt", Ty::Template, "user prompt (strict template)"),
-        opt("instructions", Ty::Template, "system prompt (strict template)"),
-        opt("tools", Ty::List(&Ty::Str), "tool whitelist: function names and `mcp:<server>`; none = no tools"),
+        opt(
+            "instructions",
+            Ty::Template,
+            "system prompt (strict template)",
+        ),
+        opt(
+            "tools",
+            Ty::List(&Ty::Str),
+            "tool whitelist: function names and `mcp:<server>`; none = no tools",
+        ),
         opt("model", Ty::Str, "model override (`provider:name`)"),
-        opt("temperature", Ty::Float { min: Some(0.0) }, "sampling temperature"),
+        opt(
+            "temperature",
+            Ty::Float { min: Some(0.0) },
+            "sampling temperature",
+        ),
         opt("top_p", Ty::Float { min: Some(0.0) }, "sampling top_p"),
         opt("reasoning_effort", Ty::Str, "reasoning effort"),
-        opt("fallback", Ty::NodeRef, "node to route to when the call fails"),
-        opt("max_attempts", COUNT, "attempts on transient errors, default 1"),
+        opt(
+            "fallback",
+            Ty::NodeRef,
+            "node to route to when the call fails",
+        ),
+        opt(
+            "max_attempts",
+            COUNT,
+            "attempts on transient errors, default 1",
+        ),
         opt("max_iterations", COUNT, "tool-call loop turns, default 10"),
         F_STATE_UPDATES,
         F_OUTPUT_SCHEMA,
-        opt("timeout", SECONDS, "seconds for all attempts together (unset = none)"),
+        opt(
+            "timeout",
+            SECONDS,
+            "seconds for all attempts together (unset = none)",
+        ),
         opt("skills_enabled", Ty::Bool, "skills on this node"),
-        opt("enabled_skills", Ty::List(&Ty::Str), "skills this node may use (subset of the graph's)"),
+        opt(
+            "enabled_skills",
+            Ty::List(&Ty::Str),
+            "skills this node may use (subset of the graph's)",
+        ),
         opt("inject_skill_instructions", Ty::Bool, "add the skills hint"),
         opt("skill_instructions", Ty::Str, "custom skills hint text"),
     ],
@@ -207,16 +367,36 @@ pub static RAG_NODE: Obj = Obj {
         F_DESCRIPTION,
         F_TYPE,
         F_NEXT,
-        req("documents", Ty::List(&Ty::Str), "files, directories, URLs or loader paths (relative to the agent directory)"),
-        opt("query", Ty::Template, "search query (strict template), default {{initial_prompt}}"),
+        req(
+            "documents",
+            Ty::List(&Ty::Str),
+            "files, directories, URLs or loader paths (relative to the agent directory)",
+        ),
+        opt(
+            "query",
+            Ty::Template,
+            "search query (strict template), default {{initial_prompt}}",
+        ),
         opt("top_k", COUNT, "chunks to retrieve"),
-        opt("embedding_model", Ty::Str, "embedding model (knowledge-base build)"),
+        opt(
+            "embedding_model",
+            Ty::Str,
+            "embedding model (knowledge-base build)",
+        ),
         opt("chunk_size", COUNT, "chunk size (knowledge-base build)"),
-        opt("chunk_overlap", COUNT, "chunk overlap (knowledge-base build)"),
+        opt(
+            "chunk_overlap",
+            COUNT,
+            "chunk overlap (knowledge-base build)",
+        ),
         opt("reranker_model", Ty::Str, "reranker model"),
         opt("batch_size", COUNT, "embedding batch size"),
         opt("extractor_model", Ty::Str, "graph-RAG extraction model"),
-        opt("extractor_prompt", Ty::Str, "graph-RAG extraction prompt (must contain __CHUNK__)"),
+        opt(
+            "extractor_prompt",
+            Ty::Str,
+            "graph-RAG extraction prompt (must contain __CHUNK__)",
+        ),
         opt("graph_hops", COUNT, "graph-RAG expansion depth"),
         opt("driver", Ty::Str, "storage driver: yaml, duckdb or qdrant"),
         F_STATE_UPDATES,
@@ -232,7 +412,11 @@ pub static END_NODE: Obj = Obj {
         F_DESCRIPTION,
         F_TYPE,
         F_NEXT,
-        opt("output", Ty::Template, "the graph's result (lenient template)"),
+        opt(
+            "output",
+            Ty::Template,
+            "the graph's result (lenient template)",
+        ),
         F_STATE_UPDATES,
     ],
     open: false,
@@ -246,11 +430,31 @@ pub static MAP_NODE: Obj = Obj {
         F_TYPE,
         F_NEXT,
         req("over", Ty::Template, "a single {{key}} resolving to a list"),
-        req("as", Ty::Str, "state key holding the current item in each branch"),
-        req("branch", Ty::NodeRef, "node run once per item (llm, agent, rag or script)"),
-        req("collect_into", Ty::Str, "state key receiving the list of branch outputs"),
-        opt("output_key", Ty::Str, "state key read from each branch, default `output`"),
-        opt("max_concurrency", COUNT, "parallel items, default settings.max_concurrency"),
+        req(
+            "as",
+            Ty::Str,
+            "state key holding the current item in each branch",
+        ),
+        req(
+            "branch",
+            Ty::NodeRef,
+            "node run once per item (llm, agent, rag or script)",
+        ),
+        req(
+            "collect_into",
+            Ty::Str,
+            "state key receiving the list of branch outputs",
+        ),
+        opt(
+            "output_key",
+            Ty::Str,
+            "state key read from each branch, default `output`",
+        ),
+        opt(
+            "max_concurrency",
+            COUNT,
+            "parallel items, default settings.max_concurrency",
+        ),
     ],
     open: false,
 };
@@ -389,7 +593,10 @@ impl Default for Settings {
 
 impl Settings {
     pub fn span_of(&self, key: &str) -> Option<Span> {
-        self.value_spans.iter().find(|(k, _)| k == key).map(|(_, s)| *s)
+        self.value_spans
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, s)| *s)
     }
 }
 
@@ -413,7 +620,10 @@ pub struct AgentNode {
 
 impl AgentNode {
     pub fn timeout_secs(&self) -> u64 {
-        self.timeout.as_ref().map(|t| t.value).unwrap_or(DEFAULT_AGENT_TIMEOUT)
+        self.timeout
+            .as_ref()
+            .map(|t| t.value)
+            .unwrap_or(DEFAULT_AGENT_TIMEOUT)
     }
 }
 
@@ -431,7 +641,10 @@ pub struct ScriptNode {
 
 impl ScriptNode {
     pub fn timeout_secs(&self) -> u64 {
-        self.timeout.as_ref().map(|t| t.value).unwrap_or(DEFAULT_SCRIPT_TIMEOUT)
+        self.timeout
+            .as_ref()
+            .map(|t| t.value)
+            .unwrap_or(DEFAULT_SCRIPT_TIMEOUT)
     }
 }
 
@@ -447,7 +660,10 @@ pub struct ApprovalNode {
 impl ApprovalNode {
     /// The target of an exact answer, as upstream routes it (`None` -> `on_other`).
     pub fn route(&self, answer: &str) -> Option<&Sp<String>> {
-        self.routes.iter().find(|(k, _)| k.value == answer).map(|(_, t)| t)
+        self.routes
+            .iter()
+            .find(|(k, _)| k.value == answer)
+            .map(|(_, t)| t)
     }
 }
 
@@ -480,10 +696,16 @@ pub struct LlmNode {
 
 impl LlmNode {
     pub fn max_attempts(&self) -> u64 {
-        self.max_attempts.as_ref().map(|t| t.value).unwrap_or(DEFAULT_LLM_MAX_ATTEMPTS)
+        self.max_attempts
+            .as_ref()
+            .map(|t| t.value)
+            .unwrap_or(DEFAULT_LLM_MAX_ATTEMPTS)
     }
     pub fn max_iterations(&self) -> u64 {
-        self.max_iterations.as_ref().map(|t| t.value).unwrap_or(DEFAULT_LLM_MAX_ITERATIONS)
+        self.max_iterations
+            .as_ref()
+            .map(|t| t.value)
+            .unwrap_or(DEFAULT_LLM_MAX_ITERATIONS)
     }
 }
 
@@ -509,10 +731,16 @@ pub struct RagNode {
 impl RagNode {
     /// The query template text (`{{initial_prompt}}` when not written).
     pub fn query_text(&self) -> &str {
-        self.query.as_ref().map(|q| q.text.as_str()).unwrap_or(DEFAULT_RAG_QUERY)
+        self.query
+            .as_ref()
+            .map(|q| q.text.as_str())
+            .unwrap_or(DEFAULT_RAG_QUERY)
     }
     pub fn timeout_secs(&self) -> u64 {
-        self.timeout.as_ref().map(|t| t.value).unwrap_or(DEFAULT_RAG_TIMEOUT)
+        self.timeout
+            .as_ref()
+            .map(|t| t.value)
+            .unwrap_or(DEFAULT_RAG_TIMEOUT)
     }
 }
 
@@ -533,11 +761,18 @@ pub struct MapNode {
 
 impl MapNode {
     pub fn output_key(&self) -> &str {
-        self.output_key.as_ref().map(|k| k.value.as_str()).unwrap_or(DEFAULT_MAP_OUTPUT_KEY)
+        self.output_key
+            .as_ref()
+            .map(|k| k.value.as_str())
+            .unwrap_or(DEFAULT_MAP_OUTPUT_KEY)
     }
     /// Effective concurrency (clamped to >= 1, as upstream does at run time).
     pub fn concurrency(&self, settings: &Settings) -> u64 {
-        self.max_concurrency.as_ref().map(|m| m.value).unwrap_or(settings.max_concurrency).max(1)
+        self.max_concurrency
+            .as_ref()
+            .map(|m| m.value)
+            .unwrap_or(settings.max_concurrency)
+            .max(1)
     }
 }
 
@@ -650,7 +885,14 @@ impl LokiNode {
     /// order, then the other route keys) and `on_other`, script `fallback`, llm `fallback`, map
     /// `branch`.
     pub fn targets(&self) -> Vec<Target<'_>> {
-        let mut out: Vec<Target<'_>> = self.next.iter().map(|t| Target { kind: TargetKind::Next, to: t }).collect();
+        let mut out: Vec<Target<'_>> = self
+            .next
+            .iter()
+            .map(|t| Target {
+                kind: TargetKind::Next,
+                to: t,
+            })
+            .collect();
         match &self.body {
             NodeBody::Approval(a) => {
                 let mut done: Vec<&str> = Vec::new();
@@ -660,32 +902,50 @@ impl LokiNode {
                     }
                     if let Some((k, t)) = a.routes.iter().find(|(k, _)| k.value == o.value) {
                         done.push(&k.value);
-                        out.push(Target { kind: TargetKind::Route(k.value.clone()), to: t });
+                        out.push(Target {
+                            kind: TargetKind::Route(k.value.clone()),
+                            to: t,
+                        });
                     }
                 }
                 for (k, t) in &a.routes {
                     if !done.contains(&k.value.as_str()) {
                         done.push(&k.value);
-                        out.push(Target { kind: TargetKind::Route(k.value.clone()), to: t });
+                        out.push(Target {
+                            kind: TargetKind::Route(k.value.clone()),
+                            to: t,
+                        });
                     }
                 }
                 if let Some(o) = &a.on_other {
-                    out.push(Target { kind: TargetKind::OnOther, to: o });
+                    out.push(Target {
+                        kind: TargetKind::OnOther,
+                        to: o,
+                    });
                 }
             }
             NodeBody::Script(s) => {
                 if let Some(f) = &s.fallback {
-                    out.push(Target { kind: TargetKind::ScriptFallback, to: f });
+                    out.push(Target {
+                        kind: TargetKind::ScriptFallback,
+                        to: f,
+                    });
                 }
             }
             NodeBody::Llm(l) => {
                 if let Some(f) = &l.fallback {
-                    out.push(Target { kind: TargetKind::LlmFallback, to: f });
+                    out.push(Target {
+                        kind: TargetKind::LlmFallback,
+                        to: f,
+                    });
                 }
             }
             NodeBody::Map(m) => {
                 if let Some(b) = &m.branch {
-                    out.push(Target { kind: TargetKind::MapBranch, to: b });
+                    out.push(Target {
+                        kind: TargetKind::MapBranch,
+                        to: b,
+                    });
                 }
             }
             _ => {}
@@ -704,8 +964,10 @@ impl LokiNode {
             NodeBody::Map(m) => vec![("over", &m.over)],
             NodeBody::Script(_) | NodeBody::Unknown => Vec::new(),
         };
-        let mut out: Vec<(String, &TemplateText)> =
-            fields.into_iter().filter_map(|(n, t)| t.as_ref().map(|t| (n.to_string(), t))).collect();
+        let mut out: Vec<(String, &TemplateText)> = fields
+            .into_iter()
+            .filter_map(|(n, t)| t.as_ref().map(|t| (n.to_string(), t)))
+            .collect();
         if let Some(su) = &self.state_updates {
             for (k, v) in su {
                 out.push((format!("state_updates.{}", k.value), v));
@@ -718,8 +980,18 @@ impl LokiNode {
         match &self.body {
             NodeBody::Agent(a) => a.prompt.iter().map(|t| t.text.as_str()).collect(),
             NodeBody::Approval(a) => a.question.iter().map(|t| t.text.as_str()).collect(),
-            NodeBody::Input(i) => i.question.iter().chain(i.default.iter()).map(|t| t.text.as_str()).collect(),
-            NodeBody::Llm(l) => l.prompt.iter().chain(l.instructions.iter()).map(|t| t.text.as_str()).collect(),
+            NodeBody::Input(i) => i
+                .question
+                .iter()
+                .chain(i.default.iter())
+                .map(|t| t.text.as_str())
+                .collect(),
+            NodeBody::Llm(l) => l
+                .prompt
+                .iter()
+                .chain(l.instructions.iter())
+                .map(|t| t.text.as_str())
+                .collect(),
             NodeBody::Rag(r) => vec![r.query_text()],
             NodeBody::End(e) => e.output.iter().map(|t| t.text.as_str()).collect(),
             NodeBody::Map(m) => m.over.iter().map(|t| t.text.as_str()).collect(),
@@ -755,8 +1027,12 @@ impl LokiNode {
     /// Upstream's write-set: `state_updates` keys plus output-schema `properties` keys (llm and
     /// agent). Sorted, distinct.
     pub fn write_set(&self) -> Vec<String> {
-        let mut keys: Vec<String> =
-            self.state_updates.iter().flatten().map(|(k, _)| k.value.clone()).collect();
+        let mut keys: Vec<String> = self
+            .state_updates
+            .iter()
+            .flatten()
+            .map(|(k, _)| k.value.clone())
+            .collect();
         keys.extend(self.output_schema_properties());
         keys.sort();
         keys.dedup();
@@ -822,16 +1098,36 @@ impl LokiDoc {
         self.nodes.iter().map(|n| n.id.value.as_str())
     }
     pub fn reducer(&self, key: &str) -> Option<Reducer> {
-        self.reducers.iter().rev().find(|r| r.key.value == key).map(|r| r.reducer.value)
+        self.reducers
+            .iter()
+            .rev()
+            .find(|r| r.key.value == key)
+            .map(|r| r.reducer.value)
     }
     /// The directory agent nodes' agents live in (the parent of this agent's directory).
     pub fn agents_dir(&self) -> PathBuf {
-        self.agent_dir.parent().map(Path::to_path_buf).unwrap_or_default()
+        self.agent_dir
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
     }
     /// The version in effect ("1.0" when not written).
     pub fn version_str(&self) -> &str {
-        self.version.as_ref().map(|v| v.value.as_str()).unwrap_or("1.0")
+        self.version
+            .as_ref()
+            .map(|v| v.value.as_str())
+            .unwrap_or("1.0")
     }
+}
+
+/// Comma-joined names, cut after 50 (`, ... (N more)`), for messages that list node ids.
+pub fn short_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    const MAX: usize = 50;
+    let all: Vec<&str> = names.collect();
+    if all.len() <= MAX {
+        return all.join(", ");
+    }
+    format!("{}, ... ({} more)", all[..MAX].join(", "), all.len() - MAX)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -869,7 +1165,10 @@ impl Builder<'_> {
     fn template(&self, node: Option<&YNode>) -> Option<TemplateText> {
         let n = node?;
         let text = n.scalar_text()?;
-        Some(TemplateText { text: text.to_string(), node: n.clone() })
+        Some(TemplateText {
+            text: text.to_string(),
+            node: n.clone(),
+        })
     }
 
     fn u64_field(&self, node: Option<&YNode>) -> Option<Sp<u64>> {
@@ -900,14 +1199,23 @@ impl Builder<'_> {
 
     /// `next`-like: a string or a list of strings. Returns the entries and whether it was a list.
     fn node_refs(&self, node: Option<&YNode>) -> (Vec<Sp<String>>, bool) {
-        let Some(n) = node else { return (Vec::new(), false) };
+        let Some(n) = node else {
+            return (Vec::new(), false);
+        };
         match n.as_seq() {
-            Some(items) => (items.iter().filter_map(|i| self.sp_str(Some(i))).collect(), true),
+            Some(items) => (
+                items.iter().filter_map(|i| self.sp_str(Some(i))).collect(),
+                true,
+            ),
             None => (self.sp_str(Some(n)).into_iter().collect(), false),
         }
     }
 
-    fn state_updates(&mut self, node: Option<&YNode>, what: &str) -> Option<Vec<(Sp<String>, TemplateText)>> {
+    fn state_updates(
+        &mut self,
+        node: Option<&YNode>,
+        what: &str,
+    ) -> Option<Vec<(Sp<String>, TemplateText)>> {
         let n = node?;
         if n.is_null() {
             return None;
@@ -916,8 +1224,11 @@ impl Builder<'_> {
         let mut out: Vec<(Sp<String>, TemplateText)> = Vec::new();
         for e in entries {
             let key = e.key.key_text().to_string();
-            self.checker().expect_string_strict(&e.value, &format!("`{key}` of the state_updates of {what}"));
-            let Some(t) = self.template(Some(&e.value)) else { continue };
+            self.checker()
+                .expect_string_strict(&e.value, &format!("`{key}` of the state_updates of {what}"));
+            let Some(t) = self.template(Some(&e.value)) else {
+                continue;
+            };
             let k = Sp::new(key, e.key.span);
             match out.iter_mut().find(|(x, _)| x.value == k.value) {
                 Some(slot) => *slot = (k, t),
@@ -946,7 +1257,12 @@ impl Builder<'_> {
 
 /// Build the Loki model from a parsed tree. Structural problems and upstream's parser checks
 /// (§3) become diagnostics; as much of the model as can be read is returned.
-pub fn build(file: &SourceFile, root: Option<&YNode>, base_dir: &Path, diags: &mut Vec<Diagnostic>) -> LokiDoc {
+pub fn build(
+    file: &SourceFile,
+    root: Option<&YNode>,
+    base_dir: &Path,
+    diags: &mut Vec<Diagnostic>,
+) -> LokiDoc {
     let mut doc = LokiDoc {
         agent_dir: base_dir.to_path_buf(),
         initial_state: Value::Object(Default::default()),
@@ -954,8 +1270,15 @@ pub fn build(file: &SourceFile, root: Option<&YNode>, base_dir: &Path, diags: &m
     };
     let Some(root) = root else { return doc };
     doc.nodes_span = head_span(file, root);
-    let mut b = Builder { file, base_dir, diags };
-    if !b.checker().check_obj_except(root, &GRAPH_DEF, "the graph", &["nodes", "version"]) {
+    let mut b = Builder {
+        file,
+        base_dir,
+        diags,
+    };
+    if !b
+        .checker()
+        .check_obj_except(root, &GRAPH_DEF, "the graph", &["nodes", "version"])
+    {
         return doc;
     }
 
@@ -978,17 +1301,28 @@ pub fn build(file: &SourceFile, root: Option<&YNode>, base_dir: &Path, diags: &m
     doc.temperature = b.f64_field(root.get("temperature"));
     doc.top_p = b.f64_field(root.get("top_p"));
     doc.reasoning_effort = b.string(root.get("reasoning_effort"));
-    doc.global_tools = b.strict_list(root.get("global_tools"), "`global_tools`").unwrap_or_default();
-    doc.mcp_servers = b.strict_list(root.get("mcp_servers"), "`mcp_servers`").unwrap_or_default();
+    doc.global_tools = b
+        .strict_list(root.get("global_tools"), "`global_tools`")
+        .unwrap_or_default();
+    doc.mcp_servers = b
+        .strict_list(root.get("mcp_servers"), "`mcp_servers`")
+        .unwrap_or_default();
     doc.skills = b.skills(root, "the graph");
     doc.conversation_starters = root
         .get("conversation_starters")
         .and_then(|n| n.as_seq())
-        .map(|items| items.iter().filter_map(|i| i.scalar_text().map(str::to_string)).collect())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i.scalar_text().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     if let Some(items) = root.get("variables").and_then(|n| n.as_seq()) {
         for it in items {
-            let Some(name) = b.sp_str(it.get("name")) else { continue };
+            let Some(name) = b.sp_str(it.get("name")) else {
+                continue;
+            };
             doc.variables.push(Variable {
                 name,
                 description: b.string(it.get("description")),
@@ -1000,30 +1334,49 @@ pub fn build(file: &SourceFile, root: Option<&YNode>, base_dir: &Path, diags: &m
         let st = &mut doc.settings;
         st.span = Some(s.span);
         for e in s.as_map().unwrap_or(&[]) {
-            st.value_spans.push((e.key.key_text().to_string(), e.value.span));
+            st.value_spans
+                .push((e.key.key_text().to_string(), e.value.span));
         }
-        if let Some(v) = s.get("max_loop_iterations").and_then(|n| n.as_i64()).filter(|v| *v >= 0) {
+        if let Some(v) = s
+            .get("max_loop_iterations")
+            .and_then(|n| n.as_i64())
+            .filter(|v| *v >= 0)
+        {
             st.max_loop_iterations = v as u64;
         }
-        st.timeout = s.get("timeout").and_then(|n| n.as_i64()).filter(|v| *v >= 0).map(|v| v as u64);
+        st.timeout = s
+            .get("timeout")
+            .and_then(|n| n.as_i64())
+            .filter(|v| *v >= 0)
+            .map(|v| v as u64);
         if let Some(v) = s.get("log_state_snapshots").and_then(|n| n.as_bool()) {
             st.log_state_snapshots = v;
         }
         if let Some(v) = s.get("validate_before_run").and_then(|n| n.as_bool()) {
             st.validate_before_run = v;
         }
-        if let Some(v) = s.get("max_concurrency").and_then(|n| n.as_i64()).filter(|v| *v >= 0) {
+        if let Some(v) = s
+            .get("max_concurrency")
+            .and_then(|n| n.as_i64())
+            .filter(|v| *v >= 0)
+        {
             st.max_concurrency = v as u64;
         }
     }
     if let Some(is) = root.get("initial_state").filter(|n| n.as_map().is_some()) {
         doc.initial_state = is.to_json();
-        doc.initial_state_keys =
-            is.as_map().unwrap_or(&[]).iter().map(|e| Sp::new(e.key.key_text().to_string(), e.key.span)).collect();
+        doc.initial_state_keys = is
+            .as_map()
+            .unwrap_or(&[])
+            .iter()
+            .map(|e| Sp::new(e.key.key_text().to_string(), e.key.span))
+            .collect();
     }
     if let Some(rs) = root.get("reducers").and_then(|n| n.as_map()) {
         for e in rs {
-            let Some(r) = e.value.scalar_text().and_then(Reducer::parse) else { continue };
+            let Some(r) = e.value.scalar_text().and_then(Reducer::parse) else {
+                continue;
+            };
             doc.reducers.push(ReducerDecl {
                 key: Sp::new(e.key.key_text().to_string(), e.key.span),
                 reducer: Sp::new(r, e.value.span),
@@ -1054,9 +1407,15 @@ pub fn build(file: &SourceFile, root: Option<&YNode>, base_dir: &Path, diags: &m
                 }
             }
             _ => b.diags.push(
-                Diagnostic::error("loki-version", format!("`version` must be the string \"1.0\", found {}", v.describe()))
-                    .at(file, v.span)
-                    .hint("write `version: \"1.0\"`, or remove the key (the default is \"1.0\")"),
+                Diagnostic::error(
+                    "loki-version",
+                    format!(
+                        "`version` must be the string \"1.0\", found {}",
+                        v.describe()
+                    ),
+                )
+                .at(file, v.span)
+                .hint("write `version: \"1.0\"`, or remove the key (the default is \"1.0\")"),
             ),
         }
     }
@@ -1064,20 +1423,29 @@ pub fn build(file: &SourceFile, root: Option<&YNode>, base_dir: &Path, diags: &m
     // Nodes (§3 step 3).
     match root.entry("nodes") {
         None => b.diags.push(
-            Diagnostic::error("missing-field", "the graph is missing required field `nodes`")
-                .at(file, head_span(file, root))
-                .hint("add `nodes:` with at least one node, keyed by id"),
+            Diagnostic::error(
+                "missing-field",
+                "the graph is missing required field `nodes`",
+            )
+            .at(file, head_span(file, root))
+            .hint("add `nodes:` with at least one node, keyed by id"),
         ),
         Some(e) => {
             doc.nodes_span = e.key.span;
             match e.value.as_map() {
                 Some(entries) => {
+                    let mut pos: std::collections::HashMap<String, usize> = Default::default();
                     for ne in entries {
                         let id = Sp::new(ne.key.key_text().to_string(), ne.key.span);
-                        let Some(node) = build_node(&mut b, id, &ne.value) else { continue };
-                        match doc.nodes.iter_mut().find(|n| n.id.value == node.id.value) {
-                            Some(slot) => *slot = node,
-                            None => doc.nodes.push(node),
+                        let Some(node) = build_node(&mut b, id, &ne.value) else {
+                            continue;
+                        };
+                        match pos.get(&node.id.value) {
+                            Some(&i) => doc.nodes[i] = node,
+                            None => {
+                                pos.insert(node.id.value.clone(), doc.nodes.len());
+                                doc.nodes.push(node);
+                            }
                         }
                     }
                 }
@@ -1085,7 +1453,10 @@ pub fn build(file: &SourceFile, root: Option<&YNode>, base_dir: &Path, diags: &m
                 None => b.diags.push(
                     Diagnostic::error(
                         "wrong-type",
-                        format!("`nodes` must be a mapping of node ids to nodes, found {}", e.value.describe()),
+                        format!(
+                            "`nodes` must be a mapping of node ids to nodes, found {}",
+                            e.value.describe()
+                        ),
                     )
                     .at(file, e.value.span)
                     .hint("write each node as `<id>:` followed by its fields, indented"),
@@ -1097,33 +1468,40 @@ pub fn build(file: &SourceFile, root: Option<&YNode>, base_dir: &Path, diags: &m
     // §3 steps 5 and 6.
     let graph_name = doc.name.clone().unwrap_or_default();
     if doc.nodes.is_empty() {
-        if let Some(e) = root.entry("nodes").filter(|e| e.value.as_map().is_some() || e.value.is_null()) {
-            b.diags.push(
-                Diagnostic::error("loki-no-nodes", format!("Graph '{graph_name}' has no nodes defined"))
-                    .at(file, e.key.span)
-                    .hint("add at least one node under `nodes:`, and an `end` node to finish"),
-            );
-        }
-    } else if let Some(start) = &doc.start {
-        if !doc.has_node(&start.value) {
-            let ids: Vec<&str> = doc.node_ids().collect();
-            let hint = match did_you_mean(&start.value, ids.iter().copied()) {
-                Some(s) => format!("did you mean `{s}`? `start` names the first node to run"),
-                None => "`start` names the first node to run; it must be one of the ids under `nodes:`".into(),
-            };
+        if let Some(e) = root
+            .entry("nodes")
+            .filter(|e| e.value.as_map().is_some() || e.value.is_null())
+        {
             b.diags.push(
                 Diagnostic::error(
-                    "loki-start",
-                    format!(
-                        "Start node '{}' not found in graph '{graph_name}'. Available nodes: {}",
-                        start.value,
-                        ids.join(", ")
-                    ),
+                    "loki-no-nodes",
+                    format!("Graph '{graph_name}' has no nodes defined"),
                 )
-                .at(file, start.span)
-                .hint(hint),
+                .at(file, e.key.span)
+                .hint("add at least one node under `nodes:`, and an `end` node to finish"),
             );
         }
+    } else if let Some(start) = &doc.start
+        && !doc.has_node(&start.value)
+    {
+        let ids: Vec<&str> = doc.node_ids().collect();
+        let hint = match did_you_mean(&start.value, ids.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`? `start` names the first node to run"),
+            None => "`start` names the first node to run; it must be one of the ids under `nodes:`"
+                .into(),
+        };
+        b.diags.push(
+            Diagnostic::error(
+                "loki-start",
+                format!(
+                    "Start node '{}' not found in graph '{graph_name}'. Available nodes: {}",
+                    start.value,
+                    short_list(ids.iter().copied())
+                ),
+            )
+            .at(file, start.span)
+            .hint(hint),
+        );
     }
     doc
 }
@@ -1137,13 +1515,18 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
     // Type first: it selects the schema.
     let type_node = node.get("type");
     let kind = match type_node {
-        Some(t) if !t.is_null() => b.sp_str(Some(t)).unwrap_or_else(|| Sp::new(String::new(), t.span)),
+        Some(t) if !t.is_null() => b
+            .sp_str(Some(t))
+            .unwrap_or_else(|| Sp::new(String::new(), t.span)),
         _ => {
             let span = node.entry("type").map(|e| e.key.span).unwrap_or(id.span);
             b.diags.push(
-                Diagnostic::error("missing-field", format!("{what} is missing required field `type`"))
-                    .at(b.file, span)
-                    .hint(format!("add `type:` (one of {})", NODE_TYPES.join(", "))),
+                Diagnostic::error(
+                    "missing-field",
+                    format!("{what} is missing required field `type`"),
+                )
+                .at(b.file, span)
+                .hint(format!("add `type:` (one of {})", NODE_TYPES.join(", "))),
             );
             Sp::new(String::new(), span)
         }
@@ -1159,9 +1542,12 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
                 None => format!("node types: {}", NODE_TYPES.join(", ")),
             };
             b.diags.push(
-                Diagnostic::error("loki-node-type", format!("unknown node type '{}' on {what}", kind.value))
-                    .at(b.file, kind.span)
-                    .hint(hint),
+                Diagnostic::error(
+                    "loki-node-type",
+                    format!("unknown node type '{}' on {what}", kind.value),
+                )
+                .at(b.file, kind.span)
+                .hint(hint),
             );
         }
         None => {}
@@ -1169,18 +1555,25 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
 
     // Node id (§3 step 3).
     let id_field = b.sp_str(node.get("id"));
-    if let Some(f) = &id_field {
-        if !f.value.is_empty() && f.value != id.value {
-            b.diags.push(
-                Diagnostic::error(
-                    "loki-node-id",
-                    format!("Node ID mismatch: key '{}' does not match node.id '{}'", id.value, f.value),
-                )
-                .at(b.file, f.span)
-                .node(id.value.clone())
-                .hint(format!("write `id: {}` (the key under `nodes:`), or remove `id`", id.value)),
-            );
-        }
+    if let Some(f) = &id_field
+        && !f.value.is_empty()
+        && f.value != id.value
+    {
+        b.diags.push(
+            Diagnostic::error(
+                "loki-node-id",
+                format!(
+                    "Node ID mismatch: key '{}' does not match node.id '{}'",
+                    id.value, f.value
+                ),
+            )
+            .at(b.file, f.span)
+            .node(id.value.clone())
+            .hint(format!(
+                "write `id: {}` (the key under `nodes:`), or remove `id`",
+                id.value
+            )),
+        );
     }
 
     let (next, next_is_list) = b.node_refs(node.get("next").filter(|n| !n.is_null()));
@@ -1208,11 +1601,15 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
             })
         }
         "approval" => {
-            let options = b.strict_list(g("options"), &format!("`options` of {what}")).unwrap_or_default();
+            let options = b
+                .strict_list(g("options"), &format!("`options` of {what}"))
+                .unwrap_or_default();
             let mut routes: Vec<(Sp<String>, Sp<String>)> = Vec::new();
             for e in g("routes").and_then(|n| n.as_map()).unwrap_or(&[]) {
                 let k = Sp::new(e.key.key_text().to_string(), e.key.span);
-                let Some(t) = b.sp_str(Some(&e.value)) else { continue };
+                let Some(t) = b.sp_str(Some(&e.value)) else {
+                    continue;
+                };
                 match routes.iter_mut().find(|(x, _)| x.value == k.value) {
                     Some(slot) => *slot = (k, t),
                     None => routes.push((k, t)),
@@ -1264,7 +1661,9 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
             skills: b.skills(node, &what),
         })),
         "rag" => NodeBody::Rag(RagNode {
-            documents: b.strict_list(g("documents"), &format!("`documents` of {what}")).unwrap_or_default(),
+            documents: b
+                .strict_list(g("documents"), &format!("`documents` of {what}"))
+                .unwrap_or_default(),
             documents_span: g("documents").map(|n| n.span).unwrap_or(id.span),
             query: b.template(g("query")),
             top_k: b.u64_field(g("top_k")).map(|v| v.value),
@@ -1279,7 +1678,9 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
             driver: b.sp_str(g("driver")),
             timeout: b.u64_field(g("timeout")),
         }),
-        "end" => NodeBody::End(EndNode { output: b.template(g("output")) }),
+        "end" => NodeBody::End(EndNode {
+            output: b.template(g("output")),
+        }),
         "map" => NodeBody::Map(MapNode {
             over: b.template(g("over")),
             as_key: b.sp_str(g("as")),
@@ -1319,7 +1720,8 @@ mod tests {
         }
     }
 
-    const MINIMAL: &str = "name: t\nversion: \"1.0\"\nstart: a\nnodes:\n  a:\n    type: end\n    output: hi\n";
+    const MINIMAL: &str =
+        "name: t\nversion: \"1.0\"\nstart: a\nnodes:\n  a:\n    type: end\n    output: hi\n";
 
     #[test]
     fn minimal_graph_has_no_diagnostics() {
@@ -1339,8 +1741,14 @@ mod tests {
         let (_, d) = load(&MINIMAL.replace("\"1.0\"", "1.0"));
         assert!(d.is_empty(), "unquoted 1.0 is accepted: {d:#?}");
         let (_, d) = load(&MINIMAL.replace("\"1.0\"", "\"1.00\""));
-        let v = d.iter().find(|d| d.code == "loki-version").expect("version error");
-        assert_eq!(v.message, "Unsupported graph schema version '1.00'. Supported versions: 1.0");
+        let v = d
+            .iter()
+            .find(|d| d.code == "loki-version")
+            .expect("version error");
+        assert_eq!(
+            v.message,
+            "Unsupported graph schema version '1.00'. Supported versions: 1.0"
+        );
         assert_eq!((v.line, v.column), (2, 10));
         let (_, d) = load(&MINIMAL.replace("version: \"1.0\"\n", ""));
         assert!(d.is_empty(), "{d:#?}");
@@ -1349,22 +1757,38 @@ mod tests {
     #[test]
     fn node_id_mismatch_and_name_and_start() {
         let (_, d) = load("name: \"\"\nstart: b\nnodes:\n  a:\n    id: x\n    type: end\n");
-        let id = d.iter().find(|d| d.code == "loki-node-id").expect("id mismatch");
-        assert_eq!(id.message, "Node ID mismatch: key 'a' does not match node.id 'x'");
+        let id = d
+            .iter()
+            .find(|d| d.code == "loki-node-id")
+            .expect("id mismatch");
+        assert_eq!(
+            id.message,
+            "Node ID mismatch: key 'a' does not match node.id 'x'"
+        );
         assert_eq!((id.line, id.column), (5, 9));
         assert!(d.iter().any(|d| d.code == "loki-name" && d.line == 1));
         let st = d.iter().find(|d| d.code == "loki-start").expect("start");
-        assert_eq!(st.message, "Start node 'b' not found in graph ''. Available nodes: a");
+        assert_eq!(
+            st.message,
+            "Start node 'b' not found in graph ''. Available nodes: a"
+        );
         // A matching or empty id is fine.
-        let (_, d) = load("name: t\nstart: a\nnodes:\n  a:\n    id: a\n    type: end\n  b:\n    id: ''\n    type: end\n");
+        let (_, d) = load(
+            "name: t\nstart: a\nnodes:\n  a:\n    id: a\n    type: end\n  b:\n    id: ''\n    type: end\n",
+        );
         assert!(!d.iter().any(|d| d.code == "loki-node-id"), "{d:#?}");
     }
 
     #[test]
     fn start_did_you_mean_and_empty_nodes() {
-        let (_, d) = load("name: t\nstart: finsh\nnodes:\n  finish:\n    type: end\n  other:\n    type: end\n");
+        let (_, d) = load(
+            "name: t\nstart: finsh\nnodes:\n  finish:\n    type: end\n  other:\n    type: end\n",
+        );
         let st = d.iter().find(|d| d.code == "loki-start").unwrap();
-        assert!(st.message.ends_with("Available nodes: finish, other"), "{st:?}");
+        assert!(
+            st.message.ends_with("Available nodes: finish, other"),
+            "{st:?}"
+        );
         assert!(st.hint.as_deref().unwrap().contains("`finish`"), "{st:?}");
         let (_, d) = load("name: g\nstart: a\nnodes: {}\n");
         let n = d.iter().find(|d| d.code == "loki-no-nodes").unwrap();
@@ -1375,10 +1799,19 @@ mod tests {
     #[test]
     fn unknown_type_suggests_all_types_including_map() {
         let (l, d) = load("name: t\nstart: a\nnodes:\n  a:\n    type: mapp\n  b:\n    type: End\n");
-        let t = d.iter().filter(|d| d.code == "loki-node-type").collect::<Vec<_>>();
+        let t = d
+            .iter()
+            .filter(|d| d.code == "loki-node-type")
+            .collect::<Vec<_>>();
         assert_eq!(t.len(), 2, "{d:#?}");
-        assert!(t[0].hint.as_deref().unwrap().contains("did you mean `map`"), "{t:?}");
-        assert!(t[1].hint.as_deref().unwrap().contains("did you mean `end`"), "{t:?}");
+        assert!(
+            t[0].hint.as_deref().unwrap().contains("did you mean `map`"),
+            "{t:?}"
+        );
+        assert!(
+            t[1].hint.as_deref().unwrap().contains("did you mean `end`"),
+            "{t:?}"
+        );
         assert_eq!((t[0].line, t[0].column), (5, 11));
         assert!(matches!(l.nodes[0].body, NodeBody::Unknown));
     }
@@ -1390,10 +1823,13 @@ mod tests {
         let mut w: Vec<_> = d.iter().filter(|d| d.code == "wrong-type").collect();
         w.sort_by_key(|d| (d.line, d.column));
         assert_eq!(w.len(), 2, "{d:#?}");
-        assert!(w.iter().all(|d| d.message.contains("must be a string") && d.hint.as_deref().unwrap().starts_with("quote it")));
-        assert_eq!((w[0].line, w[0].column), (7, 19));
+        assert!(w.iter().all(|d| d.message.contains("must be a string")
+            && d.hint.as_deref().unwrap().starts_with("quote it")));
+        assert_eq!((w[0].line, w[0].column), (7, 20));
         assert_eq!(w[1].line, 11);
-        let NodeBody::Approval(a) = &l.nodes[0].body else { panic!() };
+        let NodeBody::Approval(a) = &l.nodes[0].body else {
+            panic!()
+        };
         assert_eq!(a.options.len(), 2);
         assert_eq!(a.route("yes").unwrap().value, "e");
     }
@@ -1402,13 +1838,22 @@ mod tests {
     fn schema_findings_unknown_keys_and_reducers() {
         let src = "name: t\nstart: a\nreducers:\n  xs: apend\nnodes:\n  a:\n    type: script\n    script: s.sh\n    fallbak: e\n    x-next: [e]\n  e:\n    type: end\n";
         let (l, d) = load(src);
-        let uk = d.iter().find(|d| d.code == "unknown-key").expect("unknown key");
+        let uk = d
+            .iter()
+            .find(|d| d.code == "unknown-key")
+            .expect("unknown key");
         assert!(uk.hint.as_deref().unwrap().contains("`fallback`"), "{uk:?}");
-        let be = d.iter().find(|d| d.code == "bad-enum").expect("bad reducer");
+        let be = d
+            .iter()
+            .find(|d| d.code == "bad-enum")
+            .expect("bad reducer");
         assert!(be.hint.as_deref().unwrap().contains("`append`"), "{be:?}");
         let s = l.nodes[0].script().unwrap();
         assert_eq!(s.x_next.as_ref().unwrap()[0].value, "e");
-        assert_eq!(s.script_path.as_deref(), Some(Path::new("/tmp/agents/t/s.sh")));
+        assert_eq!(
+            s.script_path.as_deref(),
+            Some(Path::new("/tmp/agents/t/s.sh"))
+        );
         assert_eq!(d.len(), 2, "{d:#?}");
     }
 
@@ -1416,14 +1861,21 @@ mod tests {
     fn input_validation_is_checked_at_load() {
         let src = "name: t\nstart: a\nnodes:\n  a:\n    type: input\n    question: q\n    validation: \"len(input) != 3\"\n    next: e\n  e:\n    type: end\n";
         let (l, d) = load(src);
-        let v = d.iter().find(|d| d.code == "loki-input-validation").expect("validation error");
+        let v = d
+            .iter()
+            .find(|d| d.code == "loki-input-validation")
+            .expect("validation error");
         assert_eq!((v.line, v.column), (7, 17));
         assert_eq!(v.node.as_deref(), Some("a"));
         let (l2, d2) = load(&src.replace("!= 3", ">= 3"));
         assert!(d2.is_empty(), "{d2:#?}");
-        let NodeBody::Input(i) = &l2.nodes[0].body else { panic!() };
+        let NodeBody::Input(i) = &l2.nodes[0].body else {
+            panic!()
+        };
         assert!(i.parsed_validation.is_some());
-        let NodeBody::Input(i) = &l.nodes[0].body else { panic!() };
+        let NodeBody::Input(i) = &l.nodes[0].body else {
+            panic!()
+        };
         assert!(i.parsed_validation.is_none());
     }
 
@@ -1470,18 +1922,34 @@ nodes:
         assert_eq!(l.settings.max_loop_iterations, 5);
         assert_eq!(l.settings.timeout, Some(60));
         assert_eq!(l.settings.max_concurrency, 2);
-        assert_eq!(serde_json::to_string(&l.initial_state).unwrap(), r#"{"b":1,"a":["x"]}"#);
+        assert_eq!(
+            serde_json::to_string(&l.initial_state).unwrap(),
+            r#"{"b":1,"a":["x"]}"#
+        );
         assert_eq!(l.reducer("a"), Some(Reducer::Extend));
         assert_eq!(l.variables[0].default.as_deref(), Some("."));
         let n = l.node("l").unwrap();
         assert!(n.is_fanout() && n.next_is_list);
-        let NodeBody::Llm(llm) = &n.body else { panic!() };
+        let NodeBody::Llm(llm) = &n.body else {
+            panic!()
+        };
         assert_eq!(llm.max_attempts(), 3);
         assert_eq!(llm.max_iterations(), 10);
         assert_eq!(n.write_set(), vec!["r", "y", "z"]);
         assert_eq!(n.read_set(), vec!["b"]);
-        let kinds: Vec<_> = n.targets().iter().map(|t| (t.kind.label(), t.to.value.clone())).collect();
-        assert_eq!(kinds, vec![("'next'", "m".into()), ("'next'", "e".into()), ("llm 'fallback'", "e".into())]);
+        let kinds: Vec<_> = n
+            .targets()
+            .iter()
+            .map(|t| (t.kind.label(), t.to.value.clone()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("'next'", "m".into()),
+                ("'next'", "e".into()),
+                ("llm 'fallback'", "e".into())
+            ]
+        );
         let m = l.node("m").unwrap().map().unwrap();
         assert_eq!(m.output_key(), "output");
         assert_eq!(m.concurrency(&l.settings), 2);
