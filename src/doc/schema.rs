@@ -409,48 +409,60 @@ pub fn head_span(file: &SourceFile, node: &YNode) -> Span {
 /// best effort (searching each value line in the source) for folded and escaped scalars.
 pub fn value_offset_to_source(file: &SourceFile, node: &YNode, value_off: usize) -> usize {
     let Some(sc) = node.as_scalar() else { return node.span.start as usize };
-    let value = sc.text.as_str();
+    let value = sc.text.as_bytes();
     let value_off = value_off.min(value.len());
-    let raw = file.slice(node.span);
+    let raw_str = file.slice(node.span);
     let base = node.span.start as usize;
-    match sc.style {
-        Style::Plain if !value.contains('\n') && raw.starts_with(value) => base + value_off,
-        Style::SingleQuoted | Style::DoubleQuoted if !value.contains('\n') => {
-            let inner = &raw[1.min(raw.len())..];
-            if inner.starts_with(value) { base + 1 + value_off } else { locate_by_lines(file, node, value, value_off) }
-        }
-        _ => locate_by_lines(file, node, value, value_off),
+    if sc.style == Style::Plain && !sc.text.contains('\n') && raw_str.as_bytes().starts_with(value) {
+        return base + value_off;
     }
-}
-
-fn locate_by_lines(file: &SourceFile, node: &YNode, value: &str, value_off: usize) -> usize {
-    // Find the value line holding `value_off`, then find that line's text in the source span.
-    let text = file.text();
-    let start = node.span.start as usize;
-    let end = (node.span.end as usize).min(text.len());
-    let mut search_from = start;
-    let mut line_start_in_value = 0;
-    for line in value.split_inclusive('\n') {
-        let content = line.trim_end_matches('\n');
-        let line_end_in_value = line_start_in_value + line.len();
-        let probe = content.trim_start();
-        let lead = content.len() - probe.len();
-        let found = if probe.is_empty() { None } else { text[search_from..end].find(probe).map(|i| search_from + i) };
-        if value_off < line_end_in_value || line_end_in_value >= value.len() {
-            return match found {
-                Some(pos) => {
-                    let within = value_off.saturating_sub(line_start_in_value + lead);
-                    (pos + within).min(end)
-                }
-                None => start,
+    // Skip the opening: a quote, or a block header line (`|`, `>-`, `|2` ...).
+    let raw = raw_str.as_bytes();
+    let mut j = match (sc.style, raw.first()) {
+        (Style::SingleQuoted, Some(b'\'')) | (Style::DoubleQuoted, Some(b'"')) => 1,
+        (Style::Literal | Style::Folded, Some(b'|' | b'>')) => {
+            raw.iter().position(|&c| c == b'\n').map(|p| p + 1).unwrap_or(raw.len())
+        }
+        _ => 0,
+    };
+    // Walk value and source together; whitespace runs (indentation, folded line breaks) and
+    // escapes (`\n`, `''`) are where they differ.
+    let mut i = 0;
+    while i < value_off && j < raw.len() {
+        let (v, r) = (value[i], raw[j]);
+        if v == r {
+            i += 1;
+            j += 1;
+        } else if r == b'\\' && sc.style == Style::DoubleQuoted {
+            j += match raw.get(j + 1) {
+                Some(b'x') => 4,
+                Some(b'u') => 6,
+                Some(b'U') => 10,
+                _ => 2,
             };
+            i += 1;
+            while i < value.len() && (value[i] & 0xC0) == 0x80 {
+                i += 1;
+            }
+        } else if r == b'\'' && sc.style == Style::SingleQuoted && raw.get(j + 1) == Some(&b'\'') {
+            j += 2;
+            i += 1;
+        } else if r.is_ascii_whitespace() {
+            j += 1;
+            if v.is_ascii_whitespace() && !raw.get(j).is_some_and(|c| c.is_ascii_whitespace()) {
+                i += 1;
+            }
+        } else if v.is_ascii_whitespace() {
+            i += 1;
+        } else {
+            i += 1;
+            j += 1;
         }
-        if let Some(pos) = found {
-            search_from = pos + probe.len();
-        }
-        line_start_in_value = line_end_in_value;
     }
-    start
+    while j < raw.len() && !raw_str.is_char_boundary(j) {
+        j += 1;
+    }
+    base + j.min(raw.len())
 }
 
 #[cfg(test)]
