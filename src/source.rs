@@ -69,8 +69,10 @@ impl SourceFile {
         let text = text.into();
         let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
         line_starts.push(0u32);
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
+        let bytes = text.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            // `\n`, `\r\n` and a lone `\r` all end a line (as the YAML scanner counts them).
+            if b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
                 line_starts.push((i + 1).min(u32::MAX as usize) as u32);
             }
         }
@@ -97,8 +99,8 @@ impl SourceFile {
     pub fn line_text(&self, line: u32) -> &str {
         let start = self.line_start(line);
         let text = self.text();
-        let end = text[start..].find('\n').map(|i| start + i).unwrap_or(text.len());
-        text[start..end].trim_end_matches('\r')
+        let end = text[start..].find(['\n', '\r']).map(|i| start + i).unwrap_or(text.len());
+        &text[start..end]
     }
 
     /// Line and column of a byte offset (clamped to the text, snapped to a char boundary).

@@ -301,6 +301,22 @@ pub fn parse(file: &SourceFile) -> Parsed {
     let mut skip_start = 0usize;
     let mut docs = 0usize;
     let mut seen_keys: Vec<HashMap<String, Span>> = Vec::new();
+    // YAML forbids C0/C1 control characters (other than tab and line breaks) in a document.
+    let mut reported = 0;
+    for (i, ch) in text.char_indices() {
+        let bad = (ch < ' ' && !matches!(ch, '\t' | '\n' | '\r')) || ('\u{7f}'..='\u{9f}').contains(&ch);
+        if bad {
+            diags.push(
+                Diagnostic::error("control-character", format!("control character U+{:04X} is not allowed in YAML", ch as u32))
+                    .at(file, Span::new(i, i + ch.len_utf8()))
+                    .hint("remove it; inside a double-quoted string write it as an escape such as \\x07"),
+            );
+            reported += 1;
+            if reported >= 5 {
+                break;
+            }
+        }
+    }
 
     // Put a finished node into its parent (or make it the root).
     fn emit(
@@ -387,7 +403,7 @@ pub fn parse(file: &SourceFile) -> Parsed {
                 docs += 1;
                 if docs > 1 {
                     diags.push(
-                        Diagnostic::warning(
+                        Diagnostic::error(
                             "multiple-documents",
                             "this file holds more than one YAML document; only the first is used",
                         )

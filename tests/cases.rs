@@ -21,7 +21,9 @@ fn cases_dir() -> PathBuf {
 
 /// Every input under `dir`, sorted.
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for p in entries {
@@ -43,7 +45,10 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn expect_path(input: &Path) -> PathBuf {
     let name = input.file_name().unwrap().to_str().unwrap();
-    let stem = name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".agent")).unwrap_or(name);
+    let stem = name
+        .strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".agent"))
+        .unwrap_or(name);
     input.with_file_name(format!("{stem}.expect"))
 }
 
@@ -60,8 +65,21 @@ fn render(input: &Path) -> String {
     let main_file = d.path.display().to_string();
     let mut out = String::new();
     for x in &diags {
-        let file = if x.file.is_empty() || x.file == main_file { String::new() } else { format!("{}:", stable(&x.file)) };
-        let _ = writeln!(out, "{} {} {}{}:{} {}", x.severity.as_str(), x.code, file, x.line, x.column, stable(&x.message));
+        let file = if x.file.is_empty() || x.file == main_file {
+            String::new()
+        } else {
+            format!("{}:", stable(&x.file))
+        };
+        let _ = writeln!(
+            out,
+            "{} {} {}{}:{} {}",
+            x.severity.as_str(),
+            x.code,
+            file,
+            x.line,
+            x.column,
+            stable(&x.message)
+        );
         if let Some(h) = &x.hint {
             let _ = writeln!(out, "    hint: {}", stable(h));
         }
@@ -70,8 +88,11 @@ fn render(input: &Path) -> String {
         out.push_str("(no diagnostics)\n");
     }
     let names = graph::agent_names(&d);
-    let picks: Vec<Option<&str>> =
-        if names.len() > 1 { names.iter().map(|n| Some(n.as_str())).collect() } else { vec![None] };
+    let picks: Vec<Option<&str>> = if names.len() > 1 {
+        names.iter().map(|n| Some(n.as_str())).collect()
+    } else {
+        vec![None]
+    };
     for pick in picks {
         let (g, _) = graph::lower(&d, pick);
         if let Some(g) = g {
@@ -92,7 +113,11 @@ fn diff(expected: &str, actual: &str) -> String {
     let mut lcs = vec![vec![0u32; m + 1]; n + 1];
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
         }
     }
     let mut ops: Vec<(char, &str)> = Vec::new();
@@ -111,7 +136,12 @@ fn diff(expected: &str, actual: &str) -> String {
         }
     }
     const CONTEXT: usize = 2;
-    let changed: Vec<usize> = ops.iter().enumerate().filter(|(_, (c, _))| *c != ' ').map(|(k, _)| k).collect();
+    let changed: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, (c, _))| *c != ' ')
+        .map(|(k, _)| k)
+        .collect();
     let mut out = String::new();
     let mut last_shown: Option<usize> = None;
     for (k, (c, line)) in ops.iter().enumerate() {
@@ -128,19 +158,31 @@ fn diff(expected: &str, actual: &str) -> String {
     out
 }
 
+/// The cases use these names for environment interpolation: pin them down. Every test of this
+/// binary calls this before loading anything, so no thread reads the environment meanwhile.
+fn pin_environment() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the other tests of this binary wait on `ONCE` before touching the environment.
+        unsafe {
+            std::env::set_var("SWITCHYARD_CASE_PROVIDER", "anthropic");
+            std::env::remove_var("SWITCHYARD_CASE_MODEL");
+            std::env::remove_var("NOPE");
+        }
+    });
+}
+
 #[test]
 fn data_driven_cases() {
-    // The cases use these names for environment interpolation: pin them down.
-    // SAFETY: this binary has a single test, so no other thread reads the environment meanwhile.
-    unsafe {
-        std::env::set_var("SWITCHYARD_CASE_PROVIDER", "anthropic");
-        std::env::remove_var("SWITCHYARD_CASE_MODEL");
-        std::env::remove_var("NOPE");
-    }
+    pin_environment();
     let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v != "0" && !v.is_empty());
     let mut inputs = Vec::new();
     collect(&cases_dir(), &mut inputs);
-    assert!(inputs.len() >= 30, "expected the seeded cases under tests/cases, found {}", inputs.len());
+    assert!(
+        inputs.len() >= 30,
+        "expected the seeded cases under tests/cases, found {}",
+        inputs.len()
+    );
 
     let mut failures = Vec::new();
     let mut updated = Vec::new();
@@ -153,13 +195,20 @@ fn data_driven_cases() {
             continue;
         }
         if update {
-            std::fs::write(&exp_path, &actual).unwrap_or_else(|e| panic!("cannot write {}: {e}", exp_path.display()));
+            std::fs::write(&exp_path, &actual)
+                .unwrap_or_else(|e| panic!("cannot write {}: {e}", exp_path.display()));
             updated.push(stable(&exp_path.display().to_string()));
             continue;
         }
         match expected {
-            None => failures.push(format!("{rel}: no expected file {}", stable(&exp_path.display().to_string()))),
-            Some(exp) => failures.push(format!("{rel}: output differs (- expected, + actual)\n{}", diff(&exp, &actual))),
+            None => failures.push(format!(
+                "{rel}: no expected file {}",
+                stable(&exp_path.display().to_string())
+            )),
+            Some(exp) => failures.push(format!(
+                "{rel}: output differs (- expected, + actual)\n{}",
+                diff(&exp, &actual)
+            )),
         }
     }
     // Expected files without an input are stale.
@@ -186,9 +235,16 @@ fn data_driven_cases() {
         for u in &updated {
             println!("updated {u}");
         }
-        println!("{} of {} expected files updated", updated.len(), inputs.len());
+        println!(
+            "{} of {} expected files updated",
+            updated.len(),
+            inputs.len()
+        );
     }
-    assert!(stale.is_empty(), "expected files without an input (delete them): {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "expected files without an input (delete them): {stale:?}"
+    );
     if !failures.is_empty() {
         panic!(
             "{} of {} cases differ from their expected files:\n\n{}\n\nIf the new output is right, run `UPDATE_EXPECT=1 cargo test --test cases` and review the diff.",
@@ -198,4 +254,74 @@ fn data_driven_cases() {
         );
     }
     println!("{} cases match", inputs.len());
+}
+
+/// CEL syntax errors point inside the expression, whatever the scalar style. Kept apart from the
+/// expected files so that regenerating them cannot bless a wrong position.
+#[test]
+fn cel_errors_point_inside_the_expression() {
+    let cases: &[(&str, u32, u32, &str)] = &[
+        // literal block `|`: the `*` on the third line of the block
+        ("sherma/cel_syntax_literal.yaml", 20, 21, "'*'"),
+        // folded block `>`: the `,` on the second line of the block
+        ("sherma/cel_syntax_folded.yaml", 19, 34, "','"),
+        // plain scalar in a branch condition: the second `>`
+        ("sherma/cel_syntax_folded.yaml", 24, 39, "'>'"),
+        // double-quoted scalar with `\"` escapes before the error: the `)`
+        ("sherma/cel_syntax_quoted.yaml", 18, 53, "')'"),
+        // single-quoted scalar with `''` escapes, error at the end: just before the closing quote
+        ("sherma/cel_syntax_quoted.yaml", 19, 37, "end of expression"),
+    ];
+    pin_environment();
+    let mut wrong = Vec::new();
+    for (file, line, col, what) in cases {
+        let path = cases_dir().join(file);
+        let d = doc::load_path(&path);
+        let diags = validate::validate(&d, None);
+        let cel: Vec<_> = diags
+            .iter()
+            .filter(|x| x.code == "cel-syntax" && x.message.contains(what))
+            .collect();
+        if !cel.iter().any(|x| x.line == *line && x.column == *col) {
+            let got: Vec<String> = cel
+                .iter()
+                .map(|x| format!("{}:{} {}", x.line, x.column, x.message))
+                .collect();
+            wrong.push(format!(
+                "{file}: expected cel-syntax ({what}) at {line}:{col}, got {got:?}"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "CEL error positions:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// sherma interpolates `${NAME}` into every string value before it validates the file
+/// (reference/sherma.md §13), so checks apply to the interpolated value: with
+/// `SWITCHYARD_CASE_PROVIDER=anthropic`, `provider: ${SWITCHYARD_CASE_PROVIDER}` is valid.
+#[test]
+fn environment_is_interpolated_before_schema_checks() {
+    pin_environment();
+    let path = cases_dir().join("sherma/env_interpolation.yaml");
+    let d = doc::load_path(&path);
+    let diags = validate::validate(&d, None);
+    let provider: Vec<String> = diags
+        .iter()
+        .filter(|x| x.line == 6)
+        .map(|x| format!("{} {}:{} {}", x.code, x.line, x.column, x.message))
+        .collect();
+    assert!(
+        provider.is_empty(),
+        "provider: ${{SWITCHYARD_CASE_PROVIDER}} (= anthropic) is reported: {provider:?}"
+    );
+    let missing: Vec<_> = diags.iter().filter(|x| x.code == "env-missing").collect();
+    assert_eq!(
+        missing.len(),
+        1,
+        "exactly one missing variable (NOPE): {diags:#?}"
+    );
+    assert_eq!((missing[0].line, missing[0].column), (9, 17));
 }

@@ -553,6 +553,8 @@ impl ShermaDoc {
 // ---------------------------------------------------------------------------------------------
 
 struct Builder<'a> {
+    /// Spans of scalars whose text interpolation changed.
+    changed: std::collections::HashSet<Span>,
     file: &'a SourceFile,
     base_dir: &'a Path,
     diags: &'a mut Vec<Diagnostic>,
@@ -568,24 +570,10 @@ impl Builder<'_> {
         Checker::new(self.file, self.diags)
     }
 
-    /// Interpolate a scalar's text; missing variables are errors at their placeholder.
+    /// The (already interpolated) text of a scalar, and whether interpolation changed it.
     fn interp(&mut self, node: &YNode) -> Option<(String, bool)> {
         let text = node.scalar_text()?;
-        let (out, missing) = env::interpolate(text, &process_env);
-        for m in missing {
-            let s = super::schema::value_offset_to_source(self.file, node, m.start);
-            let e = super::schema::value_offset_to_source(self.file, node, m.end);
-            self.diags.push(
-                Diagnostic::error("env-missing", format!("environment variable `{}` is not set", m.name))
-                    .at(self.file, Span::new(s, e.max(s)))
-                    .hint(format!(
-                        "set {} before running, or give a default: ${{{}:-value}}; write $$ for a literal $",
-                        m.name, m.name
-                    )),
-            );
-        }
-        let changed = out != text;
-        Some((out, changed))
+        Some((text.to_string(), self.changed.contains(&node.span)))
     }
 
     fn sp_str(&mut self, node: Option<&YNode>) -> Option<Sp<String>> {
@@ -666,8 +654,13 @@ pub fn build(
     extra_files: &mut Vec<SourceFile>,
 ) -> ShermaDoc {
     let mut doc = ShermaDoc { data: serde_json::Value::Object(Default::default()), ..Default::default() };
-    let Some(root) = root else { return doc };
-    let mut b = Builder { file, base_dir, diags, extra_files };
+    let Some(raw_root) = root else { return doc };
+    // sherma interpolates the environment into every string value before validating, so the
+    // schema checks and the model see interpolated text; the document's tree keeps the original.
+    let mut changed = std::collections::HashSet::new();
+    let itree = interpolate_tree(file, raw_root, diags, &mut changed);
+    let root = &itree;
+    let mut b = Builder { changed, file, base_dir, diags, extra_files };
     // Structure of everything but `agents` (checked per agent below) and `manifest_version`.
     b.checker().check_obj_except(root, &TOP_LEVEL, "the sherma file", &["agents", "manifest_version"]);
 
@@ -818,6 +811,55 @@ pub fn build(
         );
     }
     doc
+}
+
+/// A copy of `node` with `${NAME}` / `${NAME:-default}` / `$$` interpolated into every string
+/// scalar (plain scalars are re-resolved, so `${N:-1}` becomes the integer 1). Missing variables
+/// are reported at their placeholder.
+fn interpolate_tree(
+    file: &SourceFile,
+    node: &YNode,
+    diags: &mut Vec<Diagnostic>,
+    changed: &mut std::collections::HashSet<Span>,
+) -> YNode {
+    use crate::yaml::{ScalarValue, Style};
+    match &node.kind {
+        YKind::Scalar(sc) if sc.value == ScalarValue::Str && sc.text.contains('$') => {
+            let (out, missing) = env::interpolate(&sc.text, &process_env);
+            for m in missing {
+                let s = super::schema::value_offset_to_source(file, node, m.start);
+                let e = super::schema::value_offset_to_source(file, node, m.end);
+                diags.push(
+                    Diagnostic::error("env-missing", format!("environment variable `{}` is not set", m.name))
+                        .at(file, Span::new(s, e.max(s)))
+                        .hint(format!(
+                            "set {} before running, or give a default: ${{{}:-value}}; write $$ for a literal $",
+                            m.name, m.name
+                        )),
+                );
+            }
+            if out == sc.text {
+                return node.clone();
+            }
+            changed.insert(node.span);
+            let value = if sc.style == Style::Plain { crate::yaml::resolve_plain(&out) } else { ScalarValue::Str };
+            YNode { span: node.span, kind: YKind::Scalar(crate::yaml::Scalar { text: out, style: sc.style, value }) }
+        }
+        YKind::Seq(items) => YNode {
+            span: node.span,
+            kind: YKind::Seq(items.iter().map(|n| interpolate_tree(file, n, diags, changed)).collect()),
+        },
+        YKind::Map(entries) => YNode {
+            span: node.span,
+            kind: YKind::Map(
+                entries
+                    .iter()
+                    .map(|e| crate::yaml::YEntry { key: e.key.clone(), value: interpolate_tree(file, &e.value, diags, changed) })
+                    .collect(),
+            ),
+        },
+        _ => node.clone(),
+    }
 }
 
 fn build_agent(b: &mut Builder<'_>, name: Sp<String>, node: &YNode) -> Option<AgentDef> {

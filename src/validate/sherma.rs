@@ -207,7 +207,8 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
             }
         }
     }
-    let node_exists = |name: &str| names.contains(&name);
+    let name_set: HashSet<&str> = names.iter().copied().collect();
+    let node_exists = |name: &str| name_set.contains(name);
     let ref_hint = |name: &str| -> String {
         match did_you_mean(name, names.iter().copied()) {
             Some(s) => format!("did you mean `{s}`?"),
