@@ -81,7 +81,7 @@ pub struct CelError {
 }
 
 impl CelError {
-    fn new(message: impl Into<String>, offset: usize, len: usize) -> Self {
+    pub(crate) fn new(message: impl Into<String>, offset: usize, len: usize) -> Self {
         CelError {
             message: message.into(),
             offset,

@@ -536,8 +536,9 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
     known_vars.insert("data");
     let declared: HashSet<&str> = agent.state_fields.iter().map(|f| f.name.value.as_str()).collect();
     let internal_ok = !s.skills.is_empty() || agent.nodes.iter().any(|n| n.on_error.as_ref().is_some_and(|o| o.fallback.is_some()));
-    for (x, ctx, node) in engine_refs {
-        match engine.compile(&x.text) {
+    let compiled = compile_all(engine, engine_refs.iter().map(|(x, _, _)| x.text.as_str()).collect());
+    for ((x, ctx, node), result) in engine_refs.into_iter().zip(compiled) {
+        match result {
             Err(e) => {
                 let span = expr_span(file, x, e.offset, e.offset + e.len.max(1));
                 let mut d = Diagnostic::error("cel-syntax", format!("CEL: {}", e.message)).at(file, span).node(node.clone());
@@ -727,4 +728,29 @@ fn check_registry_lookups(v: &mut V<'_>, x: &Expr, node: &str) {
             );
         }
     }
+}
+
+/// Compiles many CEL expressions, spreading the work over the available cores when there are
+/// enough of them to pay for the threads. Results come back in input order.
+fn compile_all(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::expr::cel::CelProgram, crate::expr::cel::CelError>> {
+    const PER_THREAD_MIN: usize = 256;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(texts.len() / PER_THREAD_MIN).max(1);
+    if threads == 1 {
+        return texts.into_iter().map(|t| engine.compile(t)).collect();
+    }
+    let chunk = texts.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = texts
+            .chunks(chunk)
+            .map(|part| (part.len(), scope.spawn(move || part.iter().map(|t| engine.compile(t)).collect::<Vec<_>>())))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|(n, h)| {
+                h.join().unwrap_or_else(|_| {
+                    (0..n).map(|_| Err(crate::expr::cel::CelError::new("the CEL compiler failed on this expression".to_string(), 0, 0))).collect()
+                })
+            })
+            .collect()
+    })
 }
