@@ -3,6 +3,7 @@
 
 pub mod diag;
 pub mod doc;
+pub mod edit;
 pub mod expr;
 pub mod graph;
 pub mod skills;
