@@ -1,0 +1,313 @@
+// The only module that talks to Tauri. Everything else uses the `Backend` interface, so tests can
+// run the UI against `createFakeBackend()`.
+import type { DocumentChanged, EditOp, ExprError, Pos, View } from './types';
+
+export interface Backend {
+  openPath(path: string): Promise<View>;
+  openDialog(): Promise<View | null>;
+  recentFiles(): Promise<string[]>;
+  getView(): Promise<View | null>;
+  selectAgent(name: string): Promise<View>;
+  applyEdit(op: EditOp): Promise<View>;
+  setText(text: string): Promise<View>;
+  undo(): Promise<View>;
+  redo(): Promise<View>;
+  save(force: boolean): Promise<View>;
+  reload(): Promise<View>;
+  keepMine(): Promise<View>;
+  diskText(): Promise<string | null>;
+  setPositions(positions: Record<string, Pos>): Promise<null>;
+  checkExpr(kind: 'cel' | 'template', text: string): Promise<ExprError[]>;
+  exportDiagram(format: 'svg' | 'png', data: string): Promise<string | null>;
+  relayout(): Promise<View>;
+  /** Subscribe to `document-changed`; returns an unsubscribe function. */
+  onDocumentChanged(cb: (e: DocumentChanged) => void): Promise<() => void>;
+  /** Subscribe to OS file drops on the webview; returns an unsubscribe function. */
+  onFileDrop(cb: (paths: string[]) => void): Promise<() => void>;
+}
+
+/** Normalise whatever a command rejected with into `{message}`. */
+export function errorMessage(e: unknown): string {
+  if (e == null) return 'unknown error';
+  if (typeof e === 'string') return e;
+  if (typeof e === 'object' && 'message' in e && typeof (e as { message: unknown }).message === 'string') {
+    return (e as { message: string }).message;
+  }
+  try {
+    return JSON.stringify(e);
+  } catch {
+    return String(e);
+  }
+}
+
+/** True when a `save` error is a disk conflict (the shell reports `{kind:"conflict"}` or says so). */
+export function isConflictError(e: unknown): boolean {
+  if (e && typeof e === 'object' && (e as { kind?: unknown }).kind === 'conflict') return true;
+  return /conflict|changed on disk|modified on disk/i.test(errorMessage(e));
+}
+
+export function isTauri(): boolean {
+  return typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
+}
+
+export function createTauriBackend(): Backend {
+  const core = () => import('@tauri-apps/api/core');
+  const call = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
+    const { invoke } = await core();
+    return invoke<T>(cmd, args);
+  };
+  return {
+    openPath: (path) => call('open_path', { path }),
+    openDialog: () => call('open_dialog'),
+    recentFiles: () => call('recent_files'),
+    getView: () => call('get_view'),
+    selectAgent: (name) => call('select_agent', { name }),
+    applyEdit: (op) => call('apply_edit', { op }),
+    setText: (text) => call('set_text', { text }),
+    undo: () => call('undo'),
+    redo: () => call('redo'),
+    save: (force) => call('save', { force }),
+    reload: () => call('reload'),
+    keepMine: () => call('keep_mine'),
+    diskText: () => call('disk_text'),
+    setPositions: (positions) => call('set_positions', { positions }),
+    checkExpr: (kind, text) => call('check_expr', { kind, text }),
+    exportDiagram: (format, data) => call('export_diagram', { format, data }),
+    relayout: () => call('relayout'),
+    async onDocumentChanged(cb) {
+      const { listen } = await import('@tauri-apps/api/event');
+      return listen<DocumentChanged>('document-changed', (ev) => cb(ev.payload));
+    },
+    async onFileDrop(cb) {
+      const { getCurrentWebview } = await import('@tauri-apps/api/webview');
+      return getCurrentWebview().onDragDropEvent((ev) => {
+        if (ev.payload.type === 'drop' && ev.payload.paths.length > 0) cb(ev.payload.paths);
+      });
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------------
+// In-memory fake backend for tests and for running the UI in a plain browser (`npm run dev`).
+// It does not edit YAML; it records every call and applies simple structural changes to the view
+// so the UI can be exercised end to end.
+
+export interface FakeCall {
+  cmd: string;
+  args?: unknown;
+}
+
+export interface FakeBackend extends Backend {
+  calls: FakeCall[];
+  view: View | null;
+  /** Make the next call of `cmd` reject with `error`. */
+  failNext(cmd: string, error: unknown): void;
+  /** Emit a `document-changed` event. */
+  emit(e: DocumentChanged): void;
+  /** Emit an OS file drop. */
+  drop(paths: string[]): void;
+  disk: string | null;
+  exprErrors: (kind: string, text: string) => ExprError[];
+}
+
+function clone<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v)) as T;
+}
+
+export function createFakeBackend(initial: View | null = null, recent: string[] = []): FakeBackend {
+  const listeners = new Set<(e: DocumentChanged) => void>();
+  const dropListeners = new Set<(p: string[]) => void>();
+  const failures = new Map<string, unknown>();
+  const undoStack: View[] = [];
+  const redoStack: View[] = [];
+
+  const fake: FakeBackend = {
+    calls: [],
+    view: initial ? clone(initial) : null,
+    disk: null,
+    exprErrors: (_kind, text) => {
+      // A tiny syntax check so the inspector's inline errors can be exercised.
+      let depth = 0;
+      for (const ch of text) {
+        if (ch === '(' || ch === '[' || ch === '{') depth++;
+        if (ch === ')' || ch === ']' || ch === '}') depth--;
+        if (depth < 0) return [{ message: 'unbalanced bracket', start: 0, end: text.length }];
+      }
+      return depth === 0 ? [] : [{ message: 'unclosed bracket', start: 0, end: text.length }];
+    },
+    failNext(cmd, error) {
+      failures.set(cmd, error);
+    },
+    emit(e) {
+      fake.view = clone(e.view);
+      listeners.forEach((l) => l(e));
+    },
+    drop(paths) {
+      dropListeners.forEach((l) => l(paths));
+    },
+    openPath: (path) => run('open_path', { path }, () => requireView()),
+    openDialog: () => run('open_dialog', undefined, () => fake.view),
+    recentFiles: () => run('recent_files', undefined, () => recent.slice()),
+    getView: () => run('get_view', undefined, () => fake.view),
+    selectAgent: (name) =>
+      run('select_agent', { name }, () => {
+        const v = requireView();
+        v.agent = name;
+        return v;
+      }),
+    applyEdit: (op) => run('apply_edit', { op }, () => edit(op)),
+    setText: (text) =>
+      run('set_text', { text }, () => {
+        const v = mutate();
+        v.text = text;
+        return v;
+      }),
+    undo: () =>
+      run('undo', undefined, () => {
+        const prev = undoStack.pop();
+        if (prev && fake.view) {
+          redoStack.push(clone(fake.view));
+          fake.view = prev;
+        }
+        return finish(requireView());
+      }),
+    redo: () =>
+      run('redo', undefined, () => {
+        const next = redoStack.pop();
+        if (next && fake.view) {
+          undoStack.push(clone(fake.view));
+          fake.view = next;
+        }
+        return finish(requireView());
+      }),
+    save: (force) =>
+      run('save', { force }, () => {
+        const v = requireView();
+        v.dirty = false;
+        return v;
+      }),
+    reload: () => run('reload', undefined, () => requireView()),
+    keepMine: () => run('keep_mine', undefined, () => requireView()),
+    diskText: () => run('disk_text', undefined, () => fake.disk),
+    setPositions: (positions) =>
+      run('set_positions', { positions }, () => {
+        if (fake.view) {
+          for (const n of fake.view.nodes) {
+            const p = positions[n.id];
+            if (p) {
+              n.x = p.x;
+              n.y = p.y;
+            }
+          }
+        }
+        return null;
+      }),
+    checkExpr: (kind, text) => run('check_expr', { kind, text }, () => fake.exprErrors(kind, text)),
+    exportDiagram: (format, data) => run('export_diagram', { format, data }, () => `/tmp/diagram.${format}`),
+    relayout: () => run('relayout', undefined, () => requireView()),
+    async onDocumentChanged(cb) {
+      listeners.add(cb);
+      return () => listeners.delete(cb);
+    },
+    async onFileDrop(cb) {
+      dropListeners.add(cb);
+      return () => dropListeners.delete(cb);
+    },
+  };
+
+  function requireView(): View {
+    if (!fake.view) throw { message: 'no document is open' };
+    return fake.view;
+  }
+
+  function finish(v: View): View {
+    v.can_undo = undoStack.length > 0;
+    v.can_redo = redoStack.length > 0;
+    return v;
+  }
+
+  /** Snapshot for undo, then return the view to change. */
+  function mutate(): View {
+    const v = requireView();
+    undoStack.push(clone(v));
+    redoStack.length = 0;
+    v.dirty = true;
+    v.revision += 1;
+    return finish(v);
+  }
+
+  function edit(op: EditOp): View {
+    const v = mutate();
+    switch (op.op) {
+      case 'add_node': {
+        if (v.nodes.some((n) => n.id === op.name)) throw { message: `a node named \`${op.name}\` already exists` };
+        const maxY = v.nodes.reduce((m, n) => Math.max(m, n.y), 0);
+        v.nodes.push({ id: op.name, kind: op.kind, derived: false, summary: '', x: 0, y: maxY + 100, w: 220, h: 64, data: { name: op.name, type: op.kind }, errors: 0, warnings: 0 });
+        break;
+      }
+      case 'delete_node':
+        v.nodes = v.nodes.filter((n) => n.id !== op.name);
+        v.edges = v.edges.filter((e) => e.from !== op.name && e.to !== op.name);
+        break;
+      case 'rename_node':
+        for (const n of v.nodes) if (n.id === op.from) n.id = op.to;
+        for (const e of v.edges) {
+          if (e.from === op.from) e.from = op.to;
+          if (e.to === op.from) e.to = op.to;
+        }
+        break;
+      case 'add_edge':
+        v.edges.push({ id: `e${v.revision}_${v.edges.length}`, from: op.from, to: op.to, kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: v.edges.length });
+        break;
+      case 'remove_edge':
+        v.edges = v.edges.filter((e) => !(e.from === op.from && e.to === op.to && e.kind === op.kind && (op.index === undefined || e.index === op.index)));
+        break;
+      case 'set_field': {
+        const n = v.nodes.find((x) => x.id === op.node);
+        if (n) {
+          const data = (n.data && typeof n.data === 'object' ? n.data : {}) as Record<string, unknown>;
+          let cur: Record<string, unknown> = data;
+          op.path.slice(0, -1).forEach((k) => {
+            const key = String(k);
+            if (typeof cur[key] !== 'object' || cur[key] === null) cur[key] = {};
+            cur = cur[key] as Record<string, unknown>;
+          });
+          const last = String(op.path[op.path.length - 1]);
+          if (op.value === null) delete cur[last];
+          else cur[last] = op.value;
+          n.data = data;
+        }
+        break;
+      }
+      default:
+        break; // branch ops and doc fields are only recorded
+    }
+    return v;
+  }
+
+  async function run<T>(cmd: string, args: unknown, body: () => T): Promise<T> {
+    fake.calls.push(args === undefined ? { cmd } : { cmd, args: clone(args) });
+    await Promise.resolve();
+    if (failures.has(cmd)) {
+      const err = failures.get(cmd);
+      failures.delete(cmd);
+      throw err;
+    }
+    const out = body();
+    return (out && typeof out === 'object' ? clone(out) : out) as T;
+  }
+
+  return fake;
+}
+
+let current: Backend | null = null;
+
+/** The backend the app uses: Tauri inside the webview, the fake (demo document) elsewhere. */
+export function getBackend(): Backend {
+  if (!current) current = isTauri() ? createTauriBackend() : createFakeBackend();
+  return current;
+}
+
+export function setBackend(b: Backend): void {
+  current = b;
+}

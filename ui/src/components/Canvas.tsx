@@ -1,0 +1,154 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import {
+  Background,
+  BackgroundVariant,
+  Controls,
+  MarkerType,
+  MiniMap,
+  ReactFlow,
+  applyNodeChanges,
+  useReactFlow,
+  type Connection,
+  type EdgeMouseHandler,
+  type NodeChange,
+  type NodeMouseHandler,
+  type OnNodeDrag,
+} from '@xyflow/react';
+import { createFlowMapper, kindStyle, type SyEdge, type SyNode } from '../flow';
+import { useApp, useAppStore, selectEdges, selectNodes } from '../store';
+import { NodeCard } from './NodeCard';
+import { EdgeLine } from './EdgeLine';
+import { useDarkTheme } from '../theme';
+
+// Defined once, outside components (React Flow re-creates every node if these change identity).
+const nodeTypes = { sy: NodeCard };
+const edgeTypes = { sy: EdgeLine };
+const defaultEdgeOptions = { markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 } };
+const proOptions = { hideAttribution: true };
+const minimapColor = (n: SyNode) => kindStyle(n.data.kind).color;
+
+/** Above this many nodes only what is on screen is rendered. */
+const VISIBLE_ONLY_THRESHOLD = 300;
+
+export function Canvas() {
+  const store = useAppStore();
+  const viewNodes = useApp(selectNodes);
+  const viewEdges = useApp(selectEdges);
+  const selection = useApp((s) => s.selection);
+  const focus = useApp((s) => s.focus);
+  const dark = useDarkTheme();
+  const flow = useReactFlow<SyNode, SyEdge>();
+
+  const mapper = useMemo(() => createFlowMapper(), []);
+  const lastMapped = useRef(new Map<string, SyNode>());
+  const [nodes, setNodes] = useState<SyNode[]>([]);
+
+  const selNode = selection?.type === 'node' ? selection.id : null;
+  const selEdge = selection?.type === 'edge' ? selection.id : null;
+
+  // Rebuild nodes when the view or the selection changes, keeping the local object (which may
+  // carry measurements) for every node the mapper reports as unchanged.
+  useEffect(() => {
+    const mapped = mapper.nodes(viewNodes, selNode);
+    const prev = lastMapped.current;
+    setNodes((local) => {
+      const byId = new Map(local.map((n) => [n.id, n]));
+      return mapped.map((m) => {
+        const l = byId.get(m.id);
+        return prev.get(m.id) === m && l ? l : m;
+      });
+    });
+    lastMapped.current = new Map(mapped.map((m) => [m.id, m]));
+  }, [viewNodes, selNode, mapper]);
+
+  const edges = useMemo(() => mapper.edges(viewEdges, selEdge), [viewEdges, selEdge, mapper]);
+
+  const onNodesChange = useCallback((changes: NodeChange<SyNode>[]) => {
+    // Selection and removal go through the store and the engine, not React Flow.
+    const keep = changes.filter((c) => c.type !== 'select' && c.type !== 'remove');
+    if (keep.length) setNodes((ns) => applyNodeChanges(keep, ns));
+  }, []);
+
+  const onNodeClick: NodeMouseHandler<SyNode> = useCallback(
+    (_ev, node) => store.getState().select({ type: 'node', id: node.id }),
+    [store],
+  );
+  const onEdgeClick: EdgeMouseHandler<SyEdge> = useCallback(
+    (_ev, edge) => store.getState().select({ type: 'edge', id: edge.id }),
+    [store],
+  );
+  const onPaneClick = useCallback(() => store.getState().select(null), [store]);
+  const onConnect = useCallback(
+    (c: Connection) => {
+      if (c.source && c.target) void store.getState().edit({ op: 'add_edge', from: c.source, to: c.target });
+    },
+    [store],
+  );
+  const onNodeDragStop: OnNodeDrag<SyNode> = useCallback(
+    (_ev, _node, dragged) => {
+      const view = store.getState().view;
+      if (!view) return;
+      const positions: Record<string, { x: number; y: number }> = {};
+      for (const n of dragged) {
+        const orig = view.nodes.find((v) => v.id === n.id);
+        if (!orig || orig.x !== n.position.x || orig.y !== n.position.y) {
+          positions[n.id] = { x: Math.round(n.position.x), y: Math.round(n.position.y) };
+        }
+      }
+      if (Object.keys(positions).length) void store.getState().setPositions(positions);
+    },
+    [store],
+  );
+
+  // Centre on a node asked for by search or the problems list.
+  useEffect(() => {
+    if (!focus) return;
+    const n = store.getState().view?.nodes.find((x) => x.id === focus.id);
+    if (!n) return;
+    const w = n.w ?? 220;
+    const h = n.h ?? 64;
+    void flow.setCenter(n.x + w / 2, n.y + h / 2, { zoom: Math.max(flow.getZoom(), 0.9), duration: 250 });
+  }, [focus, flow, store]);
+
+  // Fit the whole graph when another document or agent is shown.
+  const docKey = useApp((s) => (s.view ? `${s.view.path}#${s.view.agent ?? ''}` : ''));
+  useEffect(() => {
+    if (!docKey) return;
+    const t = window.setTimeout(() => void flow.fitView({ padding: 0.15, maxZoom: 1.2 }), 30);
+    return () => window.clearTimeout(t);
+  }, [docKey, flow]);
+
+  const big = nodes.length > VISIBLE_ONLY_THRESHOLD;
+
+  return (
+    <div className="canvas" data-testid="canvas">
+      <ReactFlow<SyNode, SyEdge>
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
+        defaultEdgeOptions={defaultEdgeOptions}
+        onNodesChange={onNodesChange}
+        onNodeClick={onNodeClick}
+        onEdgeClick={onEdgeClick}
+        onPaneClick={onPaneClick}
+        onConnect={onConnect}
+        onNodeDragStop={onNodeDragStop}
+        deleteKeyCode={null}
+        selectionKeyCode={null}
+        multiSelectionKeyCode={null}
+        onlyRenderVisibleElements={big}
+        minZoom={0.05}
+        maxZoom={2.5}
+        colorMode={dark ? 'dark' : 'light'}
+        proOptions={proOptions}
+        elevateEdgesOnSelect
+        fitView
+      >
+        <Background variant={BackgroundVariant.Dots} gap={18} size={1} />
+        <MiniMap<SyNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={0} />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+    </div>
+  );
+}

@@ -1,0 +1,79 @@
+import { memo, useCallback } from 'react';
+import { Handle, Position, type NodeProps } from '@xyflow/react';
+import { kindStyle, type SyNode } from '../flow';
+import { useAppStore } from '../store';
+
+function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
+  const store = useAppStore();
+  const style = kindStyle(data.kind);
+  const openSub = useCallback(
+    (ev: React.MouseEvent) => {
+      ev.stopPropagation();
+      if (data.subAgent) void store.getState().openPath(data.subAgent);
+    },
+    [store, data.subAgent],
+  );
+
+  const cls = ['sy-node'];
+  if (data.derived) cls.push('sy-node-derived');
+  if (data.marker) cls.push('sy-node-marker');
+  if (selected) cls.push('sy-node-selected');
+  if (data.errors > 0) cls.push('sy-node-error');
+  else if (data.warnings > 0) cls.push('sy-node-warning');
+
+  const badge =
+    data.errors > 0 ? (
+      <span data-testid="node-badge" className="sy-badge sy-badge-error" title={`${data.errors} error(s)${data.warnings ? `, ${data.warnings} warning(s)` : ''}`}>
+        {data.errors}
+      </span>
+    ) : data.warnings > 0 ? (
+      <span data-testid="node-badge" className="sy-badge sy-badge-warning" title={`${data.warnings} warning(s)`}>
+        {data.warnings}
+      </span>
+    ) : null;
+
+  return (
+    <div
+      data-testid="node"
+      data-node-id={data.id}
+      data-kind={data.kind}
+      data-derived={String(data.derived)}
+      data-errors={String(data.errors)}
+      className={cls.join(' ')}
+      style={{ '--kind': style.color } as React.CSSProperties}
+      title={`${data.id} (${data.kind})${data.summary ? `\n${data.summary}` : ''}`}
+    >
+      <Handle type="target" position={Position.Top} className="sy-handle" />
+      {data.marker ? (
+        <div className="sy-marker">
+          <span className="sy-icon">{style.icon}</span>
+          <span className="sy-name">{data.kind === '__start__' ? 'start' : 'end'}</span>
+          {badge}
+        </div>
+      ) : (
+        <>
+          <div className="sy-node-head">
+            <span className="sy-icon" aria-hidden>
+              {style.icon}
+            </span>
+            <span className="sy-name">{data.id}</span>
+            {badge}
+          </div>
+          <div className="sy-node-sub">
+            <span className="sy-kind">{data.derived ? `${style.label} · derived` : style.label}</span>
+            {data.summary ? <span className="sy-summary">{data.summary}</span> : null}
+            {data.dynamicNext ? <span className="sy-chip" title="routes at run time (_next)">dyn</span> : null}
+            {data.subAgent ? (
+              <button type="button" className="sy-open nodrag" data-testid="open-sub-agent" onClick={openSub} title={`Open ${data.subAgent}`}>
+                open ↗
+              </button>
+            ) : null}
+          </div>
+        </>
+      )}
+      <Handle type="source" position={Position.Bottom} className="sy-handle" />
+    </div>
+  );
+}
+
+export const NodeCard = memo(NodeCardImpl);

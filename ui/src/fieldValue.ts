@@ -1,0 +1,76 @@
+// Conversions between field values (JSON from the engine) and the text the inspector edits.
+import type { SchemaType } from './types';
+
+export const TEXT_KINDS = new Set(['string', 'path', 'node_ref', 'cel', 'cel_condition', 'template']);
+export const STRUCT_KINDS = new Set(['list', 'map', 'object', 'any', 'one_of']);
+
+/** Text shown for a structured value: strings raw, everything else as pretty JSON. */
+export function structToText(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  return JSON.stringify(v, null, 2);
+}
+
+function scalar(s: string): unknown {
+  const t = s.trim();
+  if (t === '') return '';
+  try {
+    return JSON.parse(t);
+  } catch {
+    // Unquoted YAML-ish scalar: keep as string, stripping matching single quotes.
+    if (t.length >= 2 && t.startsWith("'") && t.endsWith("'")) return t.slice(1, -1).replace(/''/g, "'");
+    return t;
+  }
+}
+
+/**
+ * Parse inspector text for a structured field. Accepts JSON, and a YAML-ish form for lists
+ * (`- item` per line) and mappings (`key: value` per line). Returns `{value}` or `{error}`.
+ */
+export function parseStruct(text: string, type: SchemaType): { value: unknown } | { error: string } {
+  const t = text.trim();
+  if (t === '') return { value: null };
+  try {
+    return { value: JSON.parse(t) };
+  } catch {
+    /* fall through to the YAML-ish forms */
+  }
+  const lines = t.split(/\r?\n/).filter((l) => l.trim() !== '');
+  const kind = type.kind;
+  const listish = kind === 'list' || (kind === 'one_of' && type.alternatives?.some((a) => a.kind === 'list'));
+  if (listish && lines.every((l) => /^\s*-\s?/.test(l))) {
+    return { value: lines.map((l) => scalar(l.replace(/^\s*-\s?/, ''))) };
+  }
+  const mapish = kind === 'map' || kind === 'object' || kind === 'any' || (kind === 'one_of' && type.alternatives?.some((a) => a.kind === 'map' || a.kind === 'object'));
+  if (mapish && lines.every((l) => /^\s*[^:\s][^:]*:\s/.test(l) || /^\s*[^:\s][^:]*:$/.test(l))) {
+    const out: Record<string, unknown> = {};
+    for (const l of lines) {
+      const i = l.indexOf(':');
+      out[l.slice(0, i).trim()] = scalar(l.slice(i + 1));
+    }
+    return { value: out };
+  }
+  // A bare string is fine where a string is allowed.
+  if ((kind === 'any' || (kind === 'one_of' && type.alternatives?.some((a) => TEXT_KINDS.has(a.kind) || a.kind === 'enum'))) && lines.length === 1) {
+    return { value: t };
+  }
+  return { error: kind === 'list' ? 'expected JSON (e.g. ["a", "b"]) or one "- item" per line' : 'expected JSON or "key: value" lines' };
+}
+
+export function parseNumber(text: string, type: SchemaType): { value: number | null } | { error: string } {
+  const t = text.trim();
+  if (t === '') return { value: null };
+  const n = Number(t);
+  if (!Number.isFinite(n)) return { error: 'not a number' };
+  if (type.kind === 'int' && !Number.isInteger(n)) return { error: 'must be a whole number' };
+  if (type.min != null && n < type.min) return { error: `must be at least ${type.min}` };
+  return { value: n };
+}
+
+export function exprKind(kind: string): 'cel' | 'template' | null {
+  if (kind === 'cel' || kind === 'cel_condition') return 'cel';
+  if (kind === 'template') return 'template';
+  return null;
+}
+
+export const BUILTIN_CONDITIONS = new Set(['has_tool_calls', 'has_error_fallback']);

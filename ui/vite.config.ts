@@ -1,0 +1,25 @@
+/// <reference types="vitest/config" />
+import { defineConfig } from 'vite';
+
+// The Tauri webview on Linux is WebKitGTK (Safari-class engine), and the bundle is loaded from
+// the app's own protocol, so paths are relative and nothing is fetched from the network.
+export default defineConfig({
+  base: './',
+  oxc: { jsx: { runtime: 'automatic' } },
+  clearScreen: false,
+  server: { port: 5173, strictPort: true },
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    target: ['safari15', 'es2021'],
+    cssTarget: ['safari15'],
+    sourcemap: false,
+    chunkSizeWarningLimit: 1500,
+  },
+  test: {
+    environment: 'jsdom',
+    globals: true,
+    setupFiles: ['./src/test/setup.ts'],
+    css: false,
+  },
+});
