@@ -22,6 +22,9 @@ export interface SyEdgeData extends Record<string, unknown> {
   derived: boolean;
   dynamic: boolean;
   fanout: boolean;
+  /** Position among edges joining the same two nodes, and how many there are (for offsets). */
+  parallel: number;
+  parallelCount: number;
 }
 
 export type SyNode = Node<SyNodeData, 'sy'>;
@@ -162,7 +165,7 @@ export function edgeStroke(e: { kind: string; derived?: boolean; dynamic?: boole
   return { stroke, dash: e.derived ? '6 4' : undefined, width: e.fanout ? 2.4 : 1.5 };
 }
 
-export function toFlowEdge(e: ViewEdge, selected = false): SyEdge {
+export function toFlowEdge(e: ViewEdge, selected = false, parallel = 0, parallelCount = 1): SyEdge {
   return {
     id: e.id,
     source: e.from,
@@ -176,6 +179,8 @@ export function toFlowEdge(e: ViewEdge, selected = false): SyEdge {
       derived: !!e.derived,
       dynamic: !!e.dynamic,
       fanout: !!e.fanout,
+      parallel,
+      parallelCount,
     },
   };
 }
@@ -208,10 +213,21 @@ export function createFlowMapper() {
       return [];
     }
     const next = new Map<string, { src: ViewEdge; sel: boolean; out: SyEdge }>();
+    const pairCount = new Map<string, number>();
+    for (const e of list) {
+      const k = `${e.from}\u0000${e.to}`;
+      pairCount.set(k, (pairCount.get(k) ?? 0) + 1);
+    }
+    const pairSeen = new Map<string, number>();
     const out = list.map((e) => {
       const sel = e.id === selectedId;
+      const k = `${e.from}\u0000${e.to}`;
+      const count = pairCount.get(k) ?? 1;
+      const idx = pairSeen.get(k) ?? 0;
+      pairSeen.set(k, idx + 1);
       const prev = edgeCache.get(e.id);
-      const entry = prev && prev.sel === sel && sameEdge(prev.src, e) ? { ...prev, src: e } : { src: e, sel, out: toFlowEdge(e, sel) };
+      const same = prev && prev.sel === sel && sameEdge(prev.src, e) && prev.out.data?.parallel === idx && prev.out.data?.parallelCount === count;
+      const entry = same ? { ...prev, src: e } : { src: e, sel, out: toFlowEdge(e, sel, idx, count) };
       next.set(e.id, entry);
       return entry.out;
     });

@@ -29,6 +29,8 @@ export function shortcutFor(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey'
 export function handleShortcut(e: KeyboardEvent, state: AppState): boolean {
   const action = shortcutFor(e);
   if (!action) return false;
+  // Inside the source view, Ctrl+F is CodeMirror's own search.
+  if (action === 'search' && (e.target as HTMLElement | null)?.closest?.('.cm-editor')) return false;
   // Undo/redo inside a plain input stays native; the source view has no own history.
   if ((action === 'undo' || action === 'redo') && isTextTarget(e.target) && !(e.target as HTMLElement).closest?.('.cm-editor')) return false;
   e.preventDefault();

@@ -4,7 +4,20 @@ import { edgeStroke, type SyEdge } from '../flow';
 
 function EdgeLineImpl(props: EdgeProps<SyEdge>) {
   const { id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
-  const [path, labelX, labelY] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
+  const count = data?.parallelCount ?? 1;
+  let path: string;
+  let labelX: number;
+  let labelY: number;
+  if (count > 1) {
+    // Several edges between the same two nodes: fan them out so each stays visible and clickable.
+    const off = ((data?.parallel ?? 0) - (count - 1) / 2) * 70;
+    const dy = Math.max(40, Math.abs(targetY - sourceY) / 2);
+    path = `M${sourceX},${sourceY} C${sourceX + off},${sourceY + dy} ${targetX + off},${targetY - dy} ${targetX},${targetY}`;
+    labelX = (sourceX + targetX) / 2 + off * 0.75;
+    labelY = (sourceY + targetY) / 2;
+  } else {
+    [path, labelX, labelY] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
+  }
   const s = edgeStroke(data ?? { kind: 'static' });
   const label = data?.label ?? null;
   const cls = ['sy-edge-label'];

@@ -78,6 +78,18 @@ export function SourceView() {
 
   useEffect(() => {
     const onChange = EditorView.updateListener.of((u) => {
+      // Moving the cursor into a node's lines selects that node (without scrolling the editor).
+      if (u.selectionSet && !u.docChanged && u.transactions.some((tr) => tr.isUserEvent('select'))) {
+        const line = u.state.doc.lineAt(u.state.selection.main.head).number;
+        const st = store.getState();
+        let best: { id: string; span: number } | null = null;
+        for (const n of st.view?.nodes ?? []) {
+          if (n.line == null || n.derived) continue;
+          const end = n.end_line ?? n.line;
+          if (line >= n.line && line <= end && (!best || end - n.line < best.span)) best = { id: n.id, span: end - n.line };
+        }
+        if (best && !(st.selection?.type === 'node' && st.selection.id === best.id)) st.select({ type: 'node', id: best.id }, { reveal: false });
+      }
       if (!u.docChanged || remote.current) return;
       const t = u.state.doc.toString();
       store.getState().setPendingText(t);
@@ -95,7 +107,6 @@ export function SourceView() {
           basicSetup({ history: false, historyKeymap: false, searchKeymap: true }),
           yaml(),
           lintGutter(),
-          EditorView.lineWrapping,
           theme.current.of(lightTheme),
           onChange,
         ],

@@ -52,6 +52,17 @@ describe('<App>', () => {
     expect(window.__switchyard?.view?.file_name).toBe('agent.yaml');
   });
 
+  it('draws edge labels, including dynamic and fan-out edges', async () => {
+    await renderApp(lokiView());
+    await screen.findAllByTestId('node');
+    await waitFor(() => expect(screen.getAllByTestId('edge-label').length).toBeGreaterThan(0));
+    const labels = screen.getAllByTestId('edge-label');
+    expect(labels.map((l) => l.textContent).sort()).toEqual(['dynamic', 'fan-out', 'fan-out', 'hold', 'other', 'ship']);
+    expect(labels.find((l) => l.textContent === 'dynamic')!.className).toContain('dynamic');
+    expect(labels.find((l) => l.textContent === 'ship')!.className).toContain('derived');
+    expect(document.querySelectorAll('.react-flow__edge')).toHaveLength(lokiView().edges.length);
+  });
+
   it('clicking a node selects it and shows it in the inspector; Enter in the name renames', async () => {
     const { backend } = await renderApp();
     const nodes = await screen.findAllByTestId('node');

@@ -55,6 +55,15 @@ describe('View → React Flow mapping', () => {
     expect(edgeStroke({ kind: 'next', fanout: true }).width).toBeGreaterThan(plain.width);
   });
 
+  it('numbers parallel edges between the same two nodes', () => {
+    const edges = createFlowMapper().edges(demoView().edges, null);
+    const b0 = edges.find((e) => e.id === 'e5')!;
+    const b1 = edges.find((e) => e.id === 'e6')!;
+    expect([b0.data?.parallel, b0.data?.parallelCount]).toEqual([0, 2]);
+    expect([b1.data?.parallel, b1.data?.parallelCount]).toEqual([1, 2]);
+    expect(edges.find((e) => e.id === 'e1')!.data?.parallelCount).toBe(1);
+  });
+
   it('reuses node and edge objects that did not change (stable identity for memoized nodes)', () => {
     const m = createFlowMapper();
     const v1 = demoView();
