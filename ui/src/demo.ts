@@ -138,3 +138,31 @@ export function lokiView(): View {
     },
   };
 }
+
+/** A large synthetic graph (n nodes in layers of 20) for performance checks. */
+export function bigView(n: number): View {
+  const v = demoView();
+  const kinds = ['call_llm', 'data_transform', 'set_state', 'interrupt', 'custom'];
+  v.nodes = Array.from({ length: n }, (_, i) => ({
+    id: `n${i}`,
+    kind: kinds[i % kinds.length],
+    derived: i % 17 === 5,
+    summary: `node ${i}`,
+    x: (i % 20) * 260,
+    y: Math.floor(i / 20) * 120,
+    w: 220,
+    h: 64,
+    line: null,
+    end_line: null,
+    data: { name: `n${i}`, type: kinds[i % kinds.length], args: {} },
+    errors: i % 97 === 0 ? 1 : 0,
+    warnings: i % 41 === 0 ? 1 : 0,
+  }));
+  v.edges = [];
+  for (let i = 20; i < n; i++) {
+    v.edges.push({ id: `s${i}`, from: `n${i - 20}`, to: `n${i}`, kind: 'static', label: null, derived: false, dynamic: false, fanout: false });
+    if (i % 7 === 0) v.edges.push({ id: `b${i}`, from: `n${i - 19}`, to: `n${i}`, kind: 'branch', label: `state.k == ${i}`, derived: false, dynamic: false, fanout: false, index: 0 });
+  }
+  v.diagnostics = [];
+  return v;
+}

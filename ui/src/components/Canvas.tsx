@@ -7,7 +7,9 @@ import {
   MiniMap,
   ReactFlow,
   applyNodeChanges,
+  getViewportForBounds,
   useReactFlow,
+  useStoreApi,
   type Connection,
   type EdgeMouseHandler,
   type NodeChange,
@@ -26,6 +28,20 @@ const edgeTypes = { sy: EdgeLine };
 const defaultEdgeOptions = { markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 } };
 const proOptions = { hideAttribution: true };
 const minimapColor = (n: SyNode) => kindStyle(n.data.kind).color;
+
+export function viewBounds(nodes: { x: number; y: number; w?: number; h?: number }[]) {
+  let x0 = Infinity;
+  let y0 = Infinity;
+  let x1 = -Infinity;
+  let y1 = -Infinity;
+  for (const n of nodes) {
+    x0 = Math.min(x0, n.x);
+    y0 = Math.min(y0, n.y);
+    x1 = Math.max(x1, n.x + (n.w ?? 220));
+    y1 = Math.max(y1, n.y + (n.h ?? 64));
+  }
+  return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+}
 
 /** Above this many nodes only what is on screen is rendered. */
 const VISIBLE_ONLY_THRESHOLD = 300;
@@ -110,13 +126,31 @@ export function Canvas() {
     void flow.setCenter(n.x + w / 2, n.y + h / 2, { zoom: Math.max(flow.getZoom(), 0.9), duration: 250 });
   }, [focus, flow, store]);
 
-  // Fit the whole graph when another document or agent is shown.
+  // Fit the graph when another document or agent is shown. The bounds come from the engine's
+  // layout (React Flow's own fitView only sees nodes it has rendered and measured, which with
+  // `onlyRenderVisibleElements` is not all of them). Big graphs open on their first nodes.
   const docKey = useApp((s) => (s.view ? `${s.view.path}#${s.view.agent ?? ''}` : ''));
+  const flowStore = useStoreApi<SyNode, SyEdge>();
   useEffect(() => {
     if (!docKey) return;
-    const t = window.setTimeout(() => void flow.fitView({ padding: 0.15, maxZoom: 1.2 }), 30);
+    const t = window.setTimeout(() => {
+      const all = store.getState().view?.nodes ?? [];
+      if (all.length === 0) return;
+      const { width, height } = flowStore.getState();
+      if (!width || !height) return;
+      let vp;
+      if (all.length > VISIBLE_ONLY_THRESHOLD) {
+        // Start at the entry: the first node in file order, top-centre, at a readable zoom.
+        const first = [...all].sort((a, b) => (a.order ?? 0) - (b.order ?? 0) || a.y - b.y || a.x - b.x)[0];
+        const zoom = 0.8;
+        vp = { x: width / 2 - (first.x + (first.w ?? 220) / 2) * zoom, y: 40 - first.y * zoom, zoom };
+      } else {
+        vp = getViewportForBounds(viewBounds(all), width, height, 0.05, 1.2, 0.12);
+      }
+      void flow.setViewport(vp);
+    }, 30);
     return () => window.clearTimeout(t);
-  }, [docKey, flow]);
+  }, [docKey, flow, flowStore, store]);
 
   const big = nodes.length > VISIBLE_ONLY_THRESHOLD;
 
@@ -143,7 +177,6 @@ export function Canvas() {
         colorMode={dark ? 'dark' : 'light'}
         proOptions={proOptions}
         elevateEdgesOnSelect
-        fitView
       >
         <Background variant={BackgroundVariant.Dots} gap={18} size={1} />
         <MiniMap<SyNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={0} />

@@ -14,7 +14,7 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
     const dy = Math.max(40, Math.abs(targetY - sourceY) / 2);
     path = `M${sourceX},${sourceY} C${sourceX + off},${sourceY + dy} ${targetX + off},${targetY - dy} ${targetX},${targetY}`;
     labelX = (sourceX + targetX) / 2 + off * 0.75;
-    labelY = (sourceY + targetY) / 2;
+    labelY = (sourceY + targetY) / 2 + ((data?.parallel ?? 0) - (count - 1) / 2) * 20;
   } else {
     [path, labelX, labelY] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
   }
@@ -47,7 +47,7 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
             style={{ transform: `translate(-50%, -50%) translate(${labelX}px, ${labelY}px)` }}
             title={label}
           >
-            {label.length > 42 ? `${label.slice(0, 40)}…` : label}
+            {label.length > 34 ? `${label.slice(0, 32)}…` : label}
           </div>
         </EdgeLabelRenderer>
       ) : null}

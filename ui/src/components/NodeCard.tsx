@@ -1,10 +1,19 @@
 import { memo, useCallback } from 'react';
-import { Handle, Position, type NodeProps } from '@xyflow/react';
+import { Handle, Position, useStore as useFlowStore, type NodeProps } from '@xyflow/react';
 import { kindStyle, type SyNode } from '../flow';
 import { useAppStore } from '../store';
 
+/** Render counter, for tests that check memoization (compiled out of production builds). */
+export const nodeRenders = { count: 0 };
+
+/** Below this zoom level nodes are drawn as simple blocks (cheaper to paint, unreadable anyway). */
+const FAR_ZOOM = 0.4;
+const selectFar = (s: { transform: [number, number, number] }) => s.transform[2] < FAR_ZOOM;
+
 function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
+  if (import.meta.env.MODE === 'test') nodeRenders.count++;
   const store = useAppStore();
+  const far = useFlowStore(selectFar);
   const style = kindStyle(data.kind);
   const openSub = useCallback(
     (ev: React.MouseEvent) => {
@@ -44,7 +53,12 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
       title={`${data.id} (${data.kind})${data.summary ? `\n${data.summary}` : ''}`}
     >
       <Handle type="target" position={Position.Top} className="sy-handle" />
-      {data.marker ? (
+      {far ? (
+        <div className="sy-far">
+          <span className="sy-name">{data.marker ? (data.kind === '__start__' ? 'start' : 'end') : data.id}</span>
+          {badge}
+        </div>
+      ) : data.marker ? (
         <div className="sy-marker">
           <span className="sy-icon">{style.icon}</span>
           <span className="sy-name">{data.kind === '__start__' ? 'start' : 'end'}</span>

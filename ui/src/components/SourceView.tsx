@@ -4,6 +4,8 @@ import { EditorView } from '@codemirror/view';
 import { yaml } from '@codemirror/lang-yaml';
 import { lintGutter, setDiagnostics, type Diagnostic as CmDiagnostic } from '@codemirror/lint';
 import { basicSetup } from '@uiw/codemirror-extensions-basic-setup';
+import { HighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { tags as t } from '@lezer/highlight';
 import { useApp, useAppStore } from '../store';
 import { useDarkTheme } from '../theme';
 import type { Diagnostic } from '../types';
@@ -50,8 +52,19 @@ export function minimalChange(a: string, b: string): { from: number; to: number;
   return { from: start, to: endA, insert: b.slice(start, endB) };
 }
 
+const darkHighlight = HighlightStyle.define([
+  { tag: [t.propertyName, t.definition(t.propertyName)], color: '#8fb4ff' },
+  { tag: [t.string, t.special(t.string)], color: '#a5d6a7' },
+  { tag: [t.number, t.bool, t.null, t.atom], color: '#f0b27a' },
+  { tag: [t.comment, t.lineComment, t.blockComment], color: '#7f8796', fontStyle: 'italic' },
+  { tag: [t.keyword, t.meta, t.processingInstruction], color: '#d7a6ff' },
+  { tag: [t.punctuation, t.separator, t.squareBracket, t.brace], color: '#aab2c0' },
+  { tag: [t.labelName, t.typeName, t.tagName], color: '#7dd3c0' },
+  { tag: t.invalid, color: '#ff8a80' },
+]);
+
 const lightTheme = EditorView.theme({}, { dark: false });
-const darkTheme = EditorView.theme(
+const darkTheme = [syntaxHighlighting(darkHighlight), EditorView.theme(
   {
     '&': { backgroundColor: 'var(--panel)', color: 'var(--text)' },
     '.cm-gutters': { backgroundColor: 'var(--panel-2)', color: 'var(--muted)', borderRight: '1px solid var(--border)' },
@@ -61,7 +74,7 @@ const darkTheme = EditorView.theme(
     '.cm-cursor': { borderLeftColor: 'var(--text)' },
   },
   { dark: true },
-);
+)];
 
 export function SourceView() {
   const store = useAppStore();

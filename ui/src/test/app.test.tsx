@@ -156,3 +156,28 @@ describe('<App>', () => {
     expect(call.data).toContain('data-id="confirm"');
   });
 });
+
+describe('<App> rendering cost', () => {
+  it('selecting a node re-renders only the nodes whose selection changed', async () => {
+    const { bigView } = await import('../demo');
+    const { nodeRenders } = await import('../components/NodeCard');
+    const { store } = await renderApp(bigView(120));
+    await waitFor(() => expect(screen.getAllByTestId('node')).toHaveLength(120));
+    await new Promise((r) => setTimeout(r, 50));
+    const before = nodeRenders.count;
+    act(() => store.getState().select({ type: 'node', id: 'n7' }));
+    await screen.findByTestId('inspector-name');
+    const afterSelect = nodeRenders.count - before;
+    expect(afterSelect).toBeGreaterThan(0);
+    expect(afterSelect).toBeLessThanOrEqual(2);
+
+    // A new View from the engine where one node changed re-renders that node only.
+    const next = structuredClone(store.getState().view!);
+    next.nodes[3].errors = 5;
+    next.revision += 1;
+    const b2 = nodeRenders.count;
+    act(() => store.getState().setView(next));
+    await waitFor(() => expect(document.querySelector('[data-node-id="n3"]')?.getAttribute('data-errors')).toBe('5'));
+    expect(nodeRenders.count - b2).toBeLessThanOrEqual(2);
+  });
+});
