@@ -27,8 +27,9 @@ class DOMMatrixReadOnlyShim {
 (globalThis as unknown as { DOMMatrixReadOnly: unknown }).DOMMatrixReadOnly = DOMMatrixReadOnlyShim;
 
 Object.defineProperties(globalThis.HTMLElement.prototype, {
-  offsetHeight: { get() { return parseFloat(this.style.height) || 1; } },
-  offsetWidth: { get() { return parseFloat(this.style.width) || 1; } },
+  // Elements sized in px report that size; everything else acts like a 1000×800 pane.
+  offsetHeight: { get() { return /px$/.test(this.style.height) ? parseFloat(this.style.height) : 800; } },
+  offsetWidth: { get() { return /px$/.test(this.style.width) ? parseFloat(this.style.width) : 1000; } },
 });
 (globalThis.SVGElement.prototype as unknown as { getBBox: () => DOMRect }).getBBox = () =>
   ({ x: 0, y: 0, width: 0, height: 0 }) as DOMRect;
