@@ -139,9 +139,10 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
       },
 
       async openPath(path) {
-        const ok = await viewCmd(`Opening ${path}`, () => backend.openPath(path));
-        if (ok) {
+        const r = await attempt(`Opening ${path}`, () => backend.openPath(path));
+        if (r.ok) {
           set({ selection: null, pendingText: null });
+          get().setView(r.value);
           void get().loadRecent();
         }
       },
@@ -149,8 +150,8 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
       async openDialog() {
         const r = await attempt('Opening a file', () => backend.openDialog());
         if (r.ok && r.value) {
-          get().setView(r.value);
           set({ selection: null, pendingText: null });
+          get().setView(r.value);
           void get().loadRecent();
         }
       },
@@ -170,6 +171,8 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
       },
 
       async edit(op) {
+        // Text typed in the source view goes to the engine first, so the op applies to it.
+        await flushPending();
         const r = await attempt(describeOp(op), () => backend.applyEdit(op));
         if (!r.ok) return false;
         get().setView(r.value);

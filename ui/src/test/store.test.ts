@@ -127,6 +127,14 @@ describe('store', () => {
     expect(store.getState().pendingText).toBeNull();
   });
 
+  it('an edit first sends pending source text, so the op applies to what the user sees', async () => {
+    const { store, backend } = setup();
+    await store.getState().init();
+    store.getState().setPendingText('manifest_version: 1\n# typed\n');
+    await store.getState().edit({ op: 'delete_node', name: 'count' });
+    expect(backend.calls.slice(-2).map((c) => c.cmd)).toEqual(['set_text', 'apply_edit']);
+  });
+
   it('searchNode selects by exact, prefix or substring match and asks the canvas to focus', async () => {
     const { store } = setup();
     await store.getState().init();
