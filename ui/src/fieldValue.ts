@@ -4,10 +4,37 @@ import type { SchemaType } from './types';
 export const TEXT_KINDS = new Set(['string', 'path', 'node_ref', 'cel', 'cel_condition', 'template']);
 export const STRUCT_KINDS = new Set(['list', 'map', 'object', 'any', 'one_of']);
 
-/** Text shown for a structured value: strings raw, everything else as pretty JSON. */
+type Scalar = string | number | boolean;
+const isScalar = (x: unknown): x is Scalar => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean';
+
+/** A scalar as written in the YAML-ish form; strings are quoted when they would read back differently. */
+function fmtScalar(x: Scalar): string {
+  if (typeof x !== 'string') return String(x);
+  let readsAsJson = false;
+  try {
+    JSON.parse(x);
+    readsAsJson = true;
+  } catch {
+    /* plain text */
+  }
+  const quote = readsAsJson || x === '' || x.trim() !== x || /^['"\[{#-]/.test(x) || x.includes('\n');
+  return quote ? JSON.stringify(x) : x;
+}
+
+/**
+ * Text shown for a structured value: flat lists as `- item` lines, flat mappings as `key: value`
+ * lines (both read back by `parseStruct`), strings raw, anything nested as pretty JSON.
+ */
 export function structToText(v: unknown): string {
   if (v === undefined || v === null) return '';
   if (typeof v === 'string') return v;
+  if (Array.isArray(v) && v.length > 0 && v.every(isScalar)) return v.map((x) => `- ${fmtScalar(x)}`).join('\n');
+  if (typeof v === 'object' && !Array.isArray(v)) {
+    const entries = Object.entries(v as Record<string, unknown>);
+    if (entries.length > 0 && entries.every(([k, x]) => isScalar(x) && /^[^:\s#'"{[\-][^:]*$/.test(k) && k.trim() === k)) {
+      return entries.map(([k, x]) => `${k}: ${fmtScalar(x as Scalar)}`).join('\n');
+    }
+  }
   return JSON.stringify(v, null, 2);
 }
 

@@ -5,14 +5,14 @@ import './styles.css';
 import { App } from './App';
 import { createFakeBackend, getBackend, isTauri, setBackend } from './backend';
 import { createAppStore } from './store';
-import { bigView, demoView } from './demo';
+import { bigView, demoView, lokiView } from './demo';
 
 const params = new URLSearchParams(location.search);
 // Outside Tauri (plain `npm run dev` in a browser) run against the in-memory fake with a demo
-// document; `?empty` shows the empty state, `?big=2000` a large synthetic graph, `?select=<node>` and `?theme=dark` preset the UI.
+// document; `?empty` shows the empty state, `?big=2000` a large synthetic graph, `?loki` a Loki graph, `?select=<node>` and `?theme=dark` preset the UI.
 if (!isTauri()) {
   const big = Number(params.get('big') ?? 0);
-  setBackend(createFakeBackend(params.has('empty') ? null : big > 0 ? bigView(big) : demoView(), ['/demo/agent.yaml']));
+  setBackend(createFakeBackend(params.has('empty') ? null : big > 0 ? bigView(big) : params.has('loki') ? lokiView() : demoView(), ['/demo/agent.yaml', '/demo/release-gate/graph.yaml']));
 }
 
 const store = createAppStore(getBackend());

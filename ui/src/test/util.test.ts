@@ -31,7 +31,16 @@ describe('field values', () => {
     expect(parseStruct('', { kind: 'map' })).toEqual({ value: null });
     expect(parseStruct('nonsense', { kind: 'list' })).toHaveProperty('error');
     expect(parseStruct('all', { kind: 'one_of', alternatives: [{ kind: 'bool' }, { kind: 'enum', values: ['all'] }] })).toEqual({ value: 'all' });
-    expect(structToText({ a: 1 })).toBe('{\n  "a": 1\n}');
+    expect(structToText({ a: { b: 1 } })).toBe('{\n  "a": {\n    "b": 1\n  }\n}');
+    expect(structToText(['ship', 'hold'])).toBe('- ship\n- hold');
+    expect(structToText({ turns: '0', status: '"open"', n: 2 })).toBe('turns: "0"\nstatus: "\\"open\\""\nn: 2');
+  });
+  it('YAML-ish text reads back to the same value', () => {
+    const cases: [unknown, 'list' | 'map'][] = [
+      [['ship', 'hold', '123', 'true', '', ' pad', '- x', '[a]', 'a: b'], 'list'],
+      [{ messages: '[llm_response]', turns: 'state.turns + 1', status: '"open"', n: 3, ok: false, url: 'http://x' }, 'map'],
+    ];
+    for (const [v, kind] of cases) expect(parseStruct(structToText(v), { kind })).toEqual({ value: v });
   });
   it('checks numbers against kind and minimum', () => {
     expect(parseNumber('3', { kind: 'int', min: 1 })).toEqual({ value: 3 });
