@@ -1,7 +1,7 @@
 // Global keyboard shortcuts → store actions.
 import type { AppState } from './store';
 
-export type ShortcutAction = 'undo' | 'redo' | 'save' | 'open' | 'search' | 'delete' | null;
+export type ShortcutAction = 'undo' | 'redo' | 'save' | 'open' | 'search' | 'delete' | 'deselect' | null;
 
 function isTextTarget(t: EventTarget | null): boolean {
   if (!t || !(t instanceof HTMLElement)) return false;
@@ -22,6 +22,7 @@ export function shortcutFor(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey'
     return null;
   }
   if ((key === 'Delete' || key === 'Backspace') && !mod && !e.altKey && !isTextTarget(e.target)) return 'delete';
+  if (key === 'Escape' && !mod && !isTextTarget(e.target)) return 'deselect';
   return null;
 }
 
@@ -52,6 +53,10 @@ export function handleShortcut(e: KeyboardEvent, state: AppState): boolean {
       break;
     case 'delete':
       void state.deleteSelection();
+      break;
+    case 'deselect':
+      if (state.conflict) return false;
+      state.select(null);
       break;
   }
   return true;

@@ -1,4 +1,6 @@
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { BUILTIN_CONDITIONS } from '../fieldValue';
+import type { ExprError } from '../types';
 import { useApp, useAppStore } from '../store';
 import type { ViewEdge, ViewNode } from '../types';
 
@@ -6,12 +8,29 @@ export interface BranchEditorProps {
   node: ViewNode;
 }
 
-function ConditionInput({ value, index, disabled, onCommit }: { value: string; index: number; disabled: boolean; onCommit(v: string): void }) {
+function ConditionInput({ value, index, disabled, cel, onCommit }: { value: string; index: number; disabled: boolean; cel: boolean; onCommit(v: string): void }) {
+  const store = useAppStore();
   const [text, setText] = useState(value);
+  const [errors, setErrors] = useState<ExprError[]>([]);
+  const seq = useRef(0);
+  // sherma conditions are CEL: check them as the user types (Loki route options are plain text).
+  useEffect(() => {
+    if (!cel || disabled || text === value || BUILTIN_CONDITIONS.has(text.trim()) || text.trim() === '') {
+      setErrors([]);
+      return;
+    }
+    const my = ++seq.current;
+    const t = window.setTimeout(async () => {
+      const errs = await store.getState().checkExpr('cel', text);
+      if (my === seq.current) setErrors(Array.isArray(errs) ? errs : []);
+    }, 300);
+    return () => window.clearTimeout(t);
+  }, [text, value, cel, disabled, store]);
   const commit = () => {
     if (text.trim() !== '' && text !== value) onCommit(text);
   };
   return (
+    <>
     <input
       data-testid={`branch-condition-${index}`}
       className="input mono"
@@ -22,6 +41,12 @@ function ConditionInput({ value, index, disabled, onCommit }: { value: string; i
       onBlur={commit}
       onKeyDown={(e) => e.key === 'Enter' && commit()}
     />
+    {errors.length > 0 ? (
+      <div className="field-error" data-testid={`branch-error-${index}`} role="alert">
+        {errors.map((e) => e.message).join('; ')}
+      </div>
+    ) : null}
+    </>
   );
 }
 
@@ -72,6 +97,7 @@ export function BranchEditor({ node }: BranchEditorProps) {
                 value={e.label ?? ''}
                 index={index}
                 disabled={ro}
+                cel={!loki}
                 onCommit={(condition) => void edit({ op: 'set_branch', from: node.id, index, condition })}
               />
               <div className="branch-row">

@@ -56,6 +56,12 @@ describe('branch editor', () => {
     await waitFor(() => expect(lastOp()).toEqual({ op: 'set_default', from: 'confirm', to: null }));
   });
 
+  it('checks sherma conditions as CEL while typing', async () => {
+    await renderBranches(demoView(), 'confirm');
+    fireEvent.change(screen.getByTestId('branch-condition-1'), { target: { value: 'size(state.x' } });
+    expect((await screen.findByTestId('branch-error-1')).textContent).toContain('unclosed');
+  });
+
   it('derived (auto-injected) branches are shown read-only', async () => {
     await renderBranches(demoView(), 'answer');
     expect((screen.getByTestId('branch-condition-0') as HTMLInputElement).disabled).toBe(true);

@@ -25,6 +25,7 @@ describe('shortcuts', () => {
     expect(shortcutFor(ev('o', { ctrlKey: true }))).toBe('open');
     expect(shortcutFor(ev('f', { ctrlKey: true }))).toBe('search');
     expect(shortcutFor(ev('Delete'))).toBe('delete');
+    expect(shortcutFor(ev('Escape'))).toBe('deselect');
     expect(shortcutFor(ev('z'))).toBeNull();
     const input = document.createElement('input');
     expect(shortcutFor(ev('Delete', {}, input))).toBeNull();
