@@ -112,6 +112,33 @@ function NodeInspector({ node }: { node: ViewNode }) {
               return <FieldEditor key={`${node.id}:${k}:${JSON.stringify(v) ?? ''}`} field={f} value={v} nodeIds={nodeIds} onCommit={commit(f)} />;
             })}
           </section>
+          {dialect === 'sherma' ? (
+            <section className="fields">
+              <h3>On error</h3>
+              <label className="field">
+                <span className="field-label">
+                  <span className="field-name">fallback</span>
+                  <span className="field-type">node_ref</span>
+                </span>
+                <select
+                  data-testid="field-fallback"
+                  className="input"
+                  value={String(getIn(node.data, ['on_error', 'fallback']) ?? '')}
+                  onChange={(e) =>
+                    void store.getState().edit({ op: 'set_field', node: node.id, path: ['on_error', 'fallback'], value: e.target.value === '' ? null : e.target.value })
+                  }
+                >
+                  <option value="">(none)</option>
+                  {nodeIds.map((id) => (
+                    <option key={id} value={id}>
+                      {id}
+                    </option>
+                  ))}
+                </select>
+                <span className="field-doc">node to route to when this node fails</span>
+              </label>
+            </section>
+          ) : null}
           <BranchEditor node={node} />
           <div className="insp-actions">
             <button type="button" className="btn danger" data-testid="delete-node" onClick={() => void store.getState().deleteSelection()}>

@@ -85,6 +85,12 @@ describe('inspector', () => {
     expect((screen.getByTestId('field-question') as HTMLTextAreaElement).value).toBe('{{summary}}');
   });
 
+  it('sherma nodes have an on_error fallback select', async () => {
+    const { backend } = await renderInspector(demoView(), 'count');
+    fireEvent.change(screen.getByTestId('field-fallback'), { target: { value: 'confirm' } });
+    await waitFor(() => expect(backend.calls.at(-1)).toEqual({ cmd: 'apply_edit', args: { op: { op: 'set_field', node: 'count', path: ['on_error', 'fallback'], value: 'confirm' } } }));
+  });
+
   it('derived nodes are read-only', async () => {
     await renderInspector(demoView(), 'answer_tools');
     expect((screen.getByTestId('inspector-name') as HTMLInputElement).disabled).toBe(true);
