@@ -136,6 +136,8 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
         else if (sel?.type === 'node' && !view.nodes.some((n) => n.id === sel.id)) selection = null;
         else if (sel?.type === 'edge' && !view.edges.some((e) => e.id === sel.id)) selection = null;
         set({ view, selection });
+        // The engine's session knows about an unresolved disk conflict: make sure it is shown.
+        if (view?.conflict && !get().conflict) set({ conflict: { source: 'event', diskText: null, showDiff: false } });
       },
 
       async openPath(path) {

@@ -19,6 +19,8 @@ export interface ViewNode {
   errors?: number;
   warnings?: number;
   sub_agent?: string | null;
+  /** Position comes from the user's drag (sidecar), not the automatic layout. */
+  pinned?: boolean;
 }
 
 export interface ViewEdge {
@@ -76,6 +78,8 @@ export interface View {
   dialect: Dialect;
   text: string;
   dirty: boolean;
+  /** The file changed on disk while there were unsaved edits (engine session state). */
+  conflict?: boolean;
   can_undo: boolean;
   can_redo: boolean;
   revision: number;
@@ -86,6 +90,9 @@ export interface View {
   diagnostics: Diagnostic[];
   node_kinds: string[];
   schema: Record<string, SchemaObj>;
+  /** Size of the engine layout. */
+  width?: number;
+  height?: number;
 }
 
 export type PathSeg = string | number;

@@ -92,6 +92,14 @@ describe('store', () => {
     expect(backend.calls.slice(-2)).toEqual([{ cmd: 'keep_mine' }, { cmd: 'save', args: { force: true } }]);
   });
 
+  it('a View flagged conflict by the engine opens the dialog', async () => {
+    const { store } = setup();
+    const v = demoView();
+    v.conflict = true;
+    store.getState().setView(v);
+    expect(store.getState().conflict?.source).toBe('event');
+  });
+
   it('a non-conflict save error is a toast, not a dialog', async () => {
     const { store, backend } = setup();
     await store.getState().init();
