@@ -15,6 +15,13 @@ export default defineConfig({
     cssTarget: ['safari15'],
     sourcemap: false,
     chunkSizeWarningLimit: 1500,
+    rolldownOptions: {
+      onwarn(warning, warn) {
+        // React Flow's "use client" marker is meaningless in a client-only bundle.
+        if (warning.code === 'MODULE_LEVEL_DIRECTIVE') return;
+        warn(warning);
+      },
+    },
   },
   test: {
     environment: 'jsdom',

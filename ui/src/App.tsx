@@ -6,6 +6,7 @@ import { StoreContext, createAppStore, useApp, useAppStore, type AppState } from
 import { handleShortcut } from './shortcuts';
 import { useDarkTheme } from './theme';
 import { Canvas } from './components/Canvas';
+import { ErrorBoundary } from './components/ErrorBoundary';
 import { ConflictDialog } from './components/ConflictDialog';
 import { EmptyState } from './components/EmptyState';
 import { Header } from './components/Header';
@@ -63,18 +64,26 @@ function Workspace() {
             Inspector
           </button>
         </div>
-        <Canvas />
+        <ErrorBoundary label="canvas">
+          <Canvas />
+        </ErrorBoundary>
       </main>
       {showSource ? (
         <>
           <Splitter onDrag={(dx) => setSideWidth((w) => Math.min(1200, Math.max(240, w - dx)))} />
           <div className="side" style={{ width: sideWidth }}>
-            <SourceView />
+            <ErrorBoundary label="source view">
+              <SourceView />
+            </ErrorBoundary>
             <Problems />
           </div>
         </>
       ) : null}
-      {showInspector ? <Inspector /> : null}
+      {showInspector ? (
+        <ErrorBoundary label="inspector">
+          <Inspector />
+        </ErrorBoundary>
+      ) : null}
     </div>
   );
 }
@@ -111,11 +120,18 @@ function Shell() {
     void st.init();
     const onKey = (e: KeyboardEvent) => handleShortcut(e, store.getState());
     window.addEventListener('keydown', onKey);
+    // Never fail silently: anything that slipped through becomes a toast.
+    const onRejection = (e: PromiseRejectionEvent) => {
+      const r = e.reason;
+      store.getState().toast('error', `Unexpected error: ${r && typeof r === 'object' && 'message' in r ? String((r as { message: unknown }).message) : String(r)}`);
+    };
+    window.addEventListener('unhandledrejection', onRejection);
     return () => {
       alive = false;
       unsubs.forEach((u) => u());
       unsubs = [];
       window.removeEventListener('keydown', onKey);
+      window.removeEventListener('unhandledrejection', onRejection);
     };
   }, [store]);
 
