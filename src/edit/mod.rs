@@ -1,8 +1,16 @@
 //! Edit ops: every change to a document is a text edit computed here (docs/app-contract.md §1).
 
+mod loki;
+mod sherma;
+pub(crate) mod text;
+
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+use crate::doc::{self, Dialect};
+use crate::yaml::YNode;
+use text::{Ed, Rep};
 
 /// A replacement of the byte range `start..end` of the OLD text by `text`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,21 +75,117 @@ pub enum EditOp {
 }
 
 impl TextEdit {
+    /// Apply to the text this edit was computed against (out-of-range or non-boundary offsets are
+    /// clamped/snapped instead of panicking).
     pub fn apply(&self, text: &str) -> String {
-        let mut s = String::with_capacity(text.len() + self.text.len());
-        s.push_str(&text[..self.start]);
-        s.push_str(&self.text);
-        s.push_str(&text[self.end..]);
-        s
+        let mut s = self.start.min(text.len());
+        while s > 0 && !text.is_char_boundary(s) {
+            s -= 1;
+        }
+        let mut e = self.end.min(text.len()).max(s);
+        while e < text.len() && !text.is_char_boundary(e) {
+            e += 1;
+        }
+        let mut out = String::with_capacity(text.len() + self.text.len());
+        out.push_str(&text[..s]);
+        out.push_str(&self.text);
+        out.push_str(&text[e..]);
+        out
+    }
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end && self.text.is_empty()
     }
 }
 
+/// The minimal edit turning `old` into `new`: common prefix and suffix trimmed on char boundaries.
 pub fn diff(old: &str, new: &str) -> TextEdit {
-    let _ = new;
-    TextEdit { start: 0, end: old.len(), text: new.to_string() }
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let mut p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    while p > 0 && !(old.is_char_boundary(p) && new.is_char_boundary(p)) {
+        p -= 1;
+    }
+    let max_s = a.len().min(b.len()) - p;
+    let mut s = a.iter().rev().zip(b.iter().rev()).take(max_s).take_while(|(x, y)| x == y).count();
+    while s > 0 && !(old.is_char_boundary(a.len() - s) && new.is_char_boundary(b.len() - s)) {
+        s -= 1;
+    }
+    TextEdit { start: p, end: a.len() - s, text: new[p..b.len() - s].to_string() }
 }
 
+/// The document text being edited, re-parsed after every step.
+pub(crate) struct Work {
+    pub text: String,
+    pub nl: &'static str,
+}
+
+impl Work {
+    pub fn root(&self) -> Result<YNode, EditError> {
+        text::parse_root(&self.text).ok_or_else(|| EditError::new("the document is empty; write the agent first"))
+    }
+    /// One edit computed on a fresh parse.
+    pub fn step(&mut self, f: impl FnOnce(&Ed) -> Result<Rep, EditError>) -> Result<(), EditError> {
+        let root = self.root()?;
+        let rep = f(&Ed { text: &self.text, root: &root, nl: self.nl })?;
+        self.text = text::apply_reps(&self.text, vec![rep]);
+        Ok(())
+    }
+    pub fn set(&mut self, path: &[PathSeg], value: Option<&serde_json::Value>) -> Result<(), EditError> {
+        self.step(|ed| ed.set(path, value))
+    }
+}
+
+/// Apply `op` to `text` (the content of the file at `path`); `agent` picks the sherma agent.
 pub fn apply(text: &str, path: &Path, agent: Option<&str>, op: &EditOp) -> Result<Applied, EditError> {
-    let _ = (text, path, agent, op);
-    Err(EditError::new("not implemented yet"))
+    let doc = doc::load_str(path, text);
+    if let Some(d) = doc.diagnostics.iter().find(|d| d.code == "yaml-syntax") {
+        return Err(EditError::new(format!(
+            "fix the syntax error at {}:{} first ({})",
+            d.line, d.column, d.message
+        )));
+    }
+    if doc.diagnostics.iter().any(|d| d.code == "multiple-documents") {
+        return Err(EditError::new("this file holds more than one YAML document; remove the `---` and what follows first"));
+    }
+    let nl: &'static str = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let added_nl = !text.is_empty() && !text.ends_with('\n');
+    let mut work = Work { text: if added_nl { format!("{text}{nl}") } else { text.to_string() }, nl };
+    let select = match doc.dialect() {
+        Some(Dialect::Sherma) => sherma::apply(&mut work, &doc, agent, op)?,
+        Some(Dialect::Loki) => loki::apply(&mut work, &doc, op)?,
+        None => {
+            return Err(EditError::new(
+                "this file is not a sherma or Loki agent Switchyard can edit; fix the problems listed first",
+            ));
+        }
+    };
+    let mut new = work.text;
+    if added_nl && new.ends_with(nl) {
+        new.truncate(new.len() - nl.len());
+    }
+    let check = doc::load_str(path, &new);
+    if let Some(d) = check.diagnostics.iter().find(|d| d.code == "yaml-syntax") {
+        return Err(EditError::new(format!(
+            "internal error: this edit would break the YAML ({} at {}:{}); the file is unchanged — please edit it in the source view",
+            d.message, d.line, d.column
+        )));
+    }
+    let edit = diff(text, &new);
+    let inverse = diff(&new, text);
+    Ok(Applied { text: new, edit, inverse, select })
+}
+
+/// A node name as written in the file (error when empty).
+pub(crate) fn check_new_name(name: &str) -> Result<(), EditError> {
+    if name.trim().is_empty() {
+        return Err(EditError::new("the node name is empty; type a name"));
+    }
+    if name.trim() != name || name.contains(['\n', '\r']) || name.chars().any(char::is_control) {
+        return Err(EditError::new(format!(
+            "the node name {name:?} has leading/trailing spaces or control characters; use letters, digits, `_` or `-`"
+        )));
+    }
+    if name == crate::graph::START || name == crate::graph::END {
+        return Err(EditError::new(format!("`{name}` is reserved; choose another name")));
+    }
+    Ok(())
 }
