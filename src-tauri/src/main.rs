@@ -1,1 +1,185 @@
-fn main() { println!("{}", switchyard::VERSION); }
+//! Switchyard desktop shell: wraps the engine's editing session (`switchyard::studio::Session`)
+//! in the Tauri commands and events of docs/app-contract.md §3. Only this crate knows Tauri.
+//!
+//!     switchyard-app [PATH]        PATH: a sherma YAML file, a Loki graph.yaml, or an agent folder
+//!     SWITCHYARD_OPEN=PATH switchyard-app
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+mod commands;
+mod recent;
+mod watch;
+
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use switchyard::studio::{DiskEvent, Session, View};
+use tauri::{AppHandle, Emitter, Manager, WindowEvent};
+
+/// The open document (if any) and the watch on its folder.
+#[derive(Default)]
+pub struct AppState {
+    session: Mutex<Option<Session>>,
+    watch: Mutex<Option<watch::FileWatch>>,
+}
+
+impl AppState {
+    /// The lock survives a panic elsewhere: the session is still the best state we have.
+    pub fn lock_session(&self) -> MutexGuard<'_, Option<Session>> {
+        self.session.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Payload of the `document-changed` event.
+#[derive(Serialize, Clone)]
+struct DocumentChanged {
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    view: Option<View>,
+}
+
+pub const MAIN_WINDOW: &str = "main";
+
+pub fn documents_changed(app: &AppHandle, kind: &'static str, view: Option<View>) {
+    if let Err(e) = app.emit("document-changed", DocumentChanged { kind, view }) {
+        eprintln!("switchyard: could not notify the UI of a {kind} document: {e}");
+    }
+}
+
+/// `<file name>[ •] — Switchyard`, or `Switchyard` with no document.
+pub fn title_for(session: Option<&Session>) -> String {
+    match session {
+        None => "Switchyard".to_string(),
+        Some(s) => {
+            let name = s.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let dirty = if s.dirty() { " •" } else { "" };
+            format!("{name}{dirty} — Switchyard")
+        }
+    }
+}
+
+pub fn refresh_title(app: &AppHandle) {
+    let title = {
+        let state = app.state::<AppState>();
+        let guard = state.lock_session();
+        title_for(guard.as_ref())
+    };
+    if let Some(w) = app.get_webview_window(MAIN_WINDOW) {
+        let _ = w.set_title(&title);
+    }
+}
+
+/// Replaces the watch with one on `file`'s folder. Without a watch the app still works; the user
+/// just does not see outside changes live (they are still caught on save).
+pub fn watch_file(app: &AppHandle, file: &std::path::Path) {
+    let handle = app.clone();
+    let state = app.state::<AppState>();
+    let mut slot = state.watch.lock().unwrap_or_else(|e| e.into_inner());
+    *slot = None;
+    match watch::FileWatch::start(file, move || check_disk(&handle)) {
+        Ok(w) => *slot = Some(w),
+        Err(e) => eprintln!("switchyard: {e}; outside changes will only be noticed on save"),
+    }
+}
+
+/// Looks at the disk after a watcher event (or when the window gets focus) and tells the UI.
+pub fn check_disk(app: &AppHandle) {
+    let (event, view) = {
+        let state = app.state::<AppState>();
+        let mut guard = state.lock_session();
+        let Some(s) = guard.as_mut() else { return };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let ev = s.check_disk();
+            let view = if ev == DiskEvent::Unchanged { None } else { Some(s.view()) };
+            (ev, view)
+        }));
+        match r {
+            Ok(x) => x,
+            Err(_) => return,
+        }
+    };
+    let kind = match event {
+        DiskEvent::Unchanged => return,
+        DiskEvent::Reloaded => "reloaded",
+        DiskEvent::Conflict => "conflict",
+        DiskEvent::Deleted => "deleted",
+    };
+    documents_changed(app, kind, view);
+    refresh_title(app);
+}
+
+/// What to open at start: the first argument that is not a flag, else `SWITCHYARD_OPEN`.
+fn startup_path() -> Option<PathBuf> {
+    let arg = std::env::args_os().skip(1).find(|a| !a.to_string_lossy().starts_with('-'));
+    arg.map(PathBuf::from)
+        .or_else(|| std::env::var_os("SWITCHYARD_OPEN").filter(|v| !v.is_empty()).map(PathBuf::from))
+}
+
+fn main() {
+    if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("usage: switchyard-app [PATH]\n\nOpens PATH (a sherma YAML file, a Loki graph.yaml, or an agent folder) in the Switchyard editor.\nSWITCHYARD_OPEN=PATH does the same.");
+        return;
+    }
+    if std::env::args().skip(1).any(|a| a == "--version" || a == "-V") {
+        println!("switchyard-app {}", switchyard::VERSION);
+        return;
+    }
+    let context = tauri::generate_context!("../tauri.conf.json");
+    let result = tauri::Builder::default()
+        .manage(AppState::default())
+        .setup(|app| {
+            let dir = app.path().app_config_dir().ok();
+            app.manage(recent::Recent::new(dir.map(|d| d.join("recent.json"))));
+            if let Some(p) = startup_path() {
+                if let Err(e) = commands::open(app.handle(), &p) {
+                    eprintln!("switchyard: {}", e.message);
+                }
+            }
+            refresh_title(app.handle());
+            Ok(())
+        })
+        .on_window_event(|window, event| {
+            // Belt and braces next to the watcher: look at the disk when the user comes back.
+            if let WindowEvent::Focused(true) = event {
+                check_disk(window.app_handle());
+            }
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::open_path,
+            commands::open_dialog,
+            commands::recent_files,
+            commands::get_view,
+            commands::select_agent,
+            commands::apply_edit,
+            commands::set_text,
+            commands::undo,
+            commands::redo,
+            commands::save,
+            commands::reload,
+            commands::keep_mine,
+            commands::disk_text,
+            commands::set_positions,
+            commands::relayout,
+            commands::check_expr,
+            commands::export_diagram,
+        ])
+        .run(context);
+    if let Err(e) = result {
+        eprintln!("switchyard: the window could not start: {e}");
+        eprintln!("(no display? run it under `xvfb-run -a`, or from a desktop session)");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_marks_dirty_documents() {
+        assert_eq!(title_for(None), "Switchyard");
+        let mut s = Session::from_text(std::path::Path::new("/tmp/x/agent.yaml"), "a: 1\n".into());
+        assert_eq!(title_for(Some(&s)), "agent.yaml — Switchyard");
+        s.set_text("a: 2\n".into());
+        assert_eq!(title_for(Some(&s)), "agent.yaml • — Switchyard");
+    }
+}

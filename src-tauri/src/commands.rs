@@ -1,0 +1,402 @@
+//! The Tauri commands of docs/app-contract.md §3. Each one locks the session, calls the engine,
+//! and answers with the new `View` (or `{message}` saying what went wrong and what to do), then
+//! updates the window title.
+//!
+//! Engine calls run inside `catch_unwind`: a bug in the engine becomes an error message instead of
+//! a hung `invoke` or a dead window.
+
+use crate::{AppState, documents_changed, recent::Recent};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use switchyard::edit::EditOp;
+use switchyard::studio::{Pos, SaveError, Session, View};
+use tauri::{AppHandle, Manager};
+
+/// What every failing command rejects with.
+#[derive(Debug, Serialize)]
+pub struct CmdError {
+    pub message: String,
+}
+
+impl CmdError {
+    pub fn new(message: impl Into<String>) -> CmdError {
+        CmdError { message: message.into() }
+    }
+}
+
+impl From<String> for CmdError {
+    fn from(message: String) -> CmdError {
+        CmdError { message }
+    }
+}
+
+type Res<T> = Result<T, CmdError>;
+
+const NO_DOCUMENT: &str =
+    "no document is open: open a YAML file or an agent folder first (Open…, a recent file, or drop a file on the window)";
+
+fn panic_message(what: &str, p: Box<dyn std::any::Any + Send>) -> CmdError {
+    let detail = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    CmdError::new(format!(
+        "internal error while {what}: {detail}. The file on disk was not changed; please report this with the file that caused it"
+    ))
+}
+
+/// Runs `f` on the open session (error when none is open), then refreshes the window title.
+pub fn with_session<T>(
+    app: &AppHandle,
+    what: &str,
+    f: impl FnOnce(&mut Session) -> Res<T>,
+) -> Res<T> {
+    let state = app.state::<AppState>();
+    let out = {
+        let mut guard = state.lock_session();
+        let Some(session) = guard.as_mut() else { return Err(CmdError::new(NO_DOCUMENT)) };
+        match catch_unwind(AssertUnwindSafe(|| f(session))) {
+            Ok(r) => r,
+            Err(p) => Err(panic_message(what, p)),
+        }
+    };
+    crate::refresh_title(app);
+    out
+}
+
+fn view_of(s: &Session, what: &str) -> Res<View> {
+    catch_unwind(AssertUnwindSafe(|| s.view())).map_err(|p| panic_message(what, p))
+}
+
+/// Opens `path` (a file or an agent folder), replacing the current document, and starts watching it.
+pub fn open(app: &AppHandle, path: &Path) -> Res<View> {
+    let path = absolute(path);
+    let session = match catch_unwind(AssertUnwindSafe(|| Session::open(&path))) {
+        Ok(Ok(s)) => s,
+        Ok(Err(d)) => {
+            let mut m = d.message.clone();
+            if let Some(h) = &d.hint {
+                m.push_str(&format!(" ({h})"));
+            }
+            if !m.contains(&*path.to_string_lossy()) {
+                m = format!("cannot open {}: {m}", path.display());
+            }
+            return Err(CmdError::new(m));
+        }
+        Err(p) => return Err(panic_message(&format!("opening {}", path.display()), p)),
+    };
+    let file = session.path().to_path_buf();
+    let view = view_of(&session, "drawing the document")?;
+    let state = app.state::<AppState>();
+    *state.lock_session() = Some(session);
+    app.state::<Recent>().push(&file);
+    crate::watch_file(app, &file);
+    crate::refresh_title(app);
+    Ok(view)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    let p = if let Some(rest) = p.to_str().and_then(|s| s.strip_prefix("~/")) {
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)).unwrap_or_else(|| p.into())
+    } else {
+        p.to_path_buf()
+    };
+    std::path::absolute(&p).unwrap_or(p)
+}
+
+#[tauri::command]
+pub async fn open_path(app: AppHandle, path: String) -> Res<View> {
+    if path.trim().is_empty() {
+        return Err(CmdError::new("no path given: choose a YAML file or an agent folder to open"));
+    }
+    open(&app, Path::new(&path))
+}
+
+#[tauri::command]
+pub async fn open_dialog(app: AppHandle) -> Res<Option<View>> {
+    let start = {
+        let state = app.state::<AppState>();
+        let guard = state.lock_session();
+        guard.as_ref().and_then(|s| s.path().parent().map(Path::to_path_buf))
+    };
+    let mut dialog = rfd::AsyncFileDialog::new()
+        .set_title("Open an agent")
+        .add_filter("Agent YAML", &["yaml", "yml"])
+        .add_filter("All files", &["*"]);
+    if let Some(dir) = start.or_else(|| std::env::current_dir().ok()) {
+        dialog = dialog.set_directory(dir);
+    }
+    let Some(file) = dialog.pick_file().await else { return Ok(None) };
+    open(&app, file.path()).map(Some)
+}
+
+#[tauri::command]
+pub async fn recent_files(app: AppHandle) -> Res<Vec<String>> {
+    Ok(app.state::<Recent>().list())
+}
+
+#[tauri::command]
+pub async fn get_view(app: AppHandle) -> Res<Option<View>> {
+    let state = app.state::<AppState>();
+    let guard = state.lock_session();
+    match guard.as_ref() {
+        Some(s) => view_of(s, "drawing the document").map(Some),
+        None => Ok(None),
+    }
+}
+
+#[tauri::command]
+pub async fn select_agent(app: AppHandle, name: String) -> Res<View> {
+    with_session(&app, "switching agents", |s| {
+        s.select_agent(&name).map_err(CmdError::new)?;
+        view_of(s, "drawing the document")
+    })
+}
+
+/// The View plus `select`: the node the UI should select after the edit (new or renamed node).
+#[tauri::command]
+pub async fn apply_edit(app: AppHandle, op: Value) -> Res<Value> {
+    let op: EditOp = serde_json::from_value(op).map_err(|e| {
+        CmdError::new(format!("the editor sent an edit the engine does not understand ({e}); this is a bug in the UI"))
+    })?;
+    with_session(&app, "applying the edit", |s| {
+        let select = s.apply(&op).map_err(|e| CmdError::new(e.message))?;
+        let view = view_of(s, "drawing the document")?;
+        let mut v = serde_json::to_value(view).map_err(|e| CmdError::new(e.to_string()))?;
+        if let Value::Object(m) = &mut v {
+            m.insert("select".into(), select.map(Value::String).unwrap_or(Value::Null));
+        }
+        Ok(v)
+    })
+}
+
+#[tauri::command]
+pub async fn set_text(app: AppHandle, text: String) -> Res<View> {
+    with_session(&app, "taking the edited text", |s| {
+        s.set_text(text);
+        view_of(s, "drawing the document")
+    })
+}
+
+#[tauri::command]
+pub async fn undo(app: AppHandle) -> Res<View> {
+    with_session(&app, "undoing", |s| {
+        s.undo();
+        view_of(s, "drawing the document")
+    })
+}
+
+#[tauri::command]
+pub async fn redo(app: AppHandle) -> Res<View> {
+    with_session(&app, "redoing", |s| {
+        s.redo();
+        view_of(s, "drawing the document")
+    })
+}
+
+#[tauri::command]
+pub async fn save(app: AppHandle, force: Option<bool>) -> Res<View> {
+    let mut conflict_view = None;
+    let out = with_session(&app, "saving", |s| match s.save(force.unwrap_or(false)) {
+        Ok(()) => view_of(s, "drawing the document"),
+        Err(e) => {
+            if matches!(e, SaveError::Conflict { .. }) {
+                conflict_view = view_of(s, "drawing the document").ok();
+            }
+            Err(CmdError::new(e.to_string()))
+        }
+    });
+    if let Some(view) = conflict_view {
+        documents_changed(&app, "conflict", Some(view));
+    }
+    out
+}
+
+#[tauri::command]
+pub async fn reload(app: AppHandle) -> Res<View> {
+    with_session(&app, "reloading", |s| {
+        s.reload().map_err(|d| {
+            CmdError::new(match &d.hint {
+                Some(h) => format!("{} ({h})", d.message),
+                None => d.message.clone(),
+            })
+        })?;
+        view_of(s, "drawing the document")
+    })
+}
+
+#[tauri::command]
+pub async fn keep_mine(app: AppHandle) -> Res<View> {
+    with_session(&app, "keeping your version", |s| {
+        s.keep_mine();
+        view_of(s, "drawing the document")
+    })
+}
+
+#[tauri::command]
+pub async fn disk_text(app: AppHandle) -> Res<Option<String>> {
+    with_session(&app, "reading the file on disk", |s| Ok(s.disk_text()))
+}
+
+#[tauri::command]
+pub async fn set_positions(app: AppHandle, positions: BTreeMap<String, Pos>) -> Res<()> {
+    with_session(&app, "moving nodes", |s| {
+        s.set_positions(positions);
+        Ok(())
+    })
+}
+
+#[tauri::command]
+pub async fn relayout(app: AppHandle) -> Res<View> {
+    with_session(&app, "laying out the graph", |s| {
+        s.relayout();
+        view_of(s, "drawing the document")
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct ExprIssue {
+    pub message: String,
+    /// Offsets in UTF-16 code units (JavaScript string indices), end exclusive.
+    pub start: usize,
+    pub end: usize,
+    pub severity: &'static str,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum ExprKind {
+    Cel,
+    Template,
+}
+
+/// Byte offset → UTF-16 offset (clamped, and snapped back to a char boundary).
+fn utf16_at(text: &str, byte: usize) -> usize {
+    let mut b = byte.min(text.len());
+    while !text.is_char_boundary(b) {
+        b -= 1;
+    }
+    text[..b].encode_utf16().count()
+}
+
+pub fn check_expression(kind: ExprKind, text: &str) -> Vec<ExprIssue> {
+    match kind {
+        ExprKind::Cel => match switchyard::expr::CelEngine::shared().compile(text) {
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                let mut message = e.message.clone();
+                if let Some(h) = &e.hint {
+                    message.push_str(&format!(" (hint: {h})"));
+                }
+                let r = e.range();
+                vec![ExprIssue {
+                    message,
+                    start: utf16_at(text, r.start),
+                    end: utf16_at(text, r.end),
+                    severity: "error",
+                }]
+            }
+        },
+        ExprKind::Template => switchyard::expr::lint(text)
+            .into_iter()
+            .map(|i| ExprIssue {
+                start: utf16_at(text, i.range.start),
+                end: utf16_at(text, i.range.end),
+                severity: match i.severity {
+                    switchyard::expr::Severity::Error => "error",
+                    switchyard::expr::Severity::Warning => "warning",
+                },
+                message: i.message,
+            })
+            .collect(),
+    }
+}
+
+#[tauri::command]
+pub async fn check_expr(kind: ExprKind, text: String) -> Res<Vec<ExprIssue>> {
+    catch_unwind(AssertUnwindSafe(|| check_expression(kind, &text)))
+        .map_err(|p| panic_message("checking the expression", p))
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    Svg,
+    Png,
+}
+
+/// Asks where to save the diagram and writes it. `data` is SVG text or base64 PNG (a
+/// `data:image/png;base64,` prefix is accepted). Returns the path, or null when cancelled.
+#[tauri::command]
+pub async fn export_diagram(app: AppHandle, format: ExportFormat, data: String) -> Res<Option<String>> {
+    use base64::Engine as _;
+    let bytes = match format {
+        ExportFormat::Svg => data.into_bytes(),
+        ExportFormat::Png => {
+            let b64 = data.split_once(";base64,").map(|(_, b)| b).unwrap_or(&data);
+            base64::engine::general_purpose::STANDARD.decode(b64.trim()).map_err(|e| {
+                CmdError::new(format!("the PNG from the canvas is not valid base64 ({e}); export as SVG instead"))
+            })?
+        }
+    };
+    let ext = if format == ExportFormat::Svg { "svg" } else { "png" };
+    let (dir, stem) = {
+        let state = app.state::<AppState>();
+        let guard = state.lock_session();
+        match guard.as_ref() {
+            Some(s) => (
+                s.path().parent().map(Path::to_path_buf),
+                s.path().file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_else(|| "diagram".into()),
+            ),
+            None => (None, "diagram".into()),
+        }
+    };
+    let mut dialog = rfd::AsyncFileDialog::new()
+        .set_title("Export diagram")
+        .set_file_name(format!("{stem}.{ext}"))
+        .add_filter(ext.to_uppercase(), &[ext]);
+    if let Some(dir) = dir {
+        dialog = dialog.set_directory(dir);
+    }
+    let Some(target) = dialog.save_file().await else { return Ok(None) };
+    let target = target.path().to_path_buf();
+    std::fs::write(&target, bytes).map_err(|e| {
+        CmdError::new(format!("could not write {}: {e}; choose another folder", target.display()))
+    })?;
+    Ok(Some(target.to_string_lossy().into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cel_errors_are_positioned_in_utf16() {
+        assert!(check_expression(ExprKind::Cel, "state.count > 1").is_empty());
+        let e = check_expression(ExprKind::Cel, "state.count >");
+        assert_eq!(e.len(), 1);
+        assert!(e[0].start <= e[0].end && e[0].end <= "state.count >".len());
+        let e = check_expression(ExprKind::Cel, "'é' + )");
+        assert_eq!(e.len(), 1);
+        assert!(e[0].end <= "'é' + )".encode_utf16().count());
+    }
+
+    #[test]
+    fn templates_are_linted() {
+        assert!(check_expression(ExprKind::Template, "hello {{name}}").is_empty());
+        assert!(!check_expression(ExprKind::Template, "hello {{ name }}").is_empty());
+    }
+
+    #[test]
+    fn utf16_offsets_snap_to_char_boundaries() {
+        assert_eq!(utf16_at("aé😀b", 0), 0);
+        assert_eq!(utf16_at("aé😀b", 2), 1); // inside é
+        assert_eq!(utf16_at("aé😀b", 3), 2);
+        assert_eq!(utf16_at("aé😀b", 7), 4);
+        assert_eq!(utf16_at("aé😀b", 100), 5);
+    }
+}
