@@ -1,0 +1,309 @@
+//! The [`View`]: everything the UI draws for one document, computed from the text.
+
+use super::Session;
+use crate::diag::{Diagnostic, Severity};
+use crate::doc::{Document, Model};
+use crate::graph::{self, Graph};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct View {
+    pub path: String,
+    pub file_name: String,
+    pub dialect: Option<&'static str>,
+    pub text: String,
+    pub dirty: bool,
+    pub conflict: bool,
+    pub can_undo: bool,
+    pub can_redo: bool,
+    pub revision: u64,
+    pub agents: Vec<String>,
+    pub agent: Option<String>,
+    pub nodes: Vec<ViewNode>,
+    pub edges: Vec<ViewEdge>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub node_kinds: Vec<&'static str>,
+    pub schema: serde_json::Map<String, Value>,
+    pub width: f64,
+    pub height: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ViewNode {
+    pub id: String,
+    pub kind: String,
+    pub derived: bool,
+    pub summary: String,
+    pub dynamic_next: bool,
+    pub order: usize,
+    pub line: Option<usize>,
+    pub end_line: Option<usize>,
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub h: f64,
+    /// The user dragged it (position from the sidecar, not the automatic layout).
+    pub pinned: bool,
+    pub data: Value,
+    pub errors: usize,
+    pub warnings: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub_agent: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ViewEdge {
+    pub id: String,
+    pub from: String,
+    pub to: String,
+    pub kind: &'static str,
+    pub label: Option<String>,
+    pub derived: bool,
+    pub dynamic: bool,
+    pub fanout: bool,
+    pub order: usize,
+    /// Position of the branch / route inside its source, for branch ops.
+    pub index: Option<usize>,
+}
+
+const SHERMA_KINDS: &[&str] =
+    &["call_llm", "tool_node", "call_agent", "data_transform", "set_state", "interrupt", "load_skills", "custom"];
+const LOKI_KINDS: &[&str] = &["agent", "script", "approval", "input", "llm", "rag", "map", "end"];
+
+pub(super) fn build(s: &Session) -> View {
+    let doc = crate::doc::load_str(&s.path, &s.text);
+    let agents = graph::agent_names(&doc);
+    let agent = s.agent.clone().filter(|a| agents.contains(a)).or_else(|| agents.first().cloned());
+    let diagnostics = crate::validate::validate(&doc, agent.as_deref());
+    let (g, _) = graph::lower(&doc, agent.as_deref());
+    let dialect = doc.dialect().map(|d| d.as_str());
+    let (node_kinds, schema) = match &doc.model {
+        Model::Sherma(_) => (SHERMA_KINDS.to_vec(), sherma_schema()),
+        Model::Loki(_) => (LOKI_KINDS.to_vec(), loki_schema()),
+        Model::Unknown => (Vec::new(), serde_json::Map::new()),
+    };
+    let mut v = View {
+        path: s.path.display().to_string(),
+        file_name: s.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        dialect,
+        text: s.text.clone(),
+        dirty: s.dirty(),
+        conflict: s.conflict,
+        can_undo: s.can_undo(),
+        can_redo: s.can_redo(),
+        revision: s.revision,
+        agents,
+        agent,
+        nodes: Vec::new(),
+        edges: Vec::new(),
+        diagnostics,
+        node_kinds,
+        schema,
+        width: 0.0,
+        height: 0.0,
+    };
+    if let Some(g) = g {
+        fill_graph(&mut v, s, &doc, &g);
+    }
+    v
+}
+
+fn fill_graph(v: &mut View, s: &Session, doc: &Document, g: &Graph) {
+    let layout = crate::layout::layout(g);
+    let boxes: HashMap<&str, &crate::layout::NodeBox> = layout.nodes.iter().map(|b| (b.id.as_str(), b)).collect();
+    let pinned = s.positions();
+    let file = doc.file.as_ref();
+    let decl = declarations(doc, v.agent.as_deref());
+    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+    for d in &v.diagnostics {
+        if let Some(n) = &d.node {
+            let c = counts.entry(n.as_str()).or_default();
+            match d.severity {
+                Severity::Error => c.0 += 1,
+                _ => c.1 += 1,
+            }
+        }
+    }
+    let mut nodes = Vec::new();
+    for ix in g.nodes_ordered() {
+        let n = &g.g[ix];
+        let b = boxes.get(n.id.as_str());
+        let (mut x, mut y) = b.map(|b| (b.x, b.y)).unwrap_or((0.0, 0.0));
+        let (w, h) = b.map(|b| (b.w, b.h)).unwrap_or((200.0, 64.0));
+        let pin = pinned.and_then(|p| p.get(&n.id));
+        if let Some(p) = pin {
+            x = p.x;
+            y = p.y;
+        }
+        let d = if n.derived { None } else { decl.get(n.id.as_str()) };
+        let (line, end_line) = match (d, file) {
+            (Some(d), Some(f)) => {
+                let a = f.line_col(d.span.0).line as usize;
+                // A mapping's span may run into the blank and comment lines before the next
+                // entry: the node ends on its last line of content.
+                let text = f.text();
+                let (s0, s1) = (d.span.0.min(text.len()), d.span.1.min(text.len()).max(d.span.0.min(text.len())));
+                let body = text.get(s0..s1).unwrap_or("");
+                let kept = body.lines().count().saturating_sub(
+                    body.lines().rev().take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#')).count(),
+                );
+                (Some(a), Some((a + kept.max(1) - 1).max(a)))
+            }
+            _ => (None, None),
+        };
+        let (errors, warnings) = counts.get(n.id.as_str()).copied().unwrap_or((0, 0));
+        nodes.push(ViewNode {
+            id: n.id.clone(),
+            kind: n.kind.clone(),
+            derived: n.derived,
+            summary: n.summary.clone(),
+            dynamic_next: n.dynamic_next,
+            order: n.order,
+            line,
+            end_line,
+            x,
+            y,
+            w,
+            h,
+            pinned: pin.is_some(),
+            data: d.map(|d| d.data.clone()).unwrap_or(Value::Null),
+            errors,
+            warnings,
+            sub_agent: d.and_then(|d| d.sub_agent.clone()),
+        });
+    }
+    let mut branch_index: HashMap<&str, usize> = HashMap::new();
+    let mut edges = Vec::new();
+    for (i, (a, b, e)) in g.edges_ordered().into_iter().enumerate() {
+        let from = g.g[a].id.as_str();
+        let kind = e.kind.as_str();
+        let index = match (kind, e.derived) {
+            ("branch" | "route", false) => {
+                let c = branch_index.entry(from).or_default();
+                *c += 1;
+                Some(*c - 1)
+            }
+            _ => None,
+        };
+        edges.push(ViewEdge {
+            id: format!("e{i}"),
+            from: from.to_string(),
+            to: g.g[b].id.clone(),
+            kind,
+            label: e.label.clone(),
+            derived: e.derived,
+            dynamic: e.dynamic,
+            fanout: e.fanout,
+            order: e.order,
+            index,
+        });
+    }
+    v.width = layout.width;
+    v.height = layout.height;
+    v.nodes = nodes;
+    v.edges = edges;
+}
+
+struct Decl {
+    /// Byte range of the whole entry (from the name/key to the end of its mapping).
+    span: (usize, usize),
+    data: Value,
+    sub_agent: Option<String>,
+}
+
+fn declarations<'a>(doc: &'a Document, agent: Option<&str>) -> HashMap<&'a str, Decl> {
+    let mut out = HashMap::new();
+    match &doc.model {
+        Model::Sherma(s) => {
+            let a = match agent {
+                Some(name) => s.agents.iter().find(|a| a.name.value == name),
+                None => s.agents.first(),
+            };
+            let Some(a) = a else { return out };
+            for n in &a.nodes {
+                let sub_agent = match &n.args {
+                    crate::doc::sherma::NodeArgs::CallAgent { agent: Some(r), .. } => r.id.as_ref().and_then(|id| {
+                        s.sub_agents
+                            .iter()
+                            .find(|e| e.id_str() == id.value)
+                            .and_then(|e| e.resolved_path.as_ref())
+                            .filter(|p| p.is_file())
+                            .map(|p| p.display().to_string())
+                    }),
+                    _ => None,
+                };
+                let start = n.span.start as usize;
+                out.insert(n.name.value.as_str(), Decl { span: (start, n.span.end as usize), data: n.node.to_json(), sub_agent });
+            }
+        }
+        Model::Loki(l) => {
+            for n in &l.nodes {
+                let sub_agent = match &n.body {
+                    crate::doc::loki::NodeBody::Agent(a) => a.agent.as_ref().and_then(|name| loki_agent_file(doc, &name.value)),
+                    _ => None,
+                };
+                out.insert(
+                    n.id.value.as_str(),
+                    Decl { span: (n.id.span.start as usize, n.span.end as usize), data: n.node.to_json(), sub_agent },
+                );
+            }
+        }
+        Model::Unknown => {}
+    }
+    out
+}
+
+/// A Loki agent node names an agent; when a graph or config for it sits nearby, the UI can open it.
+fn loki_agent_file(doc: &Document, name: &str) -> Option<String> {
+    if name.is_empty() || name.contains("..") {
+        return None;
+    }
+    let base = &doc.base_dir;
+    let mut dirs = vec![base.join(name), base.join("agents").join(name)];
+    if let Some(parent) = base.parent() {
+        dirs.push(parent.join(name));
+    }
+    for d in dirs {
+        for f in ["graph.yaml", "config.yaml"] {
+            let p = d.join(f);
+            if p.is_file() && p != doc.path {
+                return Some(p.display().to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Inspector schemas, keyed by node kind, describing the node entry as written (paths given to
+/// `set_field` are relative to it). For sherma the type-specific `args` object is nested.
+fn sherma_schema() -> serde_json::Map<String, Value> {
+    use crate::doc::sherma::{ON_ERROR_DEF, args_schema};
+    let mut m = serde_json::Map::new();
+    for k in SHERMA_KINDS {
+        let args = args_schema(k).map(|o| json!(o)).unwrap_or(json!({"name": "args", "fields": [], "open": true}));
+        m.insert(
+            (*k).to_string(),
+            json!({
+                "name": k,
+                "open": false,
+                "fields": [
+                    {"name": "args", "type": {"kind": "object", "object": args}, "required": false, "doc": "type-specific arguments"},
+                    {"name": "on_error", "type": {"kind": "object", "object": json!(&ON_ERROR_DEF)}, "required": false, "doc": "retry and fallback"},
+                ],
+            }),
+        );
+    }
+    m
+}
+
+fn loki_schema() -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    for k in LOKI_KINDS {
+        if let Some(o) = crate::doc::loki::node_schema(k) {
+            m.insert((*k).to_string(), json!(o));
+        }
+    }
+    m
+}
