@@ -359,6 +359,52 @@ impl Session {
     }
 }
 
+/// A problem in an expression typed in the inspector, with a byte range inside the expression.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExprProblem {
+    pub message: String,
+    pub start: usize,
+    pub end: usize,
+    pub severity: crate::diag::Severity,
+}
+
+/// Checks an expression as the user types: `kind` is `cel` (sherma expressions and branch
+/// conditions) or `template` (Loki `{{...}}` text). An unknown kind is reported, not ignored.
+pub fn check_expr(kind: &str, text: &str) -> Vec<ExprProblem> {
+    use crate::diag::Severity;
+    match kind {
+        "cel" | "cel_condition" => {
+            let t = text.trim();
+            if kind == "cel_condition" && (t == "has_tool_calls" || t == "has_error_fallback") {
+                return Vec::new();
+            }
+            match crate::expr::cel::CelEngine::shared().compile(text) {
+                Ok(_) => Vec::new(),
+                Err(e) => {
+                    let mut message = e.message.clone();
+                    if let Some(h) = &e.hint {
+                        message.push_str(" (");
+                        message.push_str(h);
+                        message.push(')');
+                    }
+                    let end = (e.offset + e.len.max(1)).min(text.len()).max(e.offset.min(text.len()));
+                    vec![ExprProblem { message, start: e.offset.min(text.len()), end, severity: Severity::Error }]
+                }
+            }
+        }
+        "template" => crate::expr::template::lint(text)
+            .into_iter()
+            .map(|i| ExprProblem { message: i.message, start: i.range.start, end: i.range.end, severity: match i.severity { crate::expr::template::Severity::Error => Severity::Error, crate::expr::template::Severity::Warning => Severity::Warning } })
+            .collect(),
+        other => vec![ExprProblem {
+            message: format!("unknown expression kind `{other}` (expected cel, cel_condition or template)"),
+            start: 0,
+            end: 0,
+            severity: Severity::Error,
+        }],
+    }
+}
+
 /// The inverse of `e` applied to `old`: replaces the inserted text with the removed one.
 fn inverse_of(old: &str, e: &TextEdit) -> TextEdit {
     TextEdit { start: e.start, end: e.start + e.text.len(), text: old[e.start..e.end].to_string() }

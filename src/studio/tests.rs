@@ -159,3 +159,16 @@ fn view_of_broken_yaml_keeps_text_and_reports() {
     assert_eq!(v.text, "name: [unclosed\n");
     assert!(v.diagnostics.iter().any(|d| d.is_error()));
 }
+
+#[test]
+fn expression_checks() {
+    assert!(check_expr("cel", "state.x > 1").is_empty());
+    let p = check_expr("cel", "state.x >");
+    assert_eq!(p.len(), 1);
+    assert!(p[0].end <= "state.x >".len());
+    assert!(check_expr("cel_condition", "has_tool_calls").is_empty());
+    assert!(!check_expr("cel", "has_tool_calls(").is_empty());
+    assert!(check_expr("template", "hello {{name}}").is_empty());
+    assert!(!check_expr("template", "hello {{name").is_empty());
+    assert!(!check_expr("sql", "x").is_empty());
+}
