@@ -1,0 +1,281 @@
+// End-to-end tests of the real Switchyard window: tauri-driver + WebKitWebDriver + WebdriverIO.
+// Every test starts a fresh app process on a scratch copy of an example agent, drives the UI
+// through the DOM hooks of docs/app-contract.md §4, and checks the DOM and the files on disk.
+//
+//   xvfb-run -a -s "-screen 0 1280x800x24 -nolisten tcp" node run.mjs [name-filter...]
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  cliGraph, eventually, fixture, hook, launch, nodeSel, preflight, screenshot, sleep, startDriver, testid, waitForView,
+} from './lib.mjs';
+
+const tests = [];
+const test = (name, fn, opts = {}) => tests.push({ name, fn, ...opts });
+function assert(cond, msg) {
+  if (!cond) throw new Error(`assertion failed: ${msg}`);
+}
+function assertEq(a, b, msg) {
+  if (JSON.stringify(a) !== JSON.stringify(b)) {
+    throw new Error(`assertion failed: ${msg}\n  actual:   ${JSON.stringify(a)}\n  expected: ${JSON.stringify(b)}`);
+  }
+}
+const read = (f) => fs.readFileSync(f, 'utf8');
+const sherma = () => {
+  const dir = fixture('support-triage');
+  return { dir, file: path.join(dir, 'agent.yaml') };
+};
+
+async function selectNode(b, id) {
+  const n = await b.$(nodeSel(id));
+  await n.waitForDisplayed({ timeout: 10000 });
+  await n.click();
+  await b.waitUntil(async () => (await (await b.$(testid('inspector-name'))).isExisting()) &&
+    (await (await b.$(testid('inspector-name'))).getValue()) === id, {
+    timeout: 5000, timeoutMsg: `the inspector did not show node ${id}`,
+  });
+}
+
+async function typeAndEnter(b, sel, text) {
+  const el = await b.$(sel);
+  await el.waitForEnabled({ timeout: 5000 });
+  await el.click();
+  await el.clearValue();
+  await el.setValue(text);
+  await b.keys('Enter');
+}
+
+async function domNodeIds(b) {
+  return b.execute(() => [...document.querySelectorAll('[data-testid="node"]')].map((e) => e.getAttribute('data-node-id')));
+}
+
+async function clickSave(b) {
+  await (await b.$(testid('save-button'))).click();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+test('smoke: the window opens without a document and shows the empty state', async ({ b }) => {
+  await (await b.$(testid('app'))).waitForExist({ timeout: 15000 });
+  await (await b.$(testid('empty-state'))).waitForExist({ timeout: 10000 });
+  const h = await hook(b);
+  assert(h && h.view === null, 'no view without a document');
+}, { args: [] });
+
+test('open the sherma example: every node of `switchyard graph` is on the canvas', async ({ b, file }) => {
+  const view = await waitForView(b, (v) => v.nodes.length > 0, 'the example agent');
+  await b.waitUntil(async () => (await domNodeIds(b)).length === view.nodes.length, {
+    timeout: 10000, timeoutMsg: 'not every node of the view was rendered',
+  });
+  const dom = (await domNodeIds(b)).sort();
+  assertEq(dom, view.nodes.map((n) => n.id).sort(), 'DOM nodes = view nodes');
+  const g = cliGraph(file);
+  if (g) assertEq(dom, g.nodes.map((n) => n.id).sort(), 'DOM nodes = `switchyard graph --format json` nodes');
+  assert(view.file_name === 'agent.yaml' && view.dialect === 'sherma' && !view.dirty, 'view header');
+  const err = await b.$$(testid('edge-label'));
+  assert(err.length > 0, 'edge labels are drawn');
+});
+
+test('open a Loki agent folder: every node of `switchyard graph` is on the canvas', async ({ b, loki }) => {
+  const view = await waitForView(b, (v) => v.nodes.length > 0, 'the Loki agent');
+  assert(view.dialect === 'loki', `dialect loki, got ${view.dialect}`);
+  await b.waitUntil(async () => (await domNodeIds(b)).length === view.nodes.length, {
+    timeout: 10000, timeoutMsg: 'not every node of the view was rendered',
+  });
+  const g = cliGraph(loki);
+  if (g) assertEq((await domNodeIds(b)).sort(), g.nodes.map((n) => n.id).sort(), 'DOM nodes = CLI graph nodes');
+}, { loki: true });
+
+test('rename a node in the inspector and save: references renamed, comments kept', async ({ b, file }) => {
+  const before = read(file);
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'count'));
+  await selectNode(b, 'count');
+  await typeAndEnter(b, testid('inspector-name'), 'tally');
+  const v = await waitForView(b, (v) => v.nodes.some((n) => n.id === 'tally'), 'the renamed node');
+  assert(v.dirty, 'dirty after rename');
+  await (await b.$(nodeSel('tally'))).waitForExist({ timeout: 5000 });
+  await clickSave(b);
+  const after = await eventually(() => read(file), (t) => t.includes('name: tally'), 'the rename on disk');
+  assert(after.includes('target: tally') && after.includes('source: tally'), 'edges renamed');
+  assert(!/\b(source|target|name): count\b/.test(after), 'no reference to the old name left');
+  for (const line of before.split('\n').filter((l) => l.trim().startsWith('#'))) {
+    assert(after.includes(line), `comment kept: ${line}`);
+  }
+  assertEq(after.replaceAll('tally', 'count'), before, 'only the name changed');
+  await waitForView(b, (v) => !v.dirty, 'a clean document after save');
+});
+
+test('add a branch with a condition and save', async ({ b, file }) => {
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'count'));
+  await selectNode(b, 'count');
+  await (await b.$(testid('add-branch'))).click();
+  await waitForView(b, (v) => v.edges.some((e) => e.from === 'count' && e.kind === 'branch'), 'the new branch');
+  await typeAndEnter(b, testid('branch-condition-0'), 'state.turns > 5');
+  await waitForView(b, (v) => v.edges.some((e) => e.from === 'count' && e.kind === 'branch' && e.label === 'state.turns > 5'),
+    'the branch condition in the view');
+  await clickSave(b);
+  const after = await eventually(() => read(file), (t) => t.includes('state.turns > 5'), 'the branch on disk');
+  const block = after.slice(after.indexOf('- source: count'), after.indexOf('- source: confirm'));
+  assert(/branches:/.test(block) && /condition: .?state\.turns > 5/.test(block), `branch written under count:\n${block}`);
+  assert(/default: confirm/.test(block), `routing kept through default:\n${block}`);
+  // Labels are shortened on the canvas; the full condition is in the tooltip.
+  const labels = await b.execute(() =>
+    [...document.querySelectorAll('[data-testid="edge-label"]')].map((e) => `${e.getAttribute('title')}|${e.textContent}`));
+  assert(labels.some((l) => l.includes('state.turns > 5')), `the condition is drawn as an edge label: ${labels}`);
+});
+
+test('a broken CEL condition shows an error badge on the node', async ({ b }) => {
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'confirm'));
+  assertEq(await (await b.$(nodeSel('confirm'))).getAttribute('data-errors'), '0', 'no errors before');
+  await selectNode(b, 'confirm');
+  const input = await b.$(testid('branch-condition-1'));
+  await input.click();
+  await input.clearValue();
+  await input.setValue('state.turns >= ');
+  // Checked as you type (check_expr), before it is committed.
+  await (await b.$(testid('branch-error-1'))).waitForExist({ timeout: 5000 });
+  await b.keys('Enter');
+  await waitForView(b, (v) => v.nodes.find((n) => n.id === 'confirm')?.errors > 0, 'a validation error on confirm');
+  const node = await b.$(nodeSel('confirm'));
+  await b.waitUntil(async () => Number(await node.getAttribute('data-errors')) > 0, { timeout: 5000, timeoutMsg: 'data-errors' });
+  await (await node.$(testid('node-badge'))).waitForExist({ timeout: 5000 });
+  const problems = await b.$$(testid('problem'));
+  assert(problems.length > 0, 'the problems list shows the error');
+});
+
+test('outside change on a clean document reloads it', async ({ b, file }) => {
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'answer'));
+  const changed = read(file).replace('model_name: gpt-4o-mini', 'model_name: gpt-4.1-nano');
+  fs.writeFileSync(file + '.tmp', changed);
+  fs.renameSync(file + '.tmp', file); // an atomic save, as editors do
+  const v = await waitForView(b, (v) => v.text === changed, 'the reloaded text', 10000);
+  assert(!v.dirty, 'clean after reload');
+  const summary = () => b.execute((sel) => document.querySelector(sel)?.textContent ?? '', nodeSel('answer'));
+  await b.waitUntil(async () => (await summary()).includes('gpt-4.1-nano'), {
+    timeout: 5000, timeoutMsg: 'the node summary follows the file',
+  });
+  assert(!(await (await b.$(testid('conflict-dialog'))).isExisting()), 'no conflict dialog for a clean document');
+});
+
+test('outside change on a dirty document shows the conflict dialog; Keep mine then save overwrites', async ({ b, file }) => {
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'count'));
+  await selectNode(b, 'count');
+  await typeAndEnter(b, testid('inspector-name'), 'tally');
+  await waitForView(b, (v) => v.dirty && v.nodes.some((n) => n.id === 'tally'));
+  const theirs = read(file).replace('# Support triage', '# Changed elsewhere. Support triage');
+  fs.writeFileSync(file, theirs);
+  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: 10000 });
+  await (await b.$(testid('conflict-keep'))).click();
+  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: 5000, reverse: true });
+  await clickSave(b);
+  const after = await eventually(() => read(file), (t) => t.includes('name: tally'), 'our version on disk');
+  assert(!after.includes('Changed elsewhere'), 'their change was overwritten by choice');
+});
+
+test('conflict dialog: Reload takes the disk version', async ({ b, file }) => {
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'count'));
+  await selectNode(b, 'count');
+  await typeAndEnter(b, testid('inspector-name'), 'tally');
+  await waitForView(b, (v) => v.dirty);
+  const theirs = read(file).replace('# Support triage', '# Changed elsewhere. Support triage');
+  fs.writeFileSync(file, theirs);
+  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: 10000 });
+  await (await b.$(testid('conflict-reload'))).click();
+  const v = await waitForView(b, (v) => v.text === theirs, 'the disk version');
+  assert(!v.dirty && v.nodes.some((n) => n.id === 'count'), 'clean, old name back');
+  assertEq(read(file), theirs, 'nothing written');
+});
+
+test('undo back to the original bytes and save: the file is identical to the original', async ({ b, file }) => {
+  const original = read(file);
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'count'));
+  await selectNode(b, 'count');
+  await typeAndEnter(b, testid('inspector-name'), 'tally');
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'tally'));
+  await selectNode(b, 'tally');
+  await (await b.$(testid('add-branch'))).click();
+  await waitForView(b, (v) => v.edges.some((e) => e.from === 'tally' && e.kind === 'branch'));
+  await clickSave(b);
+  await eventually(() => read(file), (t) => t.includes('name: tally') && t.includes('branches'), 'the edits on disk');
+  const undo = await b.$(testid('undo-button'));
+  for (let i = 0; i < 20; i++) {
+    const h = await hook(b);
+    if (!h.view.can_undo) break;
+    await undo.click();
+    await b.waitUntil(async () => (await hook(b)).view.revision !== h.view.revision, { timeout: 5000 });
+  }
+  const v = await waitForView(b, (v) => !v.can_undo, 'the start of the undo history');
+  assertEq(v.text, original, 'undo restores the text exactly');
+  await clickSave(b);
+  await eventually(() => read(file), (t) => t === original, 'the original bytes on disk');
+  assert(Buffer.compare(fs.readFileSync(file), Buffer.from(original)) === 0, 'byte-identical');
+});
+
+test('recent files: a file opened before is listed on the empty screen', async ({ b, file, relaunch }) => {
+  await waitForView(b, (v) => v.nodes.length > 0);
+  const b2 = await relaunch([]);
+  await (await b2.$(testid('recent-list'))).waitForExist({ timeout: 10000 });
+  const text = await (await b2.$(testid('recent-list'))).getText();
+  assert(text.includes('agent.yaml'), `recent list names the file: ${text}`);
+  const items = await b2.$$(testid('recent-item'));
+  await items[0].click();
+  await waitForView(b2, (v) => v.path === file, 'the recent file opened');
+});
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  preflight();
+  const filters = process.argv.slice(2);
+  const chosen = tests.filter((t) => filters.length === 0 || filters.some((f) => t.name.includes(f)));
+  const driver = await startDriver();
+  let failed = 0;
+  const t0 = Date.now();
+  try {
+    for (const t of chosen) {
+      const started = Date.now();
+      let b = null, extra = null;
+      const ctx = {};
+      try {
+        const { file, dir } = sherma();
+        ctx.file = file;
+        ctx.dir = dir;
+        let args = [file];
+        if (t.loki) {
+          const d = fixture('release-gate');
+          ctx.loki = d;
+          args = [d];
+        }
+        if (t.args) args = t.args;
+        b = await launch(args);
+        ctx.b = b;
+        ctx.relaunch = async (a) => {
+          await b.deleteSession();
+          b = null;
+          extra = await launch(a);
+          return extra;
+        };
+        await t.fn(ctx);
+        console.log(`ok   ${t.name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+      } catch (e) {
+        failed++;
+        console.log(`FAIL ${t.name} (${((Date.now() - started) / 1000).toFixed(1)} s)\n     ${String(e && e.stack ? e.message : e).split('\n').join('\n     ')}`);
+        const slug = t.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60);
+        if (b) await screenshot(b, slug);
+        if (extra) await screenshot(extra, slug + '-2');
+      } finally {
+        for (const x of [b, extra]) if (x) await x.deleteSession().catch(() => {});
+        await sleep(200);
+      }
+    }
+  } finally {
+    await driver.stop();
+  }
+  const secs = ((Date.now() - t0) / 1000).toFixed(1);
+  console.log(`\n${chosen.length - failed} passed, ${failed} failed (${secs} s)`);
+  process.exit(failed ? 1 : 0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
