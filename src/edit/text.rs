@@ -715,8 +715,13 @@ impl<'a> Ed<'a> {
             }
             let is_last = idx + 1 == children_len(parent);
             if is_last && !first {
-                // the separator belongs to what follows the collection: keep it
+                // the separator above goes; the one below belongs to what follows the collection
                 end = e;
+                let mut start = s;
+                while let Some(q) = prev_line_start(text, start) {
+                    if is_blank(line_at(text, q)) { start = q } else { break }
+                }
+                return Ok(Rep { start, end, text: String::new() });
             }
         }
         Ok(Rep { start: s, end, text: String::new() })
