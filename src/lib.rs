@@ -6,6 +6,7 @@ pub mod doc;
 pub mod edit;
 pub mod expr;
 pub mod graph;
+pub mod layout;
 pub mod skills;
 pub mod source;
 pub mod validate;
