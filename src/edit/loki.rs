@@ -142,11 +142,14 @@ pub(crate) fn apply(w: &mut Work, _doc: &Document, op: &EditOp) -> Res<Option<St
                 }
                 let mut changed = false;
                 for other in names(&root) {
-                    if remove_from_next(w, &other, "next", name)? || remove_from_next(w, &other, "x-next", name)? {
+                    let n = node(&root, &other).unwrap();
+                    let in_next = |k: &str| next_list(n, k).is_some_and(|(_, l)| l.iter().any(|x| x == name));
+                    if (in_next("next") && remove_from_next(w, &other, "next", name)?)
+                        || (in_next("x-next") && remove_from_next(w, &other, "x-next", name)?)
+                    {
                         changed = true;
                         break;
                     }
-                    let n = node(&root, &other).unwrap();
                     if let Some((opt, _)) = routes(n).into_iter().find(|(_, t)| t == name) {
                         w.set(&[key("nodes"), key(&other), key("routes"), key(&opt)], None)?;
                         changed = true;
