@@ -264,14 +264,7 @@ pub struct ExprIssue {
     /// Offsets in UTF-16 code units (JavaScript string indices), end exclusive.
     pub start: usize,
     pub end: usize,
-    pub severity: &'static str,
-}
-
-#[derive(Debug, Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-pub enum ExprKind {
-    Cel,
-    Template,
+    pub severity: switchyard::diag::Severity,
 }
 
 /// Byte offset → UTF-16 offset (clamped, and snapped back to a char boundary).
@@ -283,42 +276,23 @@ fn utf16_at(text: &str, byte: usize) -> usize {
     text[..b].encode_utf16().count()
 }
 
-pub fn check_expression(kind: ExprKind, text: &str) -> Vec<ExprIssue> {
-    match kind {
-        ExprKind::Cel => match switchyard::expr::CelEngine::shared().compile(text) {
-            Ok(_) => Vec::new(),
-            Err(e) => {
-                let mut message = e.message.clone();
-                if let Some(h) = &e.hint {
-                    message.push_str(&format!(" (hint: {h})"));
-                }
-                let r = e.range();
-                vec![ExprIssue {
-                    message,
-                    start: utf16_at(text, r.start),
-                    end: utf16_at(text, r.end),
-                    severity: "error",
-                }]
-            }
-        },
-        ExprKind::Template => switchyard::expr::lint(text)
-            .into_iter()
-            .map(|i| ExprIssue {
-                start: utf16_at(text, i.range.start),
-                end: utf16_at(text, i.range.end),
-                severity: match i.severity {
-                    switchyard::expr::Severity::Error => "error",
-                    switchyard::expr::Severity::Warning => "warning",
-                },
-                message: i.message,
-            })
-            .collect(),
-    }
+/// The engine's expression check (`studio::check_expr`: kind `cel`, `cel_condition` or
+/// `template`) with offsets converted for JavaScript strings.
+pub fn check_expression(kind: &str, text: &str) -> Vec<ExprIssue> {
+    switchyard::studio::check_expr(kind, text)
+        .into_iter()
+        .map(|p| ExprIssue {
+            start: utf16_at(text, p.start),
+            end: utf16_at(text, p.end),
+            message: p.message,
+            severity: p.severity,
+        })
+        .collect()
 }
 
 #[tauri::command]
-pub async fn check_expr(kind: ExprKind, text: String) -> Res<Vec<ExprIssue>> {
-    catch_unwind(AssertUnwindSafe(|| check_expression(kind, &text)))
+pub async fn check_expr(kind: String, text: String) -> Res<Vec<ExprIssue>> {
+    catch_unwind(AssertUnwindSafe(|| check_expression(&kind, &text)))
         .map_err(|p| panic_message("checking the expression", p))
 }
 
@@ -376,19 +350,19 @@ mod tests {
 
     #[test]
     fn cel_errors_are_positioned_in_utf16() {
-        assert!(check_expression(ExprKind::Cel, "state.count > 1").is_empty());
-        let e = check_expression(ExprKind::Cel, "state.count >");
+        assert!(check_expression("cel", "state.count > 1").is_empty());
+        let e = check_expression("cel", "state.count >");
         assert_eq!(e.len(), 1);
         assert!(e[0].start <= e[0].end && e[0].end <= "state.count >".len());
-        let e = check_expression(ExprKind::Cel, "'é' + )");
+        let e = check_expression("cel", "'é' + )");
         assert_eq!(e.len(), 1);
         assert!(e[0].end <= "'é' + )".encode_utf16().count());
     }
 
     #[test]
     fn templates_are_linted() {
-        assert!(check_expression(ExprKind::Template, "hello {{name}}").is_empty());
-        assert!(!check_expression(ExprKind::Template, "hello {{ name }}").is_empty());
+        assert!(check_expression("template", "hello {{name}}").is_empty());
+        assert!(!check_expression("template", "hello {{ name }}").is_empty());
     }
 
     #[test]
