@@ -184,3 +184,10 @@ export async function screenshot(browser, name) {
     /* best effort */
   }
 }
+
+/** Names of the X windows on the display (xwininfo, from x11-utils); null when unavailable. */
+export function windowTitles() {
+  const r = spawnSync('xwininfo', ['-root', '-tree'], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) return null;
+  return [...r.stdout.matchAll(/0x[0-9a-f]+ "([^"]*)"/g)].map((m) => m[1]);
+}

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  cliGraph, eventually, fixture, hook, launch, nodeSel, preflight, screenshot, sleep, startDriver, testid, waitForView,
+  cliGraph, eventually, fixture, hook, windowTitles, launch, nodeSel, preflight, screenshot, sleep, startDriver, testid, waitForView,
 } from './lib.mjs';
 
 const tests = [];
@@ -46,6 +46,12 @@ async function typeAndEnter(b, sel, text) {
 
 async function domNodeIds(b) {
   return b.execute(() => [...document.querySelectorAll('[data-testid="node"]')].map((e) => e.getAttribute('data-node-id')));
+}
+
+/** The OS window title (set by the shell after every command). Skipped without xwininfo. */
+async function expectTitle(title) {
+  if (windowTitles() === null) return;
+  await eventually(() => windowTitles(), (t) => t.includes(title), `window title "${title}"`, 5000);
 }
 
 async function clickSave(b) {
@@ -93,6 +99,7 @@ test('rename a node in the inspector and save: references renamed, comments kept
   const v = await waitForView(b, (v) => v.nodes.some((n) => n.id === 'tally'), 'the renamed node');
   assert(v.dirty, 'dirty after rename');
   await (await b.$(nodeSel('tally'))).waitForExist({ timeout: 5000 });
+  await expectTitle('agent.yaml • — Switchyard');
   await clickSave(b);
   const after = await eventually(() => read(file), (t) => t.includes('name: tally'), 'the rename on disk');
   assert(after.includes('target: tally') && after.includes('source: tally'), 'edges renamed');
@@ -102,6 +109,7 @@ test('rename a node in the inspector and save: references renamed, comments kept
   }
   assertEq(after.replaceAll('tally', 'count'), before, 'only the name changed');
   await waitForView(b, (v) => !v.dirty, 'a clean document after save');
+  await expectTitle('agent.yaml — Switchyard');
 });
 
 test('add a branch with a condition and save', async ({ b, file }) => {
