@@ -9,6 +9,7 @@ pub mod graph;
 pub mod layout;
 pub mod skills;
 pub mod source;
+pub mod studio;
 pub mod validate;
 pub mod yaml;
 

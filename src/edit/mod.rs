@@ -137,6 +137,14 @@ impl Work {
 /// Apply `op` to `text` (the content of the file at `path`); `agent` picks the sherma agent.
 pub fn apply(text: &str, path: &Path, agent: Option<&str>, op: &EditOp) -> Result<Applied, EditError> {
     let doc = doc::load_str(path, text);
+    apply_doc(&doc, text, agent, op)
+}
+
+/// [`apply`] on a document already loaded from exactly `text` (the editing session keeps the one
+/// it built for the view, so an edit does not parse the file again).
+pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &EditOp) -> Result<Applied, EditError> {
+    let path = doc.path.as_path();
+    debug_assert!(doc.file.as_ref().is_none_or(|f| f.text() == text));
     if let Some(d) = doc.diagnostics.iter().find(|d| d.code == "yaml-syntax") {
         return Err(EditError::new(format!(
             "fix the syntax error at {}:{} first ({})",
@@ -150,8 +158,8 @@ pub fn apply(text: &str, path: &Path, agent: Option<&str>, op: &EditOp) -> Resul
     let added_nl = !text.is_empty() && !text.ends_with('\n');
     let mut work = Work { text: if added_nl { format!("{text}{nl}") } else { text.to_string() }, nl };
     let select = match doc.dialect() {
-        Some(Dialect::Sherma) => sherma::apply(&mut work, &doc, agent, op)?,
-        Some(Dialect::Loki) => loki::apply(&mut work, &doc, op)?,
+        Some(Dialect::Sherma) => sherma::apply(&mut work, doc, agent, op)?,
+        Some(Dialect::Loki) => loki::apply(&mut work, doc, op)?,
         None => {
             return Err(EditError::new(
                 "this file is not a sherma or Loki agent Switchyard can edit; fix the problems listed first",
@@ -162,7 +170,9 @@ pub fn apply(text: &str, path: &Path, agent: Option<&str>, op: &EditOp) -> Resul
     if added_nl && new.ends_with(nl) {
         new.truncate(new.len() - nl.len());
     }
-    let check = doc::load_str(path, &new);
+    // Only the YAML syntax needs checking here (the validator reports the rest to the user), and
+    // a parse without building the model keeps a 10,000-line round trip fast.
+    let check = crate::yaml::parse(&crate::source::SourceFile::new(path, new.clone()));
     if let Some(d) = check.diagnostics.iter().find(|d| d.code == "yaml-syntax") {
         return Err(EditError::new(format!(
             "internal error: this edit would break the YAML ({} at {}:{}); the file is unchanged — please edit it in the source view",

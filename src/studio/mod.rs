@@ -54,6 +54,10 @@ pub struct Session {
     positions: Positions,
     positions_dirty: bool,
     revision: u64,
+    /// Bumped whenever the text changes; keys `doc_cache`.
+    text_rev: u64,
+    /// The document parsed from the current text, shared by the view and the next edit.
+    doc_cache: std::sync::Mutex<Option<(u64, std::sync::Arc<crate::doc::Document>)>>,
 }
 
 impl Session {
@@ -76,6 +80,8 @@ impl Session {
             positions,
             positions_dirty: false,
             revision: 0,
+            text_rev: 0,
+            doc_cache: Default::default(),
         };
         s.agent = s.default_agent();
         Ok(s)
@@ -95,6 +101,8 @@ impl Session {
             positions: Positions::new(),
             positions_dirty: false,
             revision: 0,
+            text_rev: 0,
+            doc_cache: Default::default(),
         };
         s.agent = s.default_agent();
         s
@@ -132,8 +140,26 @@ impl Session {
         disk::sidecar_path(&self.path)
     }
 
+    /// The document for the current text (parsed once per text version).
+    pub fn document(&self) -> std::sync::Arc<crate::doc::Document> {
+        let mut cache = self.doc_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((rev, d)) = cache.as_ref() {
+            if *rev == self.text_rev {
+                return d.clone();
+            }
+        }
+        let d = std::sync::Arc::new(crate::doc::load_str(&self.path, &self.text));
+        *cache = Some((self.text_rev, d.clone()));
+        d
+    }
+
+    fn set_text_raw(&mut self, text: String) {
+        self.text = text;
+        self.text_rev += 1;
+    }
+
     fn default_agent(&self) -> Option<String> {
-        let doc = crate::doc::load_str(&self.path, &self.text);
+        let doc = self.document();
         crate::graph::agent_names(&doc).into_iter().next()
     }
 
@@ -144,11 +170,16 @@ impl Session {
 
     /// Applies an edit op from the canvas or the inspector.
     pub fn apply(&mut self, op: &EditOp) -> Result<Option<String>, EditError> {
-        let applied = edit::apply(&self.text, &self.path, self.agent.as_deref(), op)?;
+        let doc = self.document();
+        let applied = edit::apply_doc(&doc, &self.text, self.agent.as_deref(), op)?;
         if let EditOp::RenameNode { from, to } = op {
             self.rename_position(from, to);
         }
         self.commit(Step { edit: applied.edit, inverse: applied.inverse });
+        // Only document-level edits can rename or remove the selected agent.
+        if matches!(op, EditOp::SetDocField { .. }) {
+            let _ = self.ensure_agent();
+        }
         Ok(applied.select)
     }
 
@@ -164,19 +195,18 @@ impl Session {
     }
 
     fn commit(&mut self, step: Step) {
-        self.text = step.edit.apply(&self.text);
+        self.set_text_raw(step.edit.apply(&self.text));
         self.undo.push(step);
         if self.undo.len() > UNDO_LIMIT {
             self.undo.remove(0);
         }
         self.redo.clear();
         self.revision += 1;
-        let _ = self.ensure_agent();
     }
 
     pub fn undo(&mut self) -> bool {
         let Some(step) = self.undo.pop() else { return false };
-        self.text = step.inverse.apply(&self.text);
+        self.set_text_raw(step.inverse.apply(&self.text));
         self.redo.push(step);
         self.revision += 1;
         let _ = self.ensure_agent();
@@ -185,7 +215,7 @@ impl Session {
 
     pub fn redo(&mut self) -> bool {
         let Some(step) = self.redo.pop() else { return false };
-        self.text = step.edit.apply(&self.text);
+        self.set_text_raw(step.edit.apply(&self.text));
         self.undo.push(step);
         self.revision += 1;
         let _ = self.ensure_agent();
@@ -194,7 +224,7 @@ impl Session {
 
     /// Keeps the selected agent valid after the text changed (e.g. the agent was renamed).
     fn ensure_agent(&mut self) -> Option<()> {
-        let doc = crate::doc::load_str(&self.path, &self.text);
+        let doc = self.document();
         let names = crate::graph::agent_names(&doc);
         match &self.agent {
             Some(a) if names.iter().any(|n| n == a) => {}
@@ -205,7 +235,7 @@ impl Session {
 
     /// Switches the agent shown (multi-agent sherma files).
     pub fn select_agent(&mut self, name: &str) -> Result<(), String> {
-        let doc = crate::doc::load_str(&self.path, &self.text);
+        let doc = self.document();
         let names = crate::graph::agent_names(&doc);
         if names.iter().any(|n| n == name) {
             self.agent = Some(name.to_string());
@@ -326,6 +356,7 @@ impl Session {
             let e = edit::diff(&self.text, &disk_text);
             let inverse = inverse_of(&self.text, &e);
             self.commit(Step { edit: e, inverse });
+            let _ = self.ensure_agent();
         }
         self.saved_hash = h;
         self.disk_hash = Some(h);

@@ -73,7 +73,8 @@ const SHERMA_KINDS: &[&str] =
 const LOKI_KINDS: &[&str] = &["agent", "script", "approval", "input", "llm", "rag", "map", "end"];
 
 pub(super) fn build(s: &Session) -> View {
-    let doc = crate::doc::load_str(&s.path, &s.text);
+    let doc_arc = s.document();
+    let doc: &Document = &doc_arc;
     let agents = graph::agent_names(&doc);
     let agent = s.agent.clone().filter(|a| agents.contains(a)).or_else(|| agents.first().cloned());
     let diagnostics = crate::validate::validate(&doc, agent.as_deref());
@@ -105,7 +106,7 @@ pub(super) fn build(s: &Session) -> View {
         height: 0.0,
     };
     if let Some(g) = g {
-        fill_graph(&mut v, s, &doc, &g);
+        fill_graph(&mut v, s, doc, &g);
     }
     v
 }
