@@ -107,8 +107,13 @@ impl<'a> G<'a> {
 }
 
 pub(crate) fn unknown_node(name: &str, names: &[String]) -> EditError {
-    let list = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-    EditError::new(format!("there is no node `{name}` (nodes: {list}); pick an existing node"))
+    let hint = match crate::diag::did_you_mean(name, names.iter().map(String::as_str)) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None if names.is_empty() => "the agent has no nodes yet".to_string(),
+        None if names.len() <= 8 => format!("its nodes are: {}", names.join(", ")),
+        None => format!("its nodes include: {}, … ({} in all)", names[..8].join(", "), names.len()),
+    };
+    EditError::new(format!("there is no node `{name}`; {hint}"))
 }
 
 fn placeholder_args(kind: &str, root: &YNode) -> Json {
