@@ -67,6 +67,15 @@ test('smoke: the window opens without a document and shows the empty state', asy
   assert(h && h.view === null, 'no view without a document');
 }, { args: [] });
 
+test('Open… shows the native file dialog (rfd / GTK) without blocking the window', async ({ b }) => {
+  await (await b.$(testid('open-button'))).waitForExist({ timeout: 15000 });
+  await (await b.$(testid('open-button'))).click();
+  if (windowTitles() === null) return;
+  await eventually(() => windowTitles(), (t) => t.includes('Open an agent'), 'the file dialog window', 8000);
+  // The webview keeps answering while the dialog is up (the command is async).
+  assert((await hook(b)) !== null, 'the page still answers');
+}, { args: [] });
+
 test('open the sherma example: every node of `switchyard graph` is on the canvas', async ({ b, file }) => {
   const view = await waitForView(b, (v) => v.nodes.length > 0, 'the example agent');
   await b.waitUntil(async () => (await domNodeIds(b)).length === view.nodes.length, {
