@@ -277,24 +277,15 @@ fn loki_agent_file(doc: &Document, name: &str) -> Option<String> {
     None
 }
 
-/// Inspector schemas, keyed by node kind, describing the node entry as written (paths given to
-/// `set_field` are relative to it). For sherma the type-specific `args` object is nested.
+/// Inspector schemas, keyed by node kind. sherma: the type-specific `args` object (the inspector
+/// writes its fields under `["args", ...]` and edits `on_error` with its own controls); Loki: the
+/// node mapping itself.
 fn sherma_schema() -> serde_json::Map<String, Value> {
-    use crate::doc::sherma::{ON_ERROR_DEF, args_schema};
     let mut m = serde_json::Map::new();
     for k in SHERMA_KINDS {
-        let args = args_schema(k).map(|o| json!(o)).unwrap_or(json!({"name": "args", "fields": [], "open": true}));
-        m.insert(
-            (*k).to_string(),
-            json!({
-                "name": k,
-                "open": false,
-                "fields": [
-                    {"name": "args", "type": {"kind": "object", "object": args}, "required": false, "doc": "type-specific arguments"},
-                    {"name": "on_error", "type": {"kind": "object", "object": json!(&ON_ERROR_DEF)}, "required": false, "doc": "retry and fallback"},
-                ],
-            }),
-        );
+        if let Some(o) = crate::doc::sherma::args_schema(k) {
+            m.insert((*k).to_string(), json!(o));
+        }
     }
     m
 }
