@@ -45,7 +45,7 @@ function Splitter({ onDrag }: { onDrag(dx: number): void }) {
 }
 
 function Workspace() {
-  const [sideWidth, setSideWidth] = useState(() => Math.round(Math.min(460, Math.max(280, (typeof window !== 'undefined' ? window.innerWidth : 1280) * 0.3))));
+  const [sideWidth, setSideWidth] = useState(() => Math.round(Math.min(420, Math.max(260, (typeof window !== "undefined" ? window.innerWidth : 1280) * 0.26))));
   const [showPalette, setShowPalette] = useState(true);
   const [showSource, setShowSource] = useState(true);
   const [showInspector, setShowInspector] = useState(true);

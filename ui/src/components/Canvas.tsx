@@ -179,7 +179,7 @@ export function Canvas() {
         elevateEdgesOnSelect
       >
         <Background variant={BackgroundVariant.Dots} gap={18} size={1} />
-        <MiniMap<SyNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={0} />
+        <MiniMap<SyNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={0} style={{ width: 140, height: 96 }} />
         <Controls showInteractive={false} />
       </ReactFlow>
     </div>
