@@ -188,6 +188,19 @@ test('outside change on a dirty document shows the conflict dialog; Keep mine th
   assert(!after.includes('Changed elsewhere'), 'their change was overwritten by choice');
 });
 
+test('opening another file with unsaved changes is refused with a message; nothing is lost', async ({ b, file }) => {
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'count'));
+  await selectNode(b, 'count');
+  await typeAndEnter(b, testid('inspector-name'), 'tally');
+  await waitForView(b, (v) => v.dirty && v.nodes.some((n) => n.id === 'tally'));
+  const err = await b.executeAsync((p, done) => {
+    window.__TAURI_INTERNALS__.invoke('open_path', { path: p }).then(() => done('opened'), (e) => done(e?.message ?? String(e)));
+  }, file);
+  assert(/unsaved changes/.test(err), `refused with a message, got: ${err}`);
+  const v = await waitForView(b, (v) => v.dirty && v.nodes.some((n) => n.id === 'tally'), 'the edited document stays open');
+  assert(v.file_name === 'agent.yaml', 'still the same document');
+});
+
 test('conflict dialog: Reload takes the disk version', async ({ b, file }) => {
   await waitForView(b, (v) => v.nodes.some((n) => n.id === 'count'));
   await selectNode(b, 'count');

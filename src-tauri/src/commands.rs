@@ -109,15 +109,35 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 #[tauri::command]
-pub async fn open_path(app: AppHandle, path: String) -> Res<View> {
+pub async fn open_path(app: AppHandle, path: String, discard: Option<bool>) -> Res<View> {
     if path.trim().is_empty() {
         return Err(CmdError::new("no path given: choose a YAML file or an agent folder to open"));
+    }
+    if !discard.unwrap_or(false) {
+        refuse_if_dirty(&app)?;
     }
     open(&app, Path::new(&path))
 }
 
+/// Opening another document while this one has unsaved changes would lose them: refuse, and say
+/// what to do. (`discard: true` on the command is the explicit "throw them away".)
+fn refuse_if_dirty(app: &AppHandle) -> Res<()> {
+    let state = app.state::<AppState>();
+    let guard = state.lock_session();
+    match guard.as_ref() {
+        Some(s) if s.dirty() => Err(CmdError::new(format!(
+            "{} has unsaved changes: save them (Ctrl+S) or undo them before opening another file",
+            s.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 #[tauri::command]
-pub async fn open_dialog(app: AppHandle) -> Res<Option<View>> {
+pub async fn open_dialog(app: AppHandle, discard: Option<bool>) -> Res<Option<View>> {
+    if !discard.unwrap_or(false) {
+        refuse_if_dirty(&app)?;
+    }
     let start = {
         let state = app.state::<AppState>();
         let guard = state.lock_session();
