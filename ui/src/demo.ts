@@ -139,17 +139,27 @@ export function lokiView(): View {
   };
 }
 
-/** A large synthetic graph (n nodes in layers of 20) for performance checks. */
-export function bigView(n: number): View {
+/**
+ * A large synthetic graph (n nodes in layers of 20) for performance checks; `chain` lays it out
+ * as one long column with a ~230 bytes/node YAML text, like the window benchmark's generated file.
+ */
+export function bigView(n: number, chain = false): View {
   const v = demoView();
+  if (chain) {
+    const lines = ['manifest_version: 1', 'agents:', '  chain:', '    graph:', '      nodes:'];
+    for (let i = 0; i < n; i++) {
+      lines.push(`        - name: n${i}`, '          type: data_transform', '          args:', `            expression: '{"sum": state.sum + state.step, "even": state.step % 2 == 0}'`);
+    }
+    v.text = lines.join('\n') + '\n';
+  }
   const kinds = ['call_llm', 'data_transform', 'set_state', 'interrupt', 'custom'];
   v.nodes = Array.from({ length: n }, (_, i) => ({
     id: `n${i}`,
     kind: kinds[i % kinds.length],
     derived: i % 17 === 5,
     summary: `node ${i}`,
-    x: (i % 20) * 260,
-    y: Math.floor(i / 20) * 120,
+    x: chain ? 0 : (i % 20) * 260,
+    y: chain ? i * 120 : Math.floor(i / 20) * 120,
     w: 220,
     h: 64,
     line: null,

@@ -1,7 +1,7 @@
 // View (engine IR + layout) → React Flow nodes and edges.
 // Objects are cached per id and reused while nothing they draw changed, so React Flow and the
 // memoized node components skip untouched nodes when a new View arrives.
-import type { Edge, Node } from '@xyflow/react';
+import { Position, type Edge, type Node } from '@xyflow/react';
 import type { ViewEdge, ViewNode } from './types';
 
 export interface SyNodeData extends Record<string, unknown> {
@@ -99,6 +99,22 @@ function sameEdge(a: ViewEdge, b: ViewEdge): boolean {
   );
 }
 
+/** Size of the node handles drawn by NodeCard (`.sy-handle` in styles.css). */
+export const HANDLE_SIZE = 8;
+
+/**
+ * Where NodeCard's two handles sit (target top-centre, source bottom-centre), in node coordinates.
+ * Declaring them lets React Flow draw edges and cull off-screen nodes before it has measured a
+ * node; without them `onlyRenderVisibleElements` still mounts every unmeasured node once.
+ */
+export function nodeHandles(w: number, h: number): NonNullable<SyNode['handles']> {
+  const x = w / 2 - HANDLE_SIZE / 2;
+  return [
+    { id: null, type: 'target', position: Position.Top, x, y: -HANDLE_SIZE / 2, width: HANDLE_SIZE, height: HANDLE_SIZE },
+    { id: null, type: 'source', position: Position.Bottom, x, y: h - HANDLE_SIZE / 2, width: HANDLE_SIZE, height: HANDLE_SIZE },
+  ];
+}
+
 export function toFlowNode(n: ViewNode, selected = false): SyNode {
   const marker = isMarker(n.kind);
   const w = n.w ?? (marker ? 120 : DEFAULT_W);
@@ -109,6 +125,7 @@ export function toFlowNode(n: ViewNode, selected = false): SyNode {
     position: { x: n.x ?? 0, y: n.y ?? 0 },
     width: w,
     height: h,
+    handles: nodeHandles(w, h),
     selected,
     // Derived nodes are computed from other YAML; they can be looked at but not dragged around
     // into a position that means nothing to the file.

@@ -12,7 +12,7 @@ const params = new URLSearchParams(location.search);
 // document; `?empty` shows the empty state, `?big=2000` a large synthetic graph, `?loki` a Loki graph, `?select=<node>` and `?theme=dark` preset the UI.
 if (!isTauri()) {
   const big = Number(params.get('big') ?? 0);
-  setBackend(createFakeBackend(params.has('empty') ? null : big > 0 ? bigView(big) : params.has('loki') ? lokiView() : demoView(), ['/demo/agent.yaml', '/demo/release-gate/graph.yaml']));
+  setBackend(createFakeBackend(params.has('empty') ? null : big > 0 ? bigView(big, params.has('chain')) : params.has('loki') ? lokiView() : demoView(), ['/demo/agent.yaml', '/demo/release-gate/graph.yaml']));
 }
 
 const store = createAppStore(getBackend());

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFlowMapper, edgeLabel, edgeStroke, toFlowEdge, toFlowNode } from '../flow';
+import { HANDLE_SIZE, createFlowMapper, edgeLabel, edgeStroke, nodeHandles, toFlowEdge, toFlowNode } from '../flow';
 import { demoView, lokiView } from '../demo';
 
 describe('View → React Flow mapping', () => {
@@ -103,5 +103,16 @@ describe('View → React Flow mapping', () => {
   it('single helpers', () => {
     expect(toFlowNode({ id: 'a', kind: 'llm', derived: false, x: 1, y: 2 }).width).toBe(220);
     expect(toFlowEdge({ id: 'e', from: 'a', to: 'b', kind: 'fallback' }).data?.label).toBe('fallback');
+  });
+
+  it('declares the handles of every node, so React Flow can cull nodes it has not measured', () => {
+    const n = toFlowNode({ id: 'a', kind: 'llm', derived: false, x: 1, y: 2, w: 200, h: 50 });
+    expect(n.handles).toEqual(nodeHandles(200, 50));
+    const [target, source] = nodeHandles(200, 50);
+    // Top-centre target and bottom-centre source, centred on the node's edges like .sy-handle.
+    expect(target).toMatchObject({ type: 'target', position: 'top', x: 100 - HANDLE_SIZE / 2, y: -HANDLE_SIZE / 2 });
+    expect(source).toMatchObject({ type: 'source', position: 'bottom', x: 100 - HANDLE_SIZE / 2, y: 50 - HANDLE_SIZE / 2 });
+    const marker = toFlowNode({ id: '__start__', kind: '__start__', derived: true, x: 0, y: 0 });
+    expect(marker.handles?.[1]).toMatchObject({ x: 60 - HANDLE_SIZE / 2, y: 40 - HANDLE_SIZE / 2 });
   });
 });
