@@ -105,7 +105,7 @@ fn check_inputs(sherma: &Path, loki: &Path) {
 }
 
 fn corpus_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
+    let root = switchyard::testdata::conformance_dir();
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(d) = stack.pop() {

@@ -996,7 +996,7 @@ mod tests {
     fn agents_and_conformance_corpus() {
         let here = Path::new(env!("CARGO_MANIFEST_DIR"));
         assert!(check_files(&here.join("agents")) >= 2, "agents/ graphs");
-        let corpus = here.join("../shared/conformance");
+        let corpus = crate::testdata::conformance_dir();
         assert!(
             corpus.is_dir(),
             "the conformance corpus is missing at {}",

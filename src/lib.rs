@@ -10,6 +10,7 @@ pub mod layout;
 pub mod skills;
 pub mod source;
 pub mod studio;
+pub mod testdata;
 pub mod validate;
 pub mod yaml;
 

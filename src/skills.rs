@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn conformance_weather_skill_loads() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/sherma/examples/skills/weather");
+        let dir = crate::testdata::conformance_dir().join("sherma/examples/skills/weather");
         let mut diags = Vec::new();
         let mut files = Vec::new();
         let card = load_card(&dir.join("skill-card.json"), &mut diags, &mut files).expect("card loads");

@@ -13,11 +13,10 @@ use switchyard::diag::Diagnostic;
 use switchyard::doc::{self, Dialect, Document};
 use switchyard::{graph, validate};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance");
 const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
 
 fn corpus() -> PathBuf {
-    let p = PathBuf::from(CORPUS);
+    let p = switchyard::testdata::conformance_dir();
     assert!(
         p.is_dir(),
         "the conformance corpus is missing at {}",

@@ -12,7 +12,6 @@ use switchyard::doc;
 use switchyard::edit::{self, Applied, EditOp};
 use switchyard::{graph, validate};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn fixture(name: &str) -> (PathBuf, String) {
@@ -448,7 +447,7 @@ fn ops_json_shape() {
 // ------------------------------------------------------------------------------------------------
 
 fn corpus_files() -> Vec<PathBuf> {
-    let c = PathBuf::from(CORPUS);
+    let c = switchyard::testdata::conformance_dir();
     assert!(c.is_dir(), "the conformance corpus is missing at {}", c.display());
     let mut out = Vec::new();
     let mut stack = vec![c, Path::new(ROOT).join("agents")];

@@ -9,11 +9,10 @@ use std::path::{Path, PathBuf};
 use switchyard::doc;
 use switchyard::edit::{self, EditOp};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn files() -> Vec<(PathBuf, String)> {
-    let c = PathBuf::from(CORPUS);
+    let c = switchyard::testdata::conformance_dir();
     assert!(c.is_dir(), "the conformance corpus is missing at {}", c.display());
     let mut out = Vec::new();
     let mut stack = vec![c, Path::new(ROOT).join("agents"), Path::new(ROOT).join("tests/edit")];

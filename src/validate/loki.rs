@@ -1991,10 +1991,8 @@ mod tests {
     /// corpus" errors, and its IR holds every declared node and edge.
     #[test]
     fn conformance_corpus() {
-        let root = Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/conformance/loki"
-        ));
+        let root_buf = crate::testdata::conformance_dir().join("loki");
+        let root = root_buf.as_path();
         let mut files = Vec::new();
         corpus_graphs(root, &mut files);
         if files.is_empty() {

@@ -1,0 +1,20 @@
+//! Where the shared conformance corpus is, for tests and benchmarks: `$SWITCHYARD_CONFORMANCE`,
+//! else `../shared/conformance` beside the repository (or beside any folder above it), else
+//! `/work/shared/conformance`. The first that exists wins; when none does, the first candidate is
+//! returned and the tests that need it say it is missing.
+
+use std::path::PathBuf;
+
+#[doc(hidden)]
+pub fn conformance_dir() -> PathBuf {
+    let mut candidates = Vec::new();
+    if let Some(p) = std::env::var_os("SWITCHYARD_CONFORMANCE") {
+        candidates.push(PathBuf::from(p));
+    }
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for dir in here.ancestors().skip(1) {
+        candidates.push(dir.join("shared/conformance"));
+    }
+    candidates.push(PathBuf::from("/work/shared/conformance"));
+    candidates.iter().find(|p| p.is_dir()).cloned().unwrap_or_else(|| candidates[0].clone())
+}
