@@ -141,7 +141,7 @@ export function lokiView(): View {
 
 /**
  * A large synthetic graph (n nodes in layers of 20) for performance checks; `chain` lays it out
- * as one long column with a ~230 bytes/node YAML text, like the window benchmark's generated file.
+ * as one long column with a ~155 bytes/node YAML text, like the window benchmark's generated file.
  */
 export function bigView(n: number, chain = false): View {
   const v = demoView();

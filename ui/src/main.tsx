@@ -27,6 +27,7 @@ if (!isTauri()) {
 
 // `?big=N&perf`: print rough timings (first render, selection, a changed View) in a corner.
 if (!isTauri() && params.has('perf')) {
+  (window as unknown as { __perfStore: typeof store }).__perfStore = store;
   const t0 = performance.now();
   const out = document.createElement('pre');
   out.style.cssText = 'position:fixed;left:170px;bottom:8px;z-index:99;background:#000;color:#0f0;padding:6px;font:12px monospace';

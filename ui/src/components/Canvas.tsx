@@ -21,6 +21,7 @@ import { useApp, useAppStore, selectEdges, selectNodes } from '../store';
 import { NodeCard } from './NodeCard';
 import { EdgeLine } from './EdgeLine';
 import { useDarkTheme } from '../theme';
+import { whenIdle } from '../idle';
 
 // Defined once, outside components (React Flow re-creates every node if these change identity).
 const nodeTypes = { sy: NodeCard };
@@ -154,6 +155,15 @@ export function Canvas() {
 
   const big = nodes.length > VISIBLE_ONLY_THRESHOLD;
 
+  // The minimap draws every node: on a big document it joins once the canvas has been painted.
+  const bigDoc = (viewNodes?.length ?? 0) > VISIBLE_ONLY_THRESHOLD;
+  const [miniMapFor, setMiniMapFor] = useState('');
+  useEffect(() => {
+    if (!bigDoc) return;
+    return whenIdle(() => setMiniMapFor(docKey));
+  }, [bigDoc, docKey]);
+  const showMiniMap = !bigDoc || miniMapFor === docKey;
+
   return (
     <div className="canvas" data-testid="canvas">
       <ReactFlow<SyNode, SyEdge>
@@ -179,7 +189,7 @@ export function Canvas() {
         elevateEdgesOnSelect
       >
         <Background variant={BackgroundVariant.Dots} gap={18} size={1} />
-        <MiniMap<SyNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={0} style={{ width: 140, height: 96 }} />
+        {showMiniMap ? <MiniMap<SyNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={0} style={{ width: 140, height: 96 }} /> : null}
         <Controls showInteractive={false} />
       </ReactFlow>
     </div>

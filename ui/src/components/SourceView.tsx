@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { Compartment, EditorSelection, EditorState, type Text } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import { yaml } from '@codemirror/lang-yaml';
@@ -9,8 +9,11 @@ import { tags as t } from '@lezer/highlight';
 import { useApp, useAppStore } from '../store';
 import { useDarkTheme } from '../theme';
 import type { Diagnostic } from '../types';
+import { whenIdle } from '../idle';
 
 const SET_TEXT_DELAY_MS = 400;
+/** Documents longer than this get their editor once the canvas has been painted. */
+export const DEFER_EDITOR_CHARS = 100_000;
 
 /** Offset of a 1-based line/column in `doc`, clamped into the document. */
 export function lineColToOffset(doc: Text, line: number, column: number): number {
@@ -88,54 +91,63 @@ export function SourceView() {
   const remote = useRef(false);
   const timer = useRef<number | undefined>(undefined);
   const theme = useRef(new Compartment());
+  // Bumped when the editor exists, so the effects below (theme, text, lint, reveal) run for it.
+  const [editorReady, setEditorReady] = useState(0);
 
   useEffect(() => {
-    const onChange = EditorView.updateListener.of((u) => {
-      // Moving the cursor into a node's lines selects that node (without scrolling the editor).
-      if (u.selectionSet && !u.docChanged && u.transactions.some((tr) => tr.isUserEvent('select'))) {
-        const line = u.state.doc.lineAt(u.state.selection.main.head).number;
-        const st = store.getState();
-        let best: { id: string; span: number } | null = null;
-        for (const n of st.view?.nodes ?? []) {
-          if (n.line == null || n.derived) continue;
-          const end = n.end_line ?? n.line;
-          if (line >= n.line && line <= end && (!best || end - n.line < best.span)) best = { id: n.id, span: end - n.line };
+    const create = (deferred: boolean) => {
+      const onChange = EditorView.updateListener.of((u) => {
+        // Moving the cursor into a node's lines selects that node (without scrolling the editor).
+        if (u.selectionSet && !u.docChanged && u.transactions.some((tr) => tr.isUserEvent('select'))) {
+          const line = u.state.doc.lineAt(u.state.selection.main.head).number;
+          const st = store.getState();
+          let best: { id: string; span: number } | null = null;
+          for (const n of st.view?.nodes ?? []) {
+            if (n.line == null || n.derived) continue;
+            const end = n.end_line ?? n.line;
+            if (line >= n.line && line <= end && (!best || end - n.line < best.span)) best = { id: n.id, span: end - n.line };
+          }
+          if (best && !(st.selection?.type === 'node' && st.selection.id === best.id)) st.select({ type: 'node', id: best.id }, { reveal: false });
         }
-        if (best && !(st.selection?.type === 'node' && st.selection.id === best.id)) st.select({ type: 'node', id: best.id }, { reveal: false });
-      }
-      if (!u.docChanged || remote.current) return;
-      const t = u.state.doc.toString();
-      store.getState().setPendingText(t);
-      window.clearTimeout(timer.current);
-      timer.current = window.setTimeout(() => {
-        if (store.getState().pendingText === t) void store.getState().setText(t);
-      }, SET_TEXT_DELAY_MS);
-    });
-    const view = new EditorView({
-      parent: host.current!,
-      state: EditorState.create({
-        doc: store.getState().view?.text ?? '',
-        extensions: [
-          // The engine owns undo/redo (set_text is undoable there), so the editor keeps no history.
-          basicSetup({ history: false, historyKeymap: false, searchKeymap: true }),
-          yaml(),
-          lintGutter(),
-          theme.current.of(lightTheme),
-          onChange,
-        ],
-      }),
-    });
-    editor.current = view;
+        if (!u.docChanged || remote.current) return;
+        const t = u.state.doc.toString();
+        store.getState().setPendingText(t);
+        window.clearTimeout(timer.current);
+        timer.current = window.setTimeout(() => {
+          if (store.getState().pendingText === t) void store.getState().setText(t);
+        }, SET_TEXT_DELAY_MS);
+      });
+      const view = new EditorView({
+        parent: host.current!,
+        state: EditorState.create({
+          doc: store.getState().view?.text ?? '',
+          extensions: [
+            // The engine owns undo/redo (set_text is undoable there), so the editor keeps no history.
+            basicSetup({ history: false, historyKeymap: false, searchKeymap: true }),
+            yaml(),
+            lintGutter(),
+            theme.current.of(lightTheme),
+            onChange,
+          ],
+        }),
+      });
+      editor.current = view;
+      if (deferred) setEditorReady((n) => n + 1);
+    };
+    // A big document (hundreds of KB) costs a noticeable share of opening it: let the canvas
+    // come first and build the editor once that frame is out.
+    const cancel = (store.getState().view?.text?.length ?? 0) > DEFER_EDITOR_CHARS ? whenIdle(() => create(true)) : (create(false), undefined);
     return () => {
+      cancel?.();
       window.clearTimeout(timer.current);
-      view.destroy();
+      editor.current?.destroy();
       editor.current = null;
     };
   }, [store]);
 
   useEffect(() => {
     editor.current?.dispatch({ effects: theme.current.reconfigure(dark ? darkTheme : lightTheme) });
-  }, [dark]);
+  }, [dark, editorReady]);
 
   // Text from the engine: apply it unless the user has typed ahead of it.
   useEffect(() => {
@@ -150,13 +162,13 @@ export function SourceView() {
     } finally {
       remote.current = false;
     }
-  }, [text, store]);
+  }, [text, store, editorReady]);
 
   useEffect(() => {
     const view = editor.current;
     if (!view) return;
     view.dispatch(setDiagnostics(view.state, toCmDiagnostics(view.state.doc, diagnostics ?? [], fileName)));
-  }, [diagnostics, fileName, text]);
+  }, [diagnostics, fileName, text, editorReady]);
 
   useEffect(() => {
     const view = editor.current;
@@ -169,7 +181,7 @@ export function SourceView() {
         ? EditorSelection.cursor(lineColToOffset(doc, reveal.line, reveal.column))
         : EditorSelection.range(first.from, last.to);
     view.dispatch({ selection: sel, effects: EditorView.scrollIntoView(first.from, { y: 'start', yMargin: 24 }) });
-  }, [reveal]);
+  }, [reveal, editorReady]);
 
   return <div className="source-view" data-testid="source-view" ref={host} />;
 }
