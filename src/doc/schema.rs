@@ -304,29 +304,11 @@ impl<'a> Checker<'a> {
                 }
             }
             Ty::Int { min } => match node.as_i64() {
-                Some(v) => {
-                    if let Some(m) = min {
-                        if v < *m {
-                            self.push(
-                                Diagnostic::error("out-of-range", format!("{what} must be >= {m}, found {v}"))
-                                    .at(self.file, node.span),
-                            );
-                        }
-                    }
-                }
+                Some(v) => self.check_min(node, what, v, *min),
                 None => self.type_error(node, ty, what),
             },
             Ty::Float { min } => match node.as_f64() {
-                Some(v) => {
-                    if let Some(m) = min {
-                        if v < *m {
-                            self.push(
-                                Diagnostic::error("out-of-range", format!("{what} must be >= {m}, found {v}"))
-                                    .at(self.file, node.span),
-                            );
-                        }
-                    }
-                }
+                Some(v) => self.check_min(node, what, v, *min),
                 None => self.type_error(node, ty, what),
             },
             Ty::Enum(vals) => match node.scalar_text() {
@@ -368,6 +350,15 @@ impl<'a> Checker<'a> {
                         .at(self.file, node.span)
                         .hint(format!("quote it: \"{}\"", s.text)),
                 );
+            }
+        }
+    }
+
+    /// A number below its schema minimum.
+    fn check_min<T: PartialOrd + std::fmt::Display>(&mut self, node: &YNode, what: &str, v: T, min: Option<T>) {
+        if let Some(m) = min {
+            if v < m {
+                self.push(Diagnostic::error("out-of-range", format!("{what} must be >= {m}, found {v}")).at(self.file, node.span));
             }
         }
     }
