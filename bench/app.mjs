@@ -1,6 +1,6 @@
 // Window benchmark: a generated 2,000-node sherma graph in the real app (release or debug build).
 //
-//   xvfb-run -a -s "-screen 0 1280x800x24 -nolisten tcp" node bench.mjs [N]
+//   xvfb-run -a -s "-screen 0 1280x800x24 -nolisten tcp" node bench/app.mjs [N]
 //
 // Prints, with the ratio target/actual (above 1 = faster than the target):
 //  - launch → interactive: from asking for a new app process (WebDriver session) with the file
@@ -13,8 +13,8 @@
 //    intervals between requestAnimationFrame callbacks, one input event per frame.
 import fs from 'node:fs';
 import path from 'node:path';
-import { shermaChain } from './gen.mjs';
-import { APP, ROOT, launch, preflight, sleep, startDriver, testid, tmpDir } from './lib.mjs';
+import { shermaChain } from '../e2e/gen.mjs';
+import { APP, ROOT, launch, preflight, sleep, startDriver, testid, tmpDir } from '../e2e/lib.mjs';
 
 const N = Number(process.argv[2] || 2000);
 const RUNS = Number(process.env.BENCH_RUNS || 3);
