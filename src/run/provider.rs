@@ -1,0 +1,497 @@
+//! LLM providers: the `LlmProvider` trait a run calls for every LLM node, and the scripted
+//! provider that answers from a YAML file of canned replies (for tests, demos and debugging
+//! without a network). Synchronous on purpose; HTTP providers come later.
+//!
+//! Script format:
+//!
+//! ```yaml
+//! replies:
+//!   - content: "Let me look that up."
+//!     tool_calls:
+//!       - name: search
+//!         args: { q: rust }
+//!   - node: summarise        # only the node `summarise` takes this one
+//!     content: "Done."
+//! ```
+//!
+//! Each LLM call scans the replies in file order, skips the ones already used and the ones
+//! targeted (`node:`) at another node, and takes the first remaining one.
+
+use crate::diag::{Diagnostic, did_you_mean};
+use crate::source::SourceFile;
+use crate::yaml::{self, YKind, YNode};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What a node asks of the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlmRequest {
+    /// The node making the call.
+    pub node: String,
+    /// The conversation, as JSON (`[{"role": ..., "content": ...}, ...]`).
+    pub messages: Value,
+    /// The tools offered, as JSON (`[]` when none).
+    pub tools: Value,
+}
+
+/// One tool call requested by the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub args: Value,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The model's answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LlmResponse {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: TokenUsage,
+}
+
+/// A provider could not answer. `message` says what happened, `hint` what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderError {
+    pub node: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\nhint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ProviderError {}
+
+/// Where a run's LLM replies come from.
+pub trait LlmProvider {
+    fn complete(&mut self, request: &LlmRequest) -> Result<LlmResponse, ProviderError>;
+}
+
+/// One canned reply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedReply {
+    /// Only this node may take the reply.
+    pub node: Option<String>,
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    /// 1-based line of the reply in the script (for messages).
+    pub line: u32,
+}
+
+/// Answers LLM calls from a script of replies (see the module docs).
+#[derive(Clone, Debug)]
+pub struct ScriptedProvider {
+    path: PathBuf,
+    replies: Vec<ScriptedReply>,
+    used: Vec<bool>,
+    calls: usize,
+}
+
+const TOP_KEYS: &[&str] = &["replies"];
+const REPLY_KEYS: &[&str] = &["content", "tool_calls", "node"];
+const CALL_KEYS: &[&str] = &["name", "args", "id"];
+
+impl ScriptedProvider {
+    /// Read and check a script file. Errors are positioned diagnostics (file, line, column).
+    pub fn load(path: &Path) -> Result<ScriptedProvider, Vec<Diagnostic>> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => ScriptedProvider::from_str(path, &text),
+            Err(e) => Err(vec![
+                Diagnostic::error("io-error", format!("cannot read script `{}`: {e}", path.display())).in_file(path),
+            ]),
+        }
+    }
+
+    /// Check a script given as text; `path` is used in messages.
+    pub fn from_str(path: &Path, text: &str) -> Result<ScriptedProvider, Vec<Diagnostic>> {
+        let file = SourceFile::new(path, text);
+        let parsed = yaml::parse(&file);
+        let mut diags: Vec<Diagnostic> = parsed.diagnostics.into_iter().filter(|d| d.is_error()).collect();
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        let replies = match &parsed.root {
+            None => {
+                diags.push(
+                    Diagnostic::error("script-empty", "the script is empty")
+                        .in_file(path)
+                        .hint("write `replies:` followed by a list of replies, e.g. `- content: \"hello\"`"),
+                );
+                Vec::new()
+            }
+            Some(root) => check_root(&file, root, &mut diags),
+        };
+        if diags.is_empty() {
+            let used = vec![false; replies.len()];
+            Ok(ScriptedProvider { path: path.to_path_buf(), replies, used, calls: 0 })
+        } else {
+            Err(diags)
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn replies(&self) -> &[ScriptedReply] {
+        &self.replies
+    }
+    /// How many replies have not been taken yet.
+    pub fn remaining(&self) -> usize {
+        self.used.iter().filter(|u| !**u).count()
+    }
+}
+
+impl LlmProvider for ScriptedProvider {
+    fn complete(&mut self, request: &LlmRequest) -> Result<LlmResponse, ProviderError> {
+        let node = request.node.as_str();
+        let pick = (0..self.replies.len())
+            .find(|&i| !self.used[i] && self.replies[i].node.as_deref().is_none_or(|n| n == node));
+        let Some(i) = pick else {
+            return Err(self.exhausted(node));
+        };
+        self.used[i] = true;
+        self.calls += 1;
+        let r = &self.replies[i];
+        let tool_calls: Vec<ToolCall> = r
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(k, c)| ToolCall {
+                id: if c.id.is_empty() { format!("call_{}_{}", self.calls, k + 1) } else { c.id.clone() },
+                name: c.name.clone(),
+                args: c.args.clone(),
+            })
+            .collect();
+        // No real tokenizer here: an estimate of one token per four characters, so traces and
+        // the UI have plausible, deterministic numbers.
+        let input_chars = request.messages.to_string().chars().count() + request.tools.to_string().chars().count();
+        let output_chars = r.content.as_deref().map_or(0, |c| c.chars().count())
+            + tool_calls.iter().map(|c| c.name.len() + c.args.to_string().len()).sum::<usize>();
+        Ok(LlmResponse {
+            content: r.content.clone(),
+            tool_calls,
+            usage: TokenUsage { input_tokens: input_chars.div_ceil(4) as u64, output_tokens: output_chars.div_ceil(4) as u64 },
+        })
+    }
+}
+
+impl ScriptedProvider {
+    fn exhausted(&self, node: &str) -> ProviderError {
+        let file = self.path.display();
+        let reserved: Vec<String> = self
+            .replies
+            .iter()
+            .zip(&self.used)
+            .filter(|(_, u)| !**u)
+            .filter_map(|(r, _)| r.node.clone())
+            .collect();
+        let mut message = format!(
+            "scripted provider: no reply left for node `{node}` in `{file}` ({} replies in the script, {} used)",
+            self.replies.len(),
+            self.used.iter().filter(|u| **u).count()
+        );
+        if !reserved.is_empty() {
+            let mut names = reserved.clone();
+            names.dedup();
+            message.push_str(&format!(
+                "; the unused ones are reserved for other nodes: {}",
+                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        ProviderError {
+            node: node.to_string(),
+            message,
+            hint: Some(format!(
+                "add a reply for this call at the end of `replies:` in `{file}`, e.g.\n  - node: {node}\n    content: \"...\""
+            )),
+        }
+    }
+}
+
+fn err_at(file: &SourceFile, n: &YNode, code: &str, msg: String) -> Diagnostic {
+    Diagnostic::error(code, msg).at(file, n.span)
+}
+
+fn unknown_keys(file: &SourceFile, n: &YNode, allowed: &[&str], what: &str, diags: &mut Vec<Diagnostic>) {
+    for e in n.as_map().unwrap_or(&[]) {
+        let key = e.key.key_text();
+        if allowed.contains(&key) {
+            continue;
+        }
+        let sugg = did_you_mean(key, allowed.iter().copied());
+        let hint = match sugg {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => format!("{what} may have: {}", allowed.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")),
+        };
+        diags.push(err_at(file, &e.key, "unknown-key", format!("unknown key `{key}` in {what}")).hint(hint));
+    }
+}
+
+fn check_root(file: &SourceFile, root: &YNode, diags: &mut Vec<Diagnostic>) -> Vec<ScriptedReply> {
+    if root.as_map().is_none() {
+        diags.push(
+            err_at(file, root, "wrong-type", format!("the script must be a mapping with `replies:`, found {}", root.describe()))
+                .hint("write `replies:` followed by a list of replies"),
+        );
+        return Vec::new();
+    }
+    unknown_keys(file, root, TOP_KEYS, "the script", diags);
+    let Some(list) = root.get("replies") else {
+        diags.push(
+            err_at(file, root, "missing-field", "the script has no `replies:`".to_string())
+                .hint("add `replies:` followed by a list of replies, e.g. `- content: \"hello\"`"),
+        );
+        return Vec::new();
+    };
+    let Some(items) = list.as_seq() else {
+        diags.push(err_at(file, list, "wrong-type", format!("`replies` must be a list, found {}", list.describe())));
+        return Vec::new();
+    };
+    items.iter().filter_map(|r| check_reply(file, r, diags)).collect()
+}
+
+fn check_reply(file: &SourceFile, r: &YNode, diags: &mut Vec<Diagnostic>) -> Option<ScriptedReply> {
+    if r.as_map().is_none() {
+        diags.push(
+            err_at(file, r, "wrong-type", format!("a reply must be a mapping, found {}", r.describe()))
+                .hint("write `- content: \"...\"` and/or `tool_calls: [{name: ..., args: {...}}]`"),
+        );
+        return None;
+    }
+    let before = diags.len();
+    unknown_keys(file, r, REPLY_KEYS, "a reply", diags);
+    let content = r.get("content").and_then(|c| text_field(file, c, "content", diags));
+    let node = r.get("node").and_then(|c| text_field(file, c, "node", diags));
+    let mut tool_calls = Vec::new();
+    if let Some(tc) = r.get("tool_calls") {
+        match tc.as_seq() {
+            Some(items) => tool_calls = items.iter().filter_map(|c| check_call(file, c, diags)).collect(),
+            None if tc.is_null() => {}
+            None => diags.push(err_at(file, tc, "wrong-type", format!("`tool_calls` must be a list, found {}", tc.describe()))),
+        }
+    }
+    if content.is_none() && tool_calls.is_empty() && diags.len() == before {
+        diags.push(
+            err_at(file, r, "empty-reply", "a reply needs `content` and/or `tool_calls`".to_string())
+                .hint("add `content: \"...\"` or `tool_calls: [{name: ..., args: {...}}]`"),
+        );
+    }
+    let line = file.line_col(r.span.start as usize).line;
+    Some(ScriptedReply { node, content, tool_calls, line })
+}
+
+/// A scalar field as text (`null` counts as absent).
+fn text_field(file: &SourceFile, n: &YNode, name: &str, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    if n.is_null() {
+        return None;
+    }
+    match n.scalar_text() {
+        Some(t) => Some(t.to_string()),
+        None => {
+            diags.push(err_at(file, n, "wrong-type", format!("`{name}` must be text, found {}", n.describe())));
+            None
+        }
+    }
+}
+
+fn check_call(file: &SourceFile, c: &YNode, diags: &mut Vec<Diagnostic>) -> Option<ToolCall> {
+    if c.as_map().is_none() {
+        diags.push(
+            err_at(file, c, "wrong-type", format!("a tool call must be a mapping, found {}", c.describe()))
+                .hint("write `{name: TOOL, args: {...}}`"),
+        );
+        return None;
+    }
+    unknown_keys(file, c, CALL_KEYS, "a tool call", diags);
+    let name = match c.get("name") {
+        Some(n) => text_field(file, n, "name", diags),
+        None => {
+            diags.push(
+                err_at(file, c, "missing-field", "a tool call needs `name`".to_string()).hint("add `name: TOOL_NAME`"),
+            );
+            None
+        }
+    }?;
+    let args = match c.get("args") {
+        None => Value::Object(Default::default()),
+        Some(a) if a.is_null() => Value::Object(Default::default()),
+        Some(a) if matches!(a.kind, YKind::Map(_)) => a.to_json(),
+        Some(a) => {
+            diags.push(err_at(file, a, "wrong-type", format!("`args` must be a mapping, found {}", a.describe())));
+            Value::Null
+        }
+    };
+    let id = c.get("id").and_then(|i| text_field(file, i, "id", diags)).unwrap_or_default();
+    Some(ToolCall { id, name, args })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn load(text: &str) -> Result<ScriptedProvider, Vec<Diagnostic>> {
+        ScriptedProvider::from_str(Path::new("replies.yaml"), text)
+    }
+    fn req(node: &str) -> LlmRequest {
+        LlmRequest { node: node.into(), messages: json!([{"role": "user", "content": "hi"}]), tools: json!([]) }
+    }
+    fn content(p: &mut ScriptedProvider, node: &str) -> String {
+        p.complete(&req(node)).unwrap().content.unwrap_or_default()
+    }
+
+    #[test]
+    fn replies_are_taken_in_order() {
+        let mut p = load("replies:\n  - content: one\n  - content: two\n  - content: three\n").unwrap();
+        assert_eq!(p.remaining(), 3);
+        assert_eq!(content(&mut p, "a"), "one");
+        assert_eq!(content(&mut p, "b"), "two");
+        assert_eq!(content(&mut p, "a"), "three");
+        assert_eq!(p.remaining(), 0);
+    }
+
+    #[test]
+    fn tool_calls_are_returned_with_ids_and_args() {
+        let mut p = load(
+            "replies:\n  - content: looking\n    tool_calls:\n      - name: search\n        args: {q: rust, n: 3}\n      - {name: clock}\n      - {name: x, id: fixed}\n",
+        )
+        .unwrap();
+        let r = p.complete(&req("agent")).unwrap();
+        assert_eq!(r.content.as_deref(), Some("looking"));
+        assert_eq!(r.tool_calls.len(), 3);
+        assert_eq!(r.tool_calls[0].name, "search");
+        assert_eq!(r.tool_calls[0].args, json!({"q": "rust", "n": 3}));
+        assert_eq!(r.tool_calls[1].args, json!({}));
+        assert_ne!(r.tool_calls[0].id, r.tool_calls[1].id);
+        assert_eq!(r.tool_calls[2].id, "fixed");
+        assert!(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
+        // Tool calls only, no content.
+        let mut p = load("replies:\n  - tool_calls: [{name: search, args: {q: a}}]\n").unwrap();
+        let r = p.complete(&req("agent")).unwrap();
+        assert_eq!(r.content, None);
+        assert_eq!(r.tool_calls[0].name, "search");
+    }
+
+    #[test]
+    fn node_targeted_replies_are_reserved() {
+        let text = "replies:\n  - node: summarise\n    content: S\n  - content: one\n  - content: two\n  - node: plan\n    content: P\n";
+        let mut p = load(text).unwrap();
+        // `agent` skips the reply reserved for `summarise`.
+        assert_eq!(content(&mut p, "agent"), "one");
+        // `summarise`'s first call takes its reply even though it comes first in the file.
+        assert_eq!(content(&mut p, "summarise"), "S");
+        // `plan` takes the next reply in order it may take: untargeted `two` comes before `P`.
+        assert_eq!(content(&mut p, "plan"), "two");
+        assert_eq!(content(&mut p, "plan"), "P");
+        assert_eq!(p.replies()[0].node.as_deref(), Some("summarise"));
+        assert_eq!(p.replies()[3].line, 6);
+    }
+
+    #[test]
+    fn exhaustion_names_node_file_and_what_to_add() {
+        let mut p = load("replies:\n  - content: one\n  - node: other\n    content: reserved\n").unwrap();
+        assert_eq!(content(&mut p, "agent"), "one");
+        let e = p.complete(&req("agent")).unwrap_err();
+        assert_eq!(e.node, "agent");
+        assert_eq!(
+            e.message,
+            "scripted provider: no reply left for node `agent` in `replies.yaml` (2 replies in the script, 1 used); \
+             the unused ones are reserved for other nodes: `other`"
+        );
+        let text = e.to_string();
+        assert!(text.contains("add a reply for this call at the end of `replies:` in `replies.yaml`"), "{text}");
+        assert!(text.contains("- node: agent\n    content: \"...\""), "{text}");
+        // An empty list runs out at once.
+        let mut p = load("replies: []\n").unwrap();
+        let e = p.complete(&req("x")).unwrap_err();
+        assert!(e.message.contains("no reply left for node `x`") && e.message.contains("0 replies"), "{}", e.message);
+    }
+
+    #[test]
+    fn malformed_yaml_is_positioned() {
+        let errs = load("replies:\n  - content: one\n  - content: [unclosed\n").unwrap_err();
+        let d = &errs[0];
+        assert_eq!(d.file, "replies.yaml");
+        assert_eq!(d.code, "yaml-syntax");
+        assert!(d.line >= 3, "{d:?}");
+        assert!(d.column >= 1);
+        // Tabs used for indentation.
+        let errs = load("replies:\n\t- content: one\n").unwrap_err();
+        assert_eq!(errs[0].file, "replies.yaml");
+        assert_eq!(errs[0].line, 2, "{:?}", errs[0]);
+    }
+
+    #[test]
+    fn wrong_shapes_are_positioned() {
+        let errs = load("replies:\n  - content: ok\n  - just text\n  - tool_calls: nope\n").unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert_eq!((errs[0].line, errs[0].column), (3, 5));
+        assert!(errs[0].message.contains("a reply must be a mapping"));
+        assert_eq!((errs[1].line, errs[1].column), (4, 17));
+        assert!(errs[1].message.contains("`tool_calls` must be a list"));
+
+        let errs = load("replies:\n  - node: x\n").unwrap_err();
+        assert_eq!(errs[0].code, "empty-reply");
+        assert_eq!(errs[0].line, 2);
+
+        let errs = load("replies:\n  - tool_calls: [{args: {}}]\n").unwrap_err();
+        assert_eq!(errs[0].code, "missing-field");
+        assert_eq!((errs[0].line, errs[0].column), (2, 18));
+
+        let errs = load("- content: x\n").unwrap_err();
+        assert!(errs[0].message.contains("must be a mapping with `replies:`"));
+        let errs = load("repliez:\n  - content: x\n").unwrap_err();
+        assert!(errs.iter().any(|d| d.hint.as_deref() == Some("did you mean `replies`?")), "{errs:?}");
+        assert!(errs.iter().any(|d| d.code == "missing-field"));
+        let errs = load("").unwrap_err();
+        assert_eq!(errs[0].code, "script-empty");
+        assert_eq!(errs[0].file, "replies.yaml");
+    }
+
+    #[test]
+    fn unknown_key_in_reply_suggests() {
+        let errs = load("replies:\n  - contnet: hi\n").unwrap_err();
+        let d = errs.iter().find(|d| d.code == "unknown-key").expect("unknown key reported");
+        assert_eq!(d.message, "unknown key `contnet` in a reply");
+        assert_eq!(d.hint.as_deref(), Some("did you mean `content`?"));
+        assert_eq!((d.file.as_str(), d.line, d.column), ("replies.yaml", 2, 5));
+        let errs = load("replies:\n  - content: hi\n    toolcalls: []\n").unwrap_err();
+        assert_eq!(errs[0].hint.as_deref(), Some("did you mean `tool_calls`?"));
+        let errs = load("replies:\n  - content: hi\n    zzzzzz: 1\n").unwrap_err();
+        assert_eq!(errs[0].hint.as_deref(), Some("a reply may have: `content`, `tool_calls`, `node`"));
+        let errs = load("replies:\n  - tool_calls: [{nmae: x}]\n").unwrap_err();
+        assert!(errs.iter().any(|d| d.hint.as_deref() == Some("did you mean `name`?")), "{errs:?}");
+    }
+
+    #[test]
+    fn load_reads_files_and_reports_io_errors() {
+        let dir = std::env::temp_dir().join(format!("switchyard-run-provider-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("s.yaml");
+        std::fs::write(&f, "replies:\n  - content: hi\n").unwrap();
+        let mut p = ScriptedProvider::load(&f).unwrap();
+        assert_eq!(p.path(), f.as_path());
+        assert_eq!(content(&mut p, "a"), "hi");
+        let errs = ScriptedProvider::load(&dir.join("missing.yaml")).unwrap_err();
+        assert_eq!(errs[0].code, "io-error");
+        assert!(errs[0].message.contains("missing.yaml"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
