@@ -3,3 +3,4 @@
 
 pub mod events;
 pub mod provider;
+pub mod script;
