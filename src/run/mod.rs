@@ -4,3 +4,4 @@
 pub mod events;
 pub mod provider;
 pub mod script;
+pub mod sherma_state;

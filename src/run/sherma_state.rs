@@ -1,0 +1,557 @@
+//! The state of a sherma run and how node updates apply to it.
+//!
+//! - [`State::initial`]: every declared field gets its declared `default`, or the zero value of
+//!   its type (`str` → `""`, `int` → `0`, `float` → `0.0`, `bool` → `false`, `list` → `[]`,
+//!   `dict` → `{}`; a missing or unknown type counts as `str`, as upstream). The run input is
+//!   then applied as the first update. **Divergence:** upstream parses `default`s but never
+//!   applies them (fields are absent until written); we apply them so `state.count + 1` works
+//!   from the first step.
+//! - [`State::apply`]: sherma's reducers. `messages` uses the add-messages reducer (append; an
+//!   incoming message whose non-null `id` equals an existing one replaces it in place; a string
+//!   becomes `{"role": "human", "content": ...}`; a single message map is appended as one);
+//!   every other field is overwritten. Keys not declared are kept too (upstream drops them; the
+//!   validator warns about undeclared `state.x`).
+//! - [`eval`]: a CEL expression with `state` bound and, for older files, every field as a bare
+//!   name; explicit extra bindings (`llm_response`, `prompts`, `llms`, `data`) win over a bare
+//!   field of the same name.
+//! - [`run_set_state`] / [`run_data_transform`]: the updates of those two nodes.
+//!   **Divergence:** a `data_transform` whose result is not a map is an error (upstream wraps it
+//!   as `{result: <value>}`, which is silently dropped unless a `result` field exists).
+//!
+//! Snapshots are cheap: each field is an `Arc<Value>`, so [`State::snapshot`] clones pointers,
+//! and the JSON view handed to CEL is built once per state version and shared.
+
+use crate::doc::sherma::{AgentDef, NodeArgs, NodeDef};
+use crate::expr::{Bindings, CelEngine};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+/// The field that uses the add-messages reducer.
+pub const MESSAGES: &str = "messages";
+
+/// A run's state: field name → value, each value shared between snapshots.
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    fields: BTreeMap<String, Arc<Value>>,
+    /// The whole state as one JSON object, built on first use after each change.
+    json: OnceLock<Arc<Value>>,
+}
+
+impl PartialEq for State {
+    fn eq(&self, other: &Self) -> bool {
+        self.fields == other.fields
+    }
+}
+
+/// The zero value of a declared sherma type (anything unknown is `str`, as upstream).
+pub fn type_default(ty: Option<&str>) -> Value {
+    match ty.map(str::trim) {
+        Some("int") => Value::from(0),
+        Some("float") => Value::from(0.0),
+        Some("bool") => Value::Bool(false),
+        Some("list") => Value::Array(Vec::new()),
+        Some("dict") => Value::Object(Map::new()),
+        _ => Value::String(String::new()),
+    }
+}
+
+impl State {
+    /// An empty state (no fields).
+    pub fn new() -> State {
+        State::default()
+    }
+
+    /// The initial state of `agent`: declared defaults (or type zero values), then `input`
+    /// (a JSON object, or `null` for none) applied as the first update.
+    pub fn initial(agent: &AgentDef, input: &Value) -> Result<State, String> {
+        let mut state = State::new();
+        for f in &agent.state_fields {
+            let name = f.name.value.clone();
+            let value = match &f.default {
+                Some(d) => d.clone(),
+                None => type_default(f.ty.as_ref().map(|t| t.value.as_str())),
+            };
+            state.fields.insert(name, Arc::new(value));
+        }
+        match input {
+            Value::Null => {}
+            Value::Object(map) => state
+                .apply(map)
+                .map_err(|e| format!("run input for agent `{}`: {e}", agent.name.value))?,
+            other => {
+                return Err(format!(
+                    "run input for agent `{}` must be a JSON object of state fields, not {}; \
+                     pass e.g. {{\"messages\": [{{\"role\": \"human\", \"content\": \"hi\"}}]}}",
+                    agent.name.value,
+                    kind_of(other)
+                ));
+            }
+        }
+        Ok(state)
+    }
+
+    /// A field's value.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.fields.get(name).map(|v| v.as_ref())
+    }
+
+    /// Field names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.fields.keys().map(String::as_str)
+    }
+
+    /// Applies a node's update with sherma's reducers. Nothing changes if the update is
+    /// rejected (a `messages` value that is not a message, a list of them, or a string).
+    pub fn apply(&mut self, update: &Map<String, Value>) -> Result<(), String> {
+        // Check everything first so a rejected update leaves the state untouched.
+        let incoming = match update.get(MESSAGES) {
+            Some(v) => Some(coerce_messages(v)?),
+            None => None,
+        };
+        if update.is_empty() {
+            return Ok(());
+        }
+        self.json = OnceLock::new();
+        for (key, value) in update {
+            if key == MESSAGES {
+                continue;
+            }
+            self.fields.insert(key.clone(), Arc::new(value.clone()));
+        }
+        if let Some(new) = incoming {
+            let slot = self
+                .fields
+                .entry(MESSAGES.to_owned())
+                .or_insert_with(|| Arc::new(Value::Array(Vec::new())));
+            let current = Arc::make_mut(slot);
+            if !current.is_array() {
+                // A non-list default or an earlier overwrite: start the list from scratch.
+                *current = Value::Array(Vec::new());
+            }
+            let list = current.as_array_mut().expect("just made a list");
+            for msg in new {
+                let id = msg.get("id").filter(|i| !i.is_null());
+                let pos = id.and_then(|id| list.iter().position(|m| m.get("id") == Some(id)));
+                match pos {
+                    Some(i) => list[i] = msg,
+                    None => list.push(msg),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole state as a JSON object (shared; built once per state version).
+    pub fn json(&self) -> &Value {
+        self.json.get_or_init(|| {
+            let map: Map<String, Value> = self
+                .fields
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_ref().clone()))
+                .collect();
+            Arc::new(Value::Object(map))
+        })
+    }
+
+    /// The whole state as an owned JSON object.
+    pub fn to_json(&self) -> Value {
+        self.json().clone()
+    }
+
+    /// A copy that later [`State::apply`] calls do not affect. Cheap: clones `Arc`s only.
+    pub fn snapshot(&self) -> State {
+        self.clone()
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a bool",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a map",
+    }
+}
+
+/// What the add-messages reducer accepts: a list of messages, one message (map), or a string
+/// (a human message); a list item may also be a string or a `[role, content]` pair.
+fn coerce_messages(v: &Value) -> Result<Vec<Value>, String> {
+    fn one(v: &Value) -> Result<Value, String> {
+        match v {
+            Value::Object(_) => Ok(v.clone()),
+            Value::String(s) => Ok(serde_json::json!({"role": "human", "content": s})),
+            Value::Array(pair) if pair.len() == 2 && pair.iter().all(Value::is_string) => {
+                Ok(serde_json::json!({"role": pair[0], "content": pair[1]}))
+            }
+            other => Err(format!(
+                "`messages` got {} ({other}); a message is a map such as \
+                 {{\"role\": \"ai\", \"content\": \"...\"}}, a string, or a [role, content] pair",
+                kind_of(other)
+            )),
+        }
+    }
+    match v {
+        Value::Array(items) => items.iter().map(one).collect(),
+        other => Ok(vec![one(other)?]),
+    }
+}
+
+/// Evaluates a sherma CEL expression against `state`: `state` is bound, every field is also
+/// bound under its bare name (older files), and `extra` adds `llm_response`, `prompts`, `llms`,
+/// `data`, ... (an extra binding wins over a bare field of the same name).
+pub fn eval(state: &State, expr: &str, extra: &[(&str, &Value)]) -> Result<Value, String> {
+    let engine = CelEngine::shared();
+    let prog = engine
+        .compile(expr)
+        .map_err(|e| format!("expression `{expr}` does not compile: {e}; fix the CEL syntax"))?;
+    let mut b = Bindings::with_state(state.json());
+    b.all_fields_bare();
+    for (name, value) in extra {
+        b.set(*name, *value);
+    }
+    engine.eval(&prog, &b).map_err(|e| {
+        let mut m = format!("expression `{expr}` failed: {e}");
+        if e.hint.is_none() {
+            m.push_str(
+                "; check the field names against the agent's `state.fields` \
+                 (use `has(state.x)` or `default(state.x, ...)` for fields that may be absent)",
+            );
+        }
+        m
+    })
+}
+
+/// The update of a `set_state` node: each `values` entry evaluated against the pre-node state.
+pub fn run_set_state(node: &NodeDef, state: &State) -> Result<Map<String, Value>, String> {
+    run_set_state_with(node, state, &[])
+}
+
+/// [`run_set_state`] with extra bindings (`prompts`, `llms`, `data`).
+pub fn run_set_state_with(
+    node: &NodeDef,
+    state: &State,
+    extra: &[(&str, &Value)],
+) -> Result<Map<String, Value>, String> {
+    let NodeArgs::SetState { values } = &node.args else {
+        return Err(format!(
+            "node `{}` is a `{}` node, not `set_state`",
+            node.name.value, node.kind.value
+        ));
+    };
+    let mut out = Map::new();
+    for (key, expr) in values {
+        let v = eval(state, &expr.text, extra).map_err(|e| {
+            format!(
+                "set_state node `{}`, value `{}`: {e}",
+                node.name.value, key.value
+            )
+        })?;
+        out.insert(key.value.clone(), v);
+    }
+    Ok(out)
+}
+
+/// The update of a `data_transform` node: its `expression` must yield a map.
+pub fn run_data_transform(node: &NodeDef, state: &State) -> Result<Map<String, Value>, String> {
+    run_data_transform_with(node, state, &[])
+}
+
+/// [`run_data_transform`] with extra bindings (`prompts`, `llms`, `data`).
+pub fn run_data_transform_with(
+    node: &NodeDef,
+    state: &State,
+    extra: &[(&str, &Value)],
+) -> Result<Map<String, Value>, String> {
+    let name = &node.name.value;
+    let NodeArgs::DataTransform { expression } = &node.args else {
+        return Err(format!(
+            "node `{name}` is a `{}` node, not `data_transform`",
+            node.kind.value
+        ));
+    };
+    let Some(expr) = expression else {
+        return Err(format!(
+            "data_transform node `{name}` has no `expression`; add `args: {{expression: '{{\"field\": ...}}'}}`"
+        ));
+    };
+    match eval(state, &expr.text, extra)
+        .map_err(|e| format!("data_transform node `{name}`: {e}"))?
+    {
+        Value::Object(map) => Ok(map),
+        other => Err(format!(
+            "data_transform node `{name}`: expression `{}` returned {} ({other}), but it must \
+             return a map of state fields to update; wrap it, e.g. `{{\"result\": <expression>}}`",
+            expr.text,
+            kind_of(&other)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{Model, load_str};
+    use serde_json::json;
+    use std::path::Path;
+
+    fn agent(yaml: &str) -> AgentDef {
+        let doc = load_str(Path::new("/tmp/agents/t/graph.yaml"), yaml);
+        let Model::Sherma(d) = doc.model else {
+            panic!("not sherma: {:?}", doc.diagnostics)
+        };
+        d.agents.into_iter().next().expect("an agent")
+    }
+
+    const DOC: &str = r#"
+manifest_version: 1
+agents:
+  a:
+    state:
+      fields:
+        - name: messages
+          type: list
+        - name: count
+          type: int
+        - name: ratio
+          type: float
+        - name: done
+          type: bool
+        - name: meta
+          type: dict
+        - name: title
+        - name: greeting
+          type: str
+          default: hello
+        - name: start
+          type: int
+          default: 5
+        - name: maybe
+          type: str
+          default: null
+    graph:
+      entry_point: setter
+      nodes:
+        - name: setter
+          type: set_state
+          args:
+            values:
+              count: "count + 1"
+              title: "'n=' + string(state.start)"
+              done: "state.count >= 0"
+        - name: shape
+          type: data_transform
+          args:
+            expression: '{"count": state.count * 2, "messages": ["made " + string(count)]}'
+        - name: scalar
+          type: data_transform
+          args:
+            expression: "state.count + 1"
+      edges:
+        - source: setter
+          target: shape
+        - source: shape
+          target: scalar
+        - source: scalar
+          target: __end__
+"#;
+
+    fn map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => panic!("not a map"),
+        }
+    }
+
+    #[test]
+    fn defaults_applied() {
+        let a = agent(DOC);
+        let s = State::initial(&a, &Value::Null).unwrap();
+        assert_eq!(
+            s.to_json(),
+            json!({
+                "messages": [], "count": 0, "ratio": 0.0, "done": false, "meta": {},
+                "title": "", "greeting": "hello", "start": 5, "maybe": null
+            })
+        );
+        assert!(s.get("count").unwrap().is_i64());
+    }
+
+    #[test]
+    fn input_overrides_and_rejects_non_objects() {
+        let a = agent(DOC);
+        let s = State::initial(
+            &a,
+            &json!({"greeting": "hi", "count": 3, "messages": "hey"}),
+        )
+        .unwrap();
+        assert_eq!(s.get("greeting"), Some(&json!("hi")));
+        assert_eq!(s.get("count"), Some(&json!(3)));
+        assert_eq!(s.get("start"), Some(&json!(5)));
+        assert_eq!(
+            s.get("messages"),
+            Some(&json!([{"role": "human", "content": "hey"}]))
+        );
+        let e = State::initial(&a, &json!([1])).unwrap_err();
+        assert!(e.contains("agent `a`") && e.contains("JSON object"), "{e}");
+    }
+
+    #[test]
+    fn messages_append_and_replace_by_id() {
+        let mut s = State::new();
+        s.apply(&map(
+            json!({"messages": [{"id": "1", "role": "human", "content": "a"}]}),
+        ))
+        .unwrap();
+        s.apply(&map(json!({"messages": [{"id": "2", "role": "ai", "content": "b"}, {"role": "ai", "content": "c"}]})))
+            .unwrap();
+        s.apply(&map(
+            json!({"messages": {"id": "1", "role": "human", "content": "A"}}),
+        ))
+        .unwrap();
+        s.apply(&map(
+            json!({"messages": [{"id": null, "role": "ai", "content": "d"}]}),
+        ))
+        .unwrap();
+        let contents: Vec<_> = s
+            .get("messages")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].clone())
+            .collect();
+        assert_eq!(
+            contents,
+            vec![json!("A"), json!("b"), json!("c"), json!("d")]
+        );
+    }
+
+    #[test]
+    fn bad_messages_update_is_rejected_whole() {
+        let mut s = State::new();
+        s.apply(&map(json!({"count": 1}))).unwrap();
+        let e = s
+            .apply(&map(json!({"count": 2, "messages": [42]})))
+            .unwrap_err();
+        assert!(e.contains("`messages` got a number"), "{e}");
+        assert_eq!(s.get("count"), Some(&json!(1)));
+    }
+
+    #[test]
+    fn other_fields_overwrite() {
+        let mut s = State::new();
+        s.apply(&map(json!({"items": [1, 2], "n": 1}))).unwrap();
+        s.apply(&map(json!({"items": [3]}))).unwrap();
+        assert_eq!(s.to_json(), json!({"items": [3], "n": 1}));
+    }
+
+    #[test]
+    fn cel_state_and_bare_names() {
+        let mut s = State::new();
+        s.apply(&map(json!({"count": 2, "name": "x", "gone": null})))
+            .unwrap();
+        assert_eq!(eval(&s, "state.count + 1", &[]).unwrap(), json!(3));
+        assert_eq!(eval(&s, "count + 1", &[]).unwrap(), json!(3));
+        assert!(eval(&s, "count + 1", &[]).unwrap().is_i64());
+        assert_eq!(eval(&s, "state.gone", &[]).unwrap(), Value::Null);
+        assert_eq!(eval(&s, "gone", &[]).unwrap(), Value::Null);
+        let resp = json!({"role": "ai", "content": "ok"});
+        assert_eq!(
+            eval(
+                &s,
+                "llm_response.content + name",
+                &[("llm_response", &resp)]
+            )
+            .unwrap(),
+            json!("okx")
+        );
+        let e = eval(&s, "nope + 1", &[]).unwrap_err();
+        assert!(e.contains("`nope + 1`"), "{e}");
+        let e = eval(&s, "count +", &[]).unwrap_err();
+        assert!(e.contains("does not compile"), "{e}");
+    }
+
+    #[test]
+    fn set_state_and_data_transform() {
+        let a = agent(DOC);
+        let mut s = State::initial(&a, &json!({"count": 1})).unwrap();
+        let up = run_set_state(a.node("setter").unwrap(), &s).unwrap();
+        assert_eq!(
+            Value::Object(up.clone()),
+            json!({"count": 2, "title": "n=5", "done": true})
+        );
+        s.apply(&up).unwrap();
+        let up = run_data_transform(a.node("shape").unwrap(), &s).unwrap();
+        assert_eq!(
+            Value::Object(up.clone()),
+            json!({"count": 4, "messages": ["made 2"]})
+        );
+        s.apply(&up).unwrap();
+        assert_eq!(s.get("count"), Some(&json!(4)));
+        assert_eq!(
+            s.get("messages"),
+            Some(&json!([{"role": "human", "content": "made 2"}]))
+        );
+
+        let e = run_data_transform(a.node("scalar").unwrap(), &s).unwrap_err();
+        assert!(
+            e.contains("node `scalar`") && e.contains("`state.count + 1`") && e.contains("a map"),
+            "{e}"
+        );
+        let e = run_set_state(a.node("shape").unwrap(), &s).unwrap_err();
+        assert!(e.contains("not `set_state`"), "{e}");
+    }
+
+    #[test]
+    fn set_state_error_names_node_and_value() {
+        let a = agent(
+            r#"
+manifest_version: 1
+agents:
+  b:
+    state:
+      fields:
+        - name: n
+          type: int
+    graph:
+      entry_point: s
+      nodes:
+        - name: s
+          type: set_state
+          args:
+            values:
+              n: "state.n + 1.0"
+      edges:
+        - source: s
+          target: __end__
+"#,
+        );
+        let s = State::initial(&a, &Value::Null).unwrap();
+        let e = run_set_state(a.node("s").unwrap(), &s).unwrap_err();
+        assert!(
+            e.contains("node `s`") && e.contains("value `n`") && e.contains("`state.n + 1.0`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn snapshot_is_independent() {
+        let mut s = State::new();
+        s.apply(&map(json!({"messages": ["a"], "n": 1}))).unwrap();
+        let snap = s.snapshot();
+        assert!(Arc::ptr_eq(&s.fields["n"], &snap.fields["n"]));
+        let _ = s.json();
+        s.apply(&map(json!({"messages": ["b"], "n": 2}))).unwrap();
+        assert_eq!(
+            snap.to_json(),
+            json!({"messages": [{"role": "human", "content": "a"}], "n": 1})
+        );
+        assert_eq!(s.get("n"), Some(&json!(2)));
+        assert_eq!(s.get("messages").unwrap().as_array().unwrap().len(), 2);
+        assert_eq!(eval(&s, "n", &[]).unwrap(), json!(2));
+        assert_eq!(eval(&snap, "n", &[]).unwrap(), json!(1));
+    }
+}
