@@ -178,43 +178,35 @@ pub(crate) fn apply(w: &mut Work, _doc: &Document, op: &EditOp) -> Res<Option<St
             }
             let text = w.text.clone();
             let ed = super::text::Ed { text: &text, root: &root, nl: w.nl };
-            let mut reps = Vec::new();
-            let mut push = |n: Option<&YNode>| -> Res<()> {
-                if let Some(n) = n.filter(|n| ref_str(n) == Some(from.as_str())) {
-                    reps.push(ed.replace_scalar(n, to).ok_or_else(|| {
-                        EditError::new(format!("a reference to `{from}` is written as a block scalar; edit it in the source view"))
-                    })?);
-                }
-                Ok(())
-            };
+            let mut rn = super::text::Renamer::new(&ed, from, to);
             let nodes = root.get("nodes").and_then(|n| n.as_map()).unwrap_or(&[]);
             for e in nodes {
-                push(Some(&e.key))?;
+                rn.push(Some(&e.key))?;
             }
-            push(root.get("start"))?;
+            rn.push(root.get("start"))?;
             for e in nodes {
                 let n = &e.value;
                 if e.key.key_text() == from {
-                    push(n.get("id"))?;
+                    rn.push(n.get("id"))?;
                 }
                 for k in ["next", "x-next"] {
                     match n.get(k) {
                         Some(v) if v.as_seq().is_some() => {
                             for it in v.as_seq().unwrap() {
-                                push(Some(it))?;
+                                rn.push(Some(it))?;
                             }
                         }
-                        v => push(v)?,
+                        v => rn.push(v)?,
                     }
                 }
                 for r in n.get("routes").and_then(|r| r.as_map()).unwrap_or(&[]) {
-                    push(Some(&r.value))?;
+                    rn.push(Some(&r.value))?;
                 }
                 for f in REF_FIELDS {
-                    push(n.get(f))?;
+                    rn.push(n.get(f))?;
                 }
             }
-            w.text = super::text::apply_reps(&text, reps);
+            w.text = rn.finish();
             Ok(Some(to.clone()))
         }
         EditOp::SetField { node: name, path, value } => {

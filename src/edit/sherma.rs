@@ -282,29 +282,21 @@ pub(crate) fn apply(w: &mut Work, _doc: &Document, agent: Option<&str>, op: &Edi
             }
             let text = w.text.clone();
             let ed = super::text::Ed { text: &text, root: &root, nl: w.nl };
-            let mut reps = Vec::new();
-            let mut push = |n: Option<&YNode>| -> Res<()> {
-                if let Some(n) = n.filter(|n| ref_str(n) == Some(from.as_str())) {
-                    reps.push(ed.replace_scalar(n, to).ok_or_else(|| {
-                        EditError::new(format!("a reference to `{from}` is written as a block scalar; edit it in the source view"))
-                    })?);
-                }
-                Ok(())
-            };
-            push(g.nodes()[i].get("name"))?;
-            push(at(&root, &p(&gp, &[key("entry_point")])))?;
+            let mut rn = super::text::Renamer::new(&ed, from, to);
+            rn.push(g.nodes()[i].get("name"))?;
+            rn.push(at(&root, &p(&gp, &[key("entry_point")])))?;
             for e in g.edges() {
-                push(e.get("source"))?;
-                push(e.get("target"))?;
-                push(e.get("default"))?;
+                rn.push(e.get("source"))?;
+                rn.push(e.get("target"))?;
+                rn.push(e.get("default"))?;
                 for b in e.get("branches").and_then(|b| b.as_seq()).unwrap_or(&[]) {
-                    push(b.get("target"))?;
+                    rn.push(b.get("target"))?;
                 }
             }
             for n in g.nodes() {
-                push(n.get("on_error").and_then(|o| o.get("fallback")))?;
+                rn.push(n.get("on_error").and_then(|o| o.get("fallback")))?;
             }
-            w.text = super::text::apply_reps(&text, reps);
+            w.text = rn.finish();
             Ok(Some(to.clone()))
         }
         EditOp::SetField { node, path, value } => {

@@ -508,6 +508,36 @@ pub fn key(s: &str) -> PathSeg {
 // ---------------------------------------------------------------------------------------------
 
 /// The text editor for one document version.
+/// Collects the replacements that turn every reference to `from` into `to` (a node rename).
+pub struct Renamer<'e, 'a> {
+    ed: &'e Ed<'a>,
+    from: &'e str,
+    to: &'e str,
+    reps: Vec<Rep>,
+}
+
+impl<'e, 'a> Renamer<'e, 'a> {
+    pub fn new(ed: &'e Ed<'a>, from: &'e str, to: &'e str) -> Self {
+        Renamer { ed, from, to, reps: Vec::new() }
+    }
+
+    /// Renames `n` when it is a scalar naming `from`; a block scalar cannot be renamed in place.
+    pub fn push(&mut self, n: Option<&YNode>) -> Result<(), EditError> {
+        if let Some(n) = n.filter(|n| ref_str(n) == Some(self.from)) {
+            let rep = self.ed.replace_scalar(n, self.to).ok_or_else(|| {
+                EditError::new(format!("a reference to `{}` is written as a block scalar; edit it in the source view", self.from))
+            })?;
+            self.reps.push(rep);
+        }
+        Ok(())
+    }
+
+    /// The text with every collected replacement applied.
+    pub fn finish(self) -> String {
+        apply_reps(self.ed.text, self.reps)
+    }
+}
+
 pub struct Ed<'a> {
     pub text: &'a str,
     pub root: &'a YNode,
