@@ -105,21 +105,7 @@ fn check_inputs(sherma: &Path, loki: &Path) {
 }
 
 fn corpus_files() -> Vec<PathBuf> {
-    let root = switchyard::testdata::conformance_dir();
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "yaml") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    switchyard::testdata::yaml_files([switchyard::testdata::conformance_dir()])
 }
 
 fn main() {

@@ -18,3 +18,23 @@ pub fn conformance_dir() -> PathBuf {
     candidates.push(PathBuf::from("/work/shared/conformance"));
     candidates.iter().find(|p| p.is_dir()).cloned().unwrap_or_else(|| candidates[0].clone())
 }
+
+/// Every `*.yaml` file under the given folders (recursively), sorted; unreadable folders are
+/// skipped. For tests and benchmarks that walk the corpus and the examples.
+#[doc(hidden)]
+pub fn yaml_files(roots: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = roots.into_iter().collect();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "yaml") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -449,20 +449,7 @@ fn ops_json_shape() {
 fn corpus_files() -> Vec<PathBuf> {
     let c = switchyard::testdata::conformance_dir();
     assert!(c.is_dir(), "the conformance corpus is missing at {}", c.display());
-    let mut out = Vec::new();
-    let mut stack = vec![c, Path::new(ROOT).join("agents")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "yaml") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    switchyard::testdata::yaml_files([c, Path::new(ROOT).join("agents")])
 }
 
 /// Rename every node, then delete every node, of every agent in every corpus file: the result

@@ -14,21 +14,14 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 fn files() -> Vec<(PathBuf, String)> {
     let c = switchyard::testdata::conformance_dir();
     assert!(c.is_dir(), "the conformance corpus is missing at {}", c.display());
-    let mut out = Vec::new();
-    let mut stack = vec![c, Path::new(ROOT).join("agents"), Path::new(ROOT).join("tests/edit")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "yaml") {
-                let t = std::fs::read_to_string(&p).unwrap();
-                out.push((p, t));
-            }
-        }
-    }
-    out.sort();
-    out
+    let roots = [c, Path::new(ROOT).join("agents"), Path::new(ROOT).join("tests/edit")];
+    switchyard::testdata::yaml_files(roots)
+        .into_iter()
+        .map(|p| {
+            let t = std::fs::read_to_string(&p).unwrap();
+            (p, t)
+        })
+        .collect()
 }
 
 const TRICKY: &[&str] = &[
