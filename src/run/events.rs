@@ -86,6 +86,19 @@ pub enum EventBody {
         prompt: String,
         #[serde(default)]
         options: Vec<String>,
+        /// The structured value behind `prompt` (a sherma interrupt's CEL value); `null` when
+        /// the prompt is all there is.
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        value: Value,
+    },
+    /// The user changed a state value while the run was paused.
+    StateEdited {
+        key: String,
+        value: Value,
+    },
+    /// The run went back to the checkpoint after `step` (a fork: later checkpoints are dropped).
+    Rewound {
+        step: u64,
     },
     Paused {
         reason: PauseReason,
@@ -141,6 +154,8 @@ pub enum PauseReason {
     Step,
     /// The user asked the run to pause.
     Requested,
+    /// A node failed and break-on-error is on: inspect, edit or rewind before it is final.
+    Error,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,6 +188,8 @@ impl Event {
             EventBody::ToolResult { .. } => "tool_result",
             EventBody::Interrupt { .. } => "interrupt",
             EventBody::Paused { .. } => "paused",
+            EventBody::StateEdited { .. } => "state_edited",
+            EventBody::Rewound { .. } => "rewound",
             EventBody::Error { .. } => "error",
             EventBody::RunFinished { .. } => "run_finished",
         }
@@ -336,6 +353,7 @@ mod tests {
                     kind: InterruptKind::Approval,
                     prompt: "Deploy?".into(),
                     options: vec!["yes".into(), "no".into()],
+                    value: Value::Null,
                 }),
                 with(
                     "interrupt",
@@ -390,7 +408,7 @@ mod tests {
             assert_eq!(Event::from_json_line(&e.to_json_line()).unwrap(), e);
         }
         for k in [InterruptKind::Interrupt, InterruptKind::Approval, InterruptKind::Input] {
-            let e = ev(EventBody::Interrupt { id: "i".into(), node: "n".into(), kind: k, prompt: "?".into(), options: vec![] });
+            let e = ev(EventBody::Interrupt { id: "i".into(), node: "n".into(), kind: k, prompt: "?".into(), options: vec![], value: json!({"q": 1}) });
             assert_eq!(Event::from_json_line(&e.to_json_line()).unwrap(), e);
         }
     }

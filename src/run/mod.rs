@@ -1,7 +1,8 @@
 //! Runs: what a run reports to a debugger (`events`) and where its LLM replies come from
-//! (`provider`). The executor itself arrives later; these are the contracts it will speak.
+//! (`provider`), the dialect-neutral debugger session (`session`) and the interpreters.
 
 pub mod events;
 pub mod provider;
 pub mod script;
 pub mod sherma_state;
+pub mod session;

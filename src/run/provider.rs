@@ -82,6 +82,17 @@ impl std::error::Error for ProviderError {}
 /// Where a run's LLM replies come from.
 pub trait LlmProvider {
     fn complete(&mut self, request: &LlmRequest) -> Result<LlmResponse, ProviderError>;
+    /// A position to come back to when a run is rewound (scripted providers: how many replies
+    /// were taken). Live providers have no position: the default is 0.
+    fn mark(&self) -> usize {
+        0
+    }
+    /// Forget everything taken after `mark` (see [`LlmProvider::mark`]).
+    fn rewind_to(&mut self, _mark: usize) {}
+    /// A short description for narration (`scripted: replies.yaml`).
+    fn describe(&self) -> String {
+        "provider".into()
+    }
 }
 
 /// One canned reply.
@@ -101,6 +112,10 @@ pub struct ScriptedProvider {
     path: PathBuf,
     replies: Vec<ScriptedReply>,
     used: Vec<bool>,
+    /// Indices of the replies taken, in order (for rewinding).
+    taken: Vec<usize>,
+    /// The first reply that may still be unused (everything before it is taken).
+    first_free: usize,
     calls: usize,
 }
 
@@ -140,7 +155,7 @@ impl ScriptedProvider {
         };
         if diags.is_empty() {
             let used = vec![false; replies.len()];
-            Ok(ScriptedProvider { path: path.to_path_buf(), replies, used, calls: 0 })
+            Ok(ScriptedProvider { path: path.to_path_buf(), replies, used, taken: Vec::new(), first_free: 0, calls: 0 })
         } else {
             Err(diags)
         }
@@ -161,12 +176,16 @@ impl ScriptedProvider {
 impl LlmProvider for ScriptedProvider {
     fn complete(&mut self, request: &LlmRequest) -> Result<LlmResponse, ProviderError> {
         let node = request.node.as_str();
-        let pick = (0..self.replies.len())
+        while self.first_free < self.used.len() && self.used[self.first_free] {
+            self.first_free += 1;
+        }
+        let pick = (self.first_free..self.replies.len())
             .find(|&i| !self.used[i] && self.replies[i].node.as_deref().is_none_or(|n| n == node));
         let Some(i) = pick else {
             return Err(self.exhausted(node));
         };
         self.used[i] = true;
+        self.taken.push(i);
         self.calls += 1;
         let r = &self.replies[i];
         let tool_calls: Vec<ToolCall> = r
@@ -190,9 +209,27 @@ impl LlmProvider for ScriptedProvider {
             usage: TokenUsage { input_tokens: input_chars.div_ceil(4) as u64, output_tokens: output_chars.div_ceil(4) as u64 },
         })
     }
+    fn mark(&self) -> usize {
+        self.taken.len()
+    }
+    fn rewind_to(&mut self, mark: usize) {
+        self.rewind(mark);
+    }
+    fn describe(&self) -> String {
+        format!("scripted replies from {}", self.path.display())
+    }
 }
 
 impl ScriptedProvider {
+    fn rewind(&mut self, mark: usize) {
+        while self.taken.len() > mark {
+            let i = self.taken.pop().expect("len > mark");
+            self.used[i] = false;
+            self.first_free = self.first_free.min(i);
+        }
+        self.calls = self.taken.len();
+    }
+
     fn exhausted(&self, node: &str) -> ProviderError {
         let file = self.path.display();
         let reserved: Vec<String> = self

@@ -1,0 +1,703 @@
+//! A run you can pause at any step: the dialect-neutral session around a [`Machine`].
+//!
+//! A [`Machine`] is one dialect's interpreter (`sherma::ShermaMachine`, `loki::LokiMachine`).
+//! It knows which nodes run next ([`Machine::due`]) and runs exactly one step at a time
+//! ([`Machine::step`]: one node for sherma, one super-step for Loki). Everything a debugger
+//! needs around that lives here, once for both dialects:
+//!
+//! - **control**: [`RunSession::run`] (continue until something stops it), [`RunSession::step`]
+//!   (one step, then pause), [`RunSession::pause_handle`] / [`RunSession::stop_handle`] (atomic
+//!   flags another thread may set while a step runs), [`RunSession::stop`];
+//! - **breakpoints** on node ids, each with an optional condition in the dialect's expression
+//!   language (CEL for sherma, a `{{template}}` for Loki), evaluated before the node runs;
+//!   break-on-error;
+//! - **interrupts**: a step that needs a human returns [`StepOutcome::Interrupt`]; answers
+//!   queued in advance are used first, otherwise the session waits for [`RunSession::answer`];
+//! - **state edits** while paused ([`RunSession::edit_state`]);
+//! - **checkpoints**: one after every step. A checkpoint is a fork of the machine, and machines
+//!   keep their state as `Arc`-shared values, so a checkpoint costs a few pointer copies, not a
+//!   deep copy of the state. [`RunSession::rewind`] goes back to any of them (a fork: the later
+//!   ones are dropped, the scripted provider rewinds too).
+//!
+//! Every event goes to the session's log and, as it happens, to an optional listener (the
+//! desktop shell forwards them to the UI; the CLI narrates and writes the JSONL trace).
+
+use crate::run::events::{Event, EventBody, InterruptKind, PauseReason, RunStatus};
+use crate::run::provider::{LlmProvider, LlmRequest, LlmResponse, ProviderError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Called with every event as it happens (from the thread running the step).
+pub type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// A human is needed before the step can finish.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// Unique within the run.
+    pub id: String,
+    pub node: String,
+    pub kind: InterruptKind,
+    /// What to show the user (text).
+    pub prompt: String,
+    /// Choices (approval options); empty for free answers.
+    #[serde(default)]
+    pub options: Vec<String>,
+    /// The structured value behind the prompt (sherma interrupt values), `null` otherwise.
+    #[serde(default)]
+    pub value: Value,
+    /// A default answer (Loki input `default`), used for an empty answer.
+    #[serde(default)]
+    pub default: Option<String>,
+}
+
+/// What one step did.
+#[derive(Debug)]
+pub enum StepOutcome {
+    /// The step finished; [`Machine::due`] says what runs next.
+    Continue,
+    /// The step needs an answer; the machine stays before the node and re-runs it once
+    /// [`Machine::answer`] was called.
+    Interrupt(Pending),
+    /// The run reached its end.
+    Finished { output: Value },
+    /// The run failed at `node` (or at the run level).
+    Failed { node: Option<String>, message: String },
+}
+
+/// One dialect's interpreter. Implementations keep their state in `Arc`-shared values so that
+/// [`Machine::fork`] is cheap: the session forks after every step to keep a checkpoint.
+pub trait Machine: Send {
+    /// The agent being run.
+    fn agent(&self) -> &str;
+    /// The nodes the next step will run (empty once the run is over).
+    fn due(&self) -> Vec<String>;
+    /// The IR kind of a node (`call_llm`, `script`, ...), for events.
+    fn node_kind(&self, node: &str) -> String;
+    /// Run one step: emit `node_enter`/`node_exit`/`route`/... through `cx`.
+    fn step(&mut self, cx: &Cx<'_>) -> StepOutcome;
+    /// Give the pending interrupt its answer; the next step resumes the node with it.
+    fn answer(&mut self, pending: &Pending, answer: Value) -> Result<(), String>;
+    /// The whole state as a JSON object.
+    fn state(&self) -> Value;
+    /// Replace one top-level state value (while paused).
+    fn edit_state(&mut self, key: &str, value: Value) -> Result<(), String>;
+    /// Evaluate a breakpoint condition against the current state (true = stop).
+    fn condition(&self, node: &str, condition: &str) -> Result<bool, String>;
+    /// Check a breakpoint condition's syntax without running it.
+    fn check_condition(&self, condition: &str) -> Result<(), String>;
+    /// A copy for a checkpoint; later steps of either copy do not affect the other.
+    fn fork(&self) -> Box<dyn Machine>;
+    /// The run's final output once finished (`null` before).
+    fn output(&self) -> Value {
+        Value::Null
+    }
+}
+
+/// A breakpoint on a node, optionally conditional.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Breakpoint {
+    pub node: String,
+    /// CEL (sherma) or a `{{template}}` that renders truthy (Loki); `None` = always.
+    #[serde(default)]
+    pub condition: Option<String>,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Breakpoint {
+    pub fn on(node: impl Into<String>) -> Breakpoint {
+        Breakpoint { node: node.into(), condition: None, enabled: true }
+    }
+    pub fn when(node: impl Into<String>, condition: impl Into<String>) -> Breakpoint {
+        Breakpoint { node: node.into(), condition: Some(condition.into()), enabled: true }
+    }
+}
+
+/// Where a session stands between calls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Status {
+    /// Created or answered, not running: `run`/`step` go on.
+    Ready,
+    Paused { reason: PauseReason },
+    /// Waiting for [`RunSession::answer`].
+    Interrupted { pending: Pending },
+    Finished { status: RunStatus, output: Value },
+}
+
+impl Status {
+    pub fn is_finished(&self) -> bool {
+        matches!(self, Status::Finished { .. })
+    }
+}
+
+/// The run's event log and listener, shared with nested runs and parallel branches.
+pub struct EventLog {
+    events: Mutex<Vec<Event>>,
+    listener: Option<Listener>,
+    /// Keep events in memory (the debugger wants them; a long headless benchmark may not).
+    keep: bool,
+}
+
+impl EventLog {
+    pub fn new(listener: Option<Listener>, keep: bool) -> EventLog {
+        EventLog { events: Mutex::new(Vec::new()), listener, keep }
+    }
+    pub fn emit(&self, run: &str, body: EventBody) {
+        if !self.keep && self.listener.is_none() {
+            return;
+        }
+        let ev = Event::now(run, body);
+        if let Some(l) = &self.listener {
+            l(&ev);
+        }
+        if self.keep {
+            self.events.lock().unwrap_or_else(|p| p.into_inner()).push(ev);
+        }
+    }
+    /// Whether anyone will see events (machines skip building costly payloads otherwise).
+    pub fn wanted(&self) -> bool {
+        self.keep || self.listener.is_some()
+    }
+    fn len(&self) -> usize {
+        self.events.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+    fn snapshot(&self) -> Vec<Event> {
+        self.events.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The provider shared by a run, its parallel branches and its nested runs.
+pub type SharedProvider = Arc<Mutex<Box<dyn LlmProvider + Send>>>;
+
+/// What a step may use: the event log, the provider, the stop flag, the step number.
+pub struct Cx<'a> {
+    /// The run id events are stamped with (nested runs get `<parent>/<node>`).
+    pub run: String,
+    /// The session's step counter for this step (1-based).
+    pub step: u64,
+    pub log: &'a EventLog,
+    pub provider: &'a SharedProvider,
+    pub stop: &'a AtomicBool,
+    /// Answers queued for nested runs (a child agent's interrupts take them in order).
+    pub answers: &'a Mutex<VecDeque<Value>>,
+    /// Nesting depth (0 for the top-level run).
+    pub depth: u32,
+}
+
+impl<'a> Cx<'a> {
+    pub fn emit(&self, body: EventBody) {
+        self.log.emit(&self.run, body);
+    }
+    /// Whether events are observed at all (skip building expensive payloads otherwise).
+    pub fn wanted(&self) -> bool {
+        self.log.wanted()
+    }
+    /// True once the user asked the run to stop; long work should give up early.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+    /// One LLM call, with its `llm_request` / `llm_response` events.
+    pub fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, ProviderError> {
+        if self.wanted() {
+            self.emit(EventBody::LlmRequest {
+                node: request.node.clone(),
+                messages: request.messages.clone(),
+                tools: request.tools.clone(),
+            });
+        }
+        let result = self.provider.lock().unwrap_or_else(|p| p.into_inner()).complete(request);
+        if let Ok(r) = &result {
+            if self.wanted() {
+                self.emit(EventBody::LlmResponse {
+                    node: request.node.clone(),
+                    content: r.content.clone(),
+                    tool_calls: r.tool_calls.clone(),
+                    usage: r.usage,
+                });
+            }
+        }
+        result
+    }
+    /// The context of a nested run (a child agent): its own run id, one level deeper.
+    pub fn child(&self, node: &str) -> Cx<'a> {
+        Cx {
+            run: format!("{}/{}", self.run, node),
+            step: self.step,
+            log: self.log,
+            provider: self.provider,
+            stop: self.stop,
+            answers: self.answers,
+            depth: self.depth + 1,
+        }
+    }
+}
+
+/// How a session is set up.
+pub struct RunOptions {
+    pub provider: Box<dyn LlmProvider + Send>,
+    /// Answers used, in order, for interrupts/approvals/inputs before asking anyone.
+    pub answers: Vec<Value>,
+    pub breakpoints: Vec<Breakpoint>,
+    /// Pause (instead of finishing) when a node fails, so the state can be inspected.
+    pub break_on_error: bool,
+    pub listener: Option<Listener>,
+    /// Keep every event in memory ([`RunSession::events`]). On by default.
+    pub keep_events: bool,
+    /// Keep a checkpoint after every step (needed for [`RunSession::rewind`]). On by default.
+    pub checkpoints: bool,
+    /// The run id (default: a fresh one).
+    pub run_id: Option<String>,
+}
+
+impl RunOptions {
+    pub fn new(provider: Box<dyn LlmProvider + Send>) -> RunOptions {
+        RunOptions {
+            provider,
+            answers: Vec::new(),
+            breakpoints: Vec::new(),
+            break_on_error: false,
+            listener: None,
+            keep_events: true,
+            checkpoints: true,
+            run_id: None,
+        }
+    }
+}
+
+/// A fresh run id: time-based, unique within the process.
+pub fn new_run_id() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    format!("run-{:x}-{n}", crate::run::events::now_ms())
+}
+
+/// One checkpoint: the machine as it was after `step` steps.
+struct Checkpoint {
+    step: u64,
+    machine: Box<dyn Machine>,
+    provider_mark: usize,
+    /// The node(s) the step that produced this checkpoint ran.
+    nodes: Vec<String>,
+}
+
+/// A summary of a checkpoint for a debugger's timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointInfo {
+    pub step: u64,
+    /// The nodes run by that step (empty for the initial checkpoint).
+    pub nodes: Vec<String>,
+    /// The nodes due next from there.
+    pub due: Vec<String>,
+}
+
+/// A run in progress (see the module docs).
+pub struct RunSession {
+    id: String,
+    machine: Box<dyn Machine>,
+    provider: SharedProvider,
+    log: EventLog,
+    stop: Arc<AtomicBool>,
+    pause: Arc<AtomicBool>,
+    answers: Mutex<VecDeque<Value>>,
+    breakpoints: Vec<Breakpoint>,
+    break_on_error: bool,
+    checkpoints_on: bool,
+    checkpoints: Vec<Checkpoint>,
+    status: Status,
+    step: u64,
+    /// Set after pausing at a breakpoint so the next `run`/`step` does not stop there again.
+    resume_past_break: bool,
+    /// A failure held back by break-on-error.
+    held_failure: Option<(Option<String>, String)>,
+    /// The failure that ended the run, if it failed.
+    failure: Option<(Option<String>, String)>,
+    interrupt_seq: u64,
+}
+
+/// What [`RunSession::run_until`] should do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Continue,
+    Step,
+}
+
+impl RunSession {
+    /// Wrap a machine into a session and emit `run_started`.
+    pub fn new(machine: Box<dyn Machine>, input: Value, options: RunOptions) -> RunSession {
+        let id = options.run_id.unwrap_or_else(new_run_id);
+        let log = EventLog::new(options.listener, options.keep_events);
+        let mut s = RunSession {
+            id,
+            provider: Arc::new(Mutex::new(options.provider)),
+            log,
+            stop: Arc::new(AtomicBool::new(false)),
+            pause: Arc::new(AtomicBool::new(false)),
+            answers: Mutex::new(options.answers.into()),
+            breakpoints: options.breakpoints,
+            break_on_error: options.break_on_error,
+            checkpoints_on: options.checkpoints,
+            checkpoints: Vec::new(),
+            status: Status::Ready,
+            step: 0,
+            resume_past_break: false,
+            held_failure: None,
+            failure: None,
+            interrupt_seq: 0,
+            machine,
+        };
+        s.log.emit(&s.id, EventBody::RunStarted { agent: s.machine.agent().to_string(), input });
+        s.push_checkpoint(Vec::new());
+        s
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+    /// Steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+    pub fn state(&self) -> Value {
+        self.machine.state()
+    }
+    pub fn due(&self) -> Vec<String> {
+        self.machine.due()
+    }
+    pub fn machine(&self) -> &dyn Machine {
+        self.machine.as_ref()
+    }
+    /// Every event so far (empty when `keep_events` is off).
+    pub fn events(&self) -> Vec<Event> {
+        self.log.snapshot()
+    }
+    pub fn event_count(&self) -> usize {
+        self.log.len()
+    }
+    /// Set from any thread to pause before the next step.
+    pub fn pause_handle(&self) -> Arc<AtomicBool> {
+        self.pause.clone()
+    }
+    /// Set from any thread to stop: the current step gives up where it can, the run ends
+    /// with status `stopped`.
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+    pub fn breakpoints(&self) -> &[Breakpoint] {
+        &self.breakpoints
+    }
+    /// Replace the breakpoints. Conditions are syntax-checked; a bad one is refused whole.
+    pub fn set_breakpoints(&mut self, breakpoints: Vec<Breakpoint>) -> Result<(), String> {
+        for b in &breakpoints {
+            if let Some(c) = &b.condition {
+                self.machine
+                    .check_condition(c)
+                    .map_err(|e| format!("breakpoint on `{}`: condition `{c}`: {e}", b.node))?;
+            }
+        }
+        self.breakpoints = breakpoints;
+        Ok(())
+    }
+    pub fn set_break_on_error(&mut self, on: bool) {
+        self.break_on_error = on;
+    }
+    /// Queue answers for interrupts to come.
+    pub fn queue_answers(&mut self, answers: impl IntoIterator<Item = Value>) {
+        self.answers.lock().unwrap_or_else(|p| p.into_inner()).extend(answers);
+    }
+    pub fn queued_answers(&self) -> usize {
+        self.answers.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Run until the end, a breakpoint, an interrupt without a queued answer, a pause or a stop.
+    pub fn run(&mut self) -> &Status {
+        self.run_until(Mode::Continue)
+    }
+
+    /// Run one step, then pause (or stop earlier for the same reasons as [`RunSession::run`]).
+    pub fn step(&mut self) -> &Status {
+        self.run_until(Mode::Step)
+    }
+
+    /// Answer the pending interrupt `id`. The run stays put until `run`/`step`.
+    pub fn answer(&mut self, id: &str, value: Value) -> Result<(), String> {
+        let Status::Interrupted { pending } = &self.status else {
+            return Err("the run is not waiting for an answer".into());
+        };
+        if pending.id != id {
+            return Err(format!("the run is waiting for `{}`, not `{id}`", pending.id));
+        }
+        let pending = pending.clone();
+        self.machine.answer(&pending, value)?;
+        self.status = Status::Ready;
+        Ok(())
+    }
+
+    /// Change one top-level state value while the run is not running.
+    pub fn edit_state(&mut self, key: &str, value: Value) -> Result<(), String> {
+        if self.status.is_finished() {
+            return Err("the run has finished; rewind to a step to change its state".into());
+        }
+        self.machine.edit_state(key, value.clone())?;
+        self.log.emit(&self.id, EventBody::StateEdited { key: key.to_string(), value });
+        // The newest checkpoint now shows the edited state, so a rewind to here keeps it.
+        if self.checkpoints_on {
+            if let Some(last) = self.checkpoints.last_mut() {
+                if last.step == self.step {
+                    last.machine = self.machine.fork();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checkpoints kept so far, oldest first.
+    pub fn checkpoints(&self) -> Vec<CheckpointInfo> {
+        self.checkpoints
+            .iter()
+            .map(|c| CheckpointInfo { step: c.step, nodes: c.nodes.clone(), due: c.machine.due() })
+            .collect()
+    }
+
+    /// The state as it was after `step` steps.
+    pub fn state_at(&self, step: u64) -> Option<Value> {
+        self.checkpoints.iter().find(|c| c.step == step).map(|c| c.machine.state())
+    }
+
+    /// Go back to the checkpoint after `step` steps and continue from there (a fork: later
+    /// checkpoints are dropped, scripted replies taken since are given back).
+    pub fn rewind(&mut self, step: u64) -> Result<(), String> {
+        let Some(pos) = self.checkpoints.iter().position(|c| c.step == step) else {
+            let have: Vec<String> = self.checkpoints.iter().map(|c| c.step.to_string()).collect();
+            return Err(if self.checkpoints_on {
+                format!("no checkpoint after step {step}; available: {}", have.join(", "))
+            } else {
+                "this run keeps no checkpoints (checkpoints were turned off)".into()
+            });
+        };
+        self.checkpoints.truncate(pos + 1);
+        let cp = &self.checkpoints[pos];
+        self.machine = cp.machine.fork();
+        self.provider.lock().unwrap_or_else(|p| p.into_inner()).rewind_to(cp.provider_mark);
+        self.step = step;
+        self.stop.store(false, Ordering::Relaxed);
+        self.held_failure = None;
+        self.failure = None;
+        self.resume_past_break = true;
+        self.status = Status::Paused { reason: PauseReason::Requested };
+        self.log.emit(&self.id, EventBody::Rewound { step });
+        Ok(())
+    }
+
+    /// End the run now with status `stopped`.
+    pub fn stop(&mut self) -> &Status {
+        if !self.status.is_finished() {
+            self.finish(RunStatus::Stopped, Value::Null);
+        }
+        &self.status
+    }
+
+    /// End a run that waits for an answer nobody can give (no TTY, no `--answer` left):
+    /// status `interrupted`.
+    pub fn give_up_interrupted(&mut self) -> &Status {
+        if matches!(self.status, Status::Interrupted { .. }) {
+            self.finish(RunStatus::Interrupted, Value::Null);
+        }
+        &self.status
+    }
+
+    fn finish(&mut self, status: RunStatus, output: Value) {
+        let state = self.machine.state();
+        self.log.emit(&self.id, EventBody::RunFinished { status, state, output: output.clone() });
+        self.status = Status::Finished { status, output };
+    }
+
+    fn push_checkpoint(&mut self, nodes: Vec<String>) {
+        if !self.checkpoints_on && !self.checkpoints.is_empty() {
+            return;
+        }
+        let provider_mark = self.provider.lock().unwrap_or_else(|p| p.into_inner()).mark();
+        self.checkpoints.push(Checkpoint { step: self.step, machine: self.machine.fork(), provider_mark, nodes });
+    }
+
+    fn pause(&mut self, reason: PauseReason) {
+        self.log.emit(&self.id, EventBody::Paused { reason });
+        self.status = Status::Paused { reason };
+    }
+
+    /// The first enabled breakpoint that fires for the nodes due next.
+    fn breakpoint_hit(&self) -> Option<Result<String, String>> {
+        let due = self.machine.due();
+        for b in self.breakpoints.iter().filter(|b| b.enabled) {
+            if !due.contains(&b.node) {
+                continue;
+            }
+            match &b.condition {
+                None => return Some(Ok(b.node.clone())),
+                Some(c) => match self.machine.condition(&b.node, c) {
+                    Ok(true) => return Some(Ok(b.node.clone())),
+                    Ok(false) => {}
+                    Err(e) => {
+                        return Some(Err(format!(
+                            "breakpoint condition `{c}` on `{}` failed: {e}; paused here so you can fix it",
+                            b.node
+                        )));
+                    }
+                },
+            }
+        }
+        None
+    }
+
+    fn run_until(&mut self, mode: Mode) -> &Status {
+        if self.status.is_finished() {
+            return &self.status;
+        }
+        if let Some((node, message)) = self.held_failure.take() {
+            // Break-on-error held this failure back; going on makes it final.
+            self.finish_failed(node, message);
+            return &self.status;
+        }
+        loop {
+            if let Status::Interrupted { pending } = &self.status {
+                let queued = self.answers.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                match queued {
+                    Some(a) => {
+                        let pending = pending.clone();
+                        if let Err(e) = self.machine.answer(&pending, a) {
+                            self.finish_failed(Some(pending.node.clone()), e);
+                            return &self.status;
+                        }
+                        self.status = Status::Ready;
+                    }
+                    None => return &self.status,
+                }
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                self.finish(RunStatus::Stopped, Value::Null);
+                return &self.status;
+            }
+            if self.pause.swap(false, Ordering::Relaxed) {
+                self.resume_past_break = true;
+                self.pause(PauseReason::Requested);
+                return &self.status;
+            }
+            if self.machine.due().is_empty() {
+                let output = self.machine.output();
+                self.finish(RunStatus::Completed, output);
+                return &self.status;
+            }
+            if !std::mem::take(&mut self.resume_past_break) {
+                match self.breakpoint_hit() {
+                    Some(Ok(_)) => {
+                        self.resume_past_break = true;
+                        self.pause(PauseReason::Breakpoint);
+                        return &self.status;
+                    }
+                    Some(Err(message)) => {
+                        self.log.emit(&self.id, EventBody::Error { node: None, message });
+                        self.resume_past_break = true;
+                        self.pause(PauseReason::Breakpoint);
+                        return &self.status;
+                    }
+                    None => {}
+                }
+            }
+            self.status = Status::Ready;
+            self.step += 1;
+            let nodes = self.machine.due();
+            let outcome = {
+                let cx = Cx {
+                    run: self.id.clone(),
+                    step: self.step,
+                    log: &self.log,
+                    provider: &self.provider,
+                    stop: &self.stop,
+                    answers: &self.answers,
+                    depth: 0,
+                };
+                self.machine.step(&cx)
+            };
+            match outcome {
+                StepOutcome::Continue => {
+                    self.push_checkpoint(nodes);
+                    if mode == Mode::Step {
+                        self.resume_past_break = true;
+                        self.pause(PauseReason::Step);
+                        return &self.status;
+                    }
+                }
+                StepOutcome::Interrupt(mut pending) => {
+                    // The machine stays before the node; this step did not complete.
+                    self.step -= 1;
+                    self.interrupt_seq += 1;
+                    if pending.id.is_empty() {
+                        pending.id = format!("{}#{}", pending.node, self.interrupt_seq);
+                    }
+                    self.log.emit(
+                        &self.id,
+                        EventBody::Interrupt {
+                            id: pending.id.clone(),
+                            node: pending.node.clone(),
+                            kind: pending.kind,
+                            prompt: pending.prompt.clone(),
+                            options: pending.options.clone(),
+                            value: pending.value.clone(),
+                        },
+                    );
+                    // Do not stop again at a breakpoint on the node being resumed.
+                    self.resume_past_break = true;
+                    self.status = Status::Interrupted { pending };
+                }
+                StepOutcome::Finished { output } => {
+                    self.push_checkpoint(nodes);
+                    self.finish(RunStatus::Completed, output);
+                    return &self.status;
+                }
+                StepOutcome::Failed { node, message } => {
+                    if self.stop.load(Ordering::Relaxed) {
+                        self.finish(RunStatus::Stopped, Value::Null);
+                        return &self.status;
+                    }
+                    self.log.emit(&self.id, EventBody::Error { node: node.clone(), message: message.clone() });
+                    self.failure = Some((node.clone(), message.clone()));
+                    if self.break_on_error {
+                        self.held_failure = Some((node, message));
+                        self.pause(PauseReason::Error);
+                        return &self.status;
+                    }
+                    self.finish_failed_quiet();
+                    return &self.status;
+                }
+            }
+        }
+    }
+
+    fn finish_failed(&mut self, node: Option<String>, message: String) {
+        self.log.emit(&self.id, EventBody::Error { node: node.clone(), message: message.clone() });
+        self.failure = Some((node, message));
+        self.finish_failed_quiet();
+    }
+
+    fn finish_failed_quiet(&mut self) {
+        self.finish(RunStatus::Failed, Value::Null);
+    }
+
+    /// The failure that ended the run: (node, message).
+    pub fn failure(&self) -> Option<&(Option<String>, String)> {
+        match self.status {
+            Status::Finished { status: RunStatus::Failed, .. } => self.failure.as_ref(),
+            _ => None,
+        }
+    }
+}
