@@ -3,6 +3,7 @@
 
 pub mod events;
 pub mod provider;
+pub mod pybridge;
 pub mod script;
 pub mod sherma_state;
 pub mod session;

@@ -1,0 +1,377 @@
+# Switchyard's Python tool bridge (embedded in the engine by src/run/pybridge.rs).
+#
+# Started as `python3 -u -c <this file> [sys.path entries...]`. Speaks JSON lines on private
+# duplicates of fd 0 / fd 1; the real fd 0 becomes /dev/null and fd 1 becomes stderr, so a
+# tool's prints (Python, C or subprocess) never reach the protocol.
+#
+# Requests:  {"id": N, "op": "describe" | "call", "path": "pkg.mod.attr", "args": {...}}
+# Responses: {"id": N, "ok": true, "result": ...}
+#            {"id": N, "ok": false, "kind": "import" | "call", "type", "message",
+#             "traceback", "module", "sys_path"}
+# First line after start-up: {"ready": true, "python": "3.x.y", "executable": "..."}
+
+import asyncio
+import dataclasses
+import importlib
+import inspect
+import json
+import os
+import sys
+import traceback
+import typing
+
+_BRIDGE_FILE = inspect.currentframe().f_code.co_filename
+_TRACEBACK_LINES = 40
+
+
+def _channels():
+    proto_in = os.fdopen(os.dup(0), "rb")
+    proto_out = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return proto_in, proto_out
+
+
+class ImportFail(Exception):
+    def __init__(self, module, exc=None, message=None):
+        Exception.__init__(self, message or _exc_message(exc))
+        self.module = module
+        self.exc = exc
+
+
+def _exc_message(e):
+    t = type(e)
+    name = t.__qualname__
+    if t.__module__ not in ("builtins", "__main__"):
+        name = t.__module__ + "." + name
+    text = str(e)
+    return name + ": " + text if text else name
+
+
+def _traceback_tail(e):
+    tb = e.__traceback__ if e is not None else None
+    # Drop the bridge's own leading frames: the user wants their code.
+    while tb is not None and tb.tb_frame.f_code.co_filename == _BRIDGE_FILE:
+        tb = tb.tb_next
+    lines = "".join(traceback.format_exception(type(e), e, tb)).rstrip("\n").split("\n")
+    return "\n".join(lines[-_TRACEBACK_LINES:])
+
+
+def resolve(path):
+    parts = path.split(".")
+    if len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        raise ImportFail(
+            path,
+            message="'%s' is not an import path; expected 'package.module.attribute'" % path,
+        )
+    first = None
+    for i in range(len(parts) - 1, 0, -1):
+        modname = ".".join(parts[:i])
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as e:
+            missing = e.name or ""
+            if missing and (modname == missing or modname.startswith(missing + ".")):
+                # This module (or a package above it) does not exist: maybe the path names
+                # a class attribute, so try a shorter module prefix.
+                if first is None:
+                    first = ImportFail(modname, e)
+                continue
+            raise ImportFail(modname, e)
+        except BaseException as e:  # noqa: B902 - a module's import-time failure of any kind
+            raise ImportFail(modname, e)
+        obj = mod
+        for attr in parts[i:]:
+            try:
+                obj = getattr(obj, attr)
+            except AttributeError as e:
+                if first is not None:
+                    raise first
+                raise ImportFail(modname, e)
+        return obj
+    raise first
+
+
+def _is_lc_tool(obj):
+    if inspect.isclass(obj):
+        return False
+    return hasattr(obj, "name") and (hasattr(obj, "invoke") or hasattr(obj, "ainvoke"))
+
+
+def _safe_getattr(obj, name):
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
+
+
+def _model_schema(s):
+    if isinstance(s, dict):
+        return s
+    for m in ("model_json_schema", "schema"):
+        f = _safe_getattr(s, m)
+        if callable(f):
+            try:
+                r = f()
+                if isinstance(r, dict):
+                    return r
+            except Exception:
+                pass
+    return None
+
+
+def _lc_schema(t):
+    for attr in ("tool_call_schema", "args_schema"):
+        s = _safe_getattr(t, attr)
+        if s is not None:
+            r = _model_schema(s)
+            if r is not None:
+                return to_json(r)
+    args = _safe_getattr(t, "args")
+    if isinstance(args, dict):
+        return {"type": "object", "properties": to_json(args)}
+    return {"type": "object", "properties": {}}
+
+
+_SIMPLE = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    tuple: "array",
+    set: "array",
+    frozenset: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def _ann_schema(a, depth=0):
+    if a is inspect.Parameter.empty or a is typing.Any or depth > 20:
+        return {}
+    try:
+        if a in _SIMPLE:
+            return {"type": _SIMPLE[a]}
+    except TypeError:
+        pass
+    origin = typing.get_origin(a)
+    targs = typing.get_args(a)
+    if origin in (list, set, frozenset, tuple):
+        out = {"type": "array"}
+        if targs and targs[-1] is not Ellipsis and origin is not tuple:
+            out["items"] = _ann_schema(targs[0], depth + 1)
+        elif origin is tuple and len(targs) == 2 and targs[1] is Ellipsis:
+            out["items"] = _ann_schema(targs[0], depth + 1)
+        return out
+    if origin is dict:
+        out = {"type": "object"}
+        if len(targs) == 2 and targs[1] is not typing.Any:
+            out["additionalProperties"] = _ann_schema(targs[1], depth + 1)
+        return out
+    if origin is typing.Literal:
+        return {"enum": [to_json(x) for x in targs]}
+    if origin is typing.Union or type(a).__name__ == "UnionType":
+        rest = [t for t in targs if t is not type(None)]
+        if len(rest) == 1:
+            return _ann_schema(rest[0], depth + 1)
+        return {"anyOf": [_ann_schema(t, depth + 1) for t in targs]}
+    s = _model_schema(a) if inspect.isclass(a) and hasattr(a, "model_json_schema") else None
+    return to_json(s) if s is not None else {}
+
+
+def _func_schema(f):
+    sig = inspect.signature(f)
+    try:
+        hints = typing.get_type_hints(f)
+    except Exception:
+        try:
+            hints = typing.get_type_hints(f.__call__)
+        except Exception:
+            hints = {}
+    props = {}
+    required = []
+    for name, p in sig.parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        s = dict(_ann_schema(hints.get(name, p.annotation)))
+        if p.default is p.empty:
+            required.append(name)
+        else:
+            try:
+                json.dumps(p.default, allow_nan=False)
+                s["default"] = p.default
+            except (TypeError, ValueError):
+                pass
+        props[name] = s
+    return {"type": "object", "properties": props, "required": required}
+
+
+def describe(path):
+    obj = resolve(path)
+    if _is_lc_tool(obj):
+        return {
+            "name": str(_safe_getattr(obj, "name") or path.rsplit(".", 1)[1]),
+            "description": str(_safe_getattr(obj, "description") or ""),
+            "schema": _lc_schema(obj),
+        }
+    if not callable(obj):
+        raise ImportFail(
+            path.rsplit(".", 1)[0],
+            message="'%s' is a %s, not a function or a LangChain tool"
+            % (path, type(obj).__name__),
+        )
+    try:
+        schema = _func_schema(obj)
+    except (TypeError, ValueError):
+        schema = {"type": "object", "properties": {}}
+    return {
+        "name": str(getattr(obj, "__name__", None) or path.rsplit(".", 1)[1]),
+        "description": inspect.getdoc(obj) or "",
+        "schema": schema,
+    }
+
+
+async def _await(x):
+    return await x
+
+
+def _finish(x):
+    if inspect.isawaitable(x):
+        return asyncio.run(_await(x))
+    return x
+
+
+def call(path, args):
+    obj = resolve(path)
+    if not isinstance(args, dict):
+        raise TypeError("tool arguments must be a JSON object, got %s" % type(args).__name__)
+    if _is_lc_tool(obj):
+        invoke = _safe_getattr(obj, "invoke")
+        ainvoke = _safe_getattr(obj, "ainvoke")
+        # A LangChain StructuredTool made from a coroutine has no sync function.
+        async_only = (
+            _safe_getattr(obj, "coroutine") is not None and _safe_getattr(obj, "func") is None
+        )
+        if ainvoke is not None and (invoke is None or async_only):
+            return _finish(ainvoke(args))
+        try:
+            return _finish(invoke(args))
+        except NotImplementedError:
+            if ainvoke is None:
+                raise
+            return _finish(ainvoke(args))
+    if not callable(obj):
+        raise ImportFail(
+            path.rsplit(".", 1)[0],
+            message="'%s' is a %s, not a function or a LangChain tool"
+            % (path, type(obj).__name__),
+        )
+    return _finish(obj(**args))
+
+
+def to_json(x, depth=0):
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return x if x == x and x not in (float("inf"), float("-inf")) else str(x)
+    if depth > 100:
+        return str(x)
+    if isinstance(x, dict):
+        return {k if isinstance(k, str) else str(k): to_json(v, depth + 1) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_json(v, depth + 1) for v in x]
+    dump = _safe_getattr(x, "model_dump")
+    if callable(dump) and not inspect.isclass(x):
+        try:
+            return to_json(dump(), depth + 1)
+        except Exception:
+            pass
+    legacy = _safe_getattr(x, "dict")
+    if callable(legacy) and not inspect.isclass(x) and hasattr(x, "__fields__"):
+        try:
+            return to_json(legacy(), depth + 1)
+        except Exception:
+            pass
+    if dataclasses.is_dataclass(x) and not inspect.isclass(x):
+        try:
+            return to_json(dataclasses.asdict(x), depth + 1)
+        except Exception:
+            pass
+    try:
+        return str(x)
+    except Exception as e:
+        return "<%s: str() failed: %s>" % (type(x).__name__, _exc_message(e))
+
+
+def _error(rid, kind, e, module=None, message=None):
+    return {
+        "id": rid,
+        "ok": False,
+        "kind": kind,
+        "type": type(e).__name__ if e is not None else "",
+        "message": message if message is not None else _exc_message(e),
+        "traceback": _traceback_tail(e) if e is not None else "",
+        "module": module,
+        "sys_path": list(sys.path),
+    }
+
+
+def handle(req):
+    rid = req.get("id")
+    op = req.get("op")
+    path = str(req.get("path", ""))
+    try:
+        if op == "describe":
+            result = describe(path)
+        elif op == "call":
+            result = to_json(call(path, req.get("args")))
+        else:
+            return _error(rid, "call", None, message="unknown bridge op %r" % (op,))
+    except ImportFail as e:
+        return _error(rid, "import", e.exc, module=e.module, message=str(e))
+    except BaseException as e:  # noqa: B902 - SystemExit etc. from a tool must not end the bridge
+        return _error(rid, "call", e)
+    return {"id": rid, "ok": True, "result": result}
+
+
+def main():
+    proto_in, proto_out = _channels()
+    if sys.path and sys.path[0] == "":
+        del sys.path[0]
+    sys.path[:0] = [p for p in sys.argv[1:] if p not in sys.path]
+
+    def send(obj):
+        try:
+            data = json.dumps(obj, ensure_ascii=True, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            data = json.dumps(_error(obj.get("id"), "call", e))
+        proto_out.write(data.encode("ascii") + b"\n")
+        proto_out.flush()
+
+    send(
+        {
+            "ready": True,
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "executable": sys.executable,
+        }
+    )
+    while True:
+        line = proto_in.readline()
+        if not line:
+            return
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            send(_error(None, "call", e))
+            continue
+        resp = handle(req)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        send(resp)
+
+
+main()
