@@ -189,12 +189,22 @@ impl std::error::Error for TemplateError {}
 /// The §6.3 algorithm. A missing path renders empty when `lenient`; otherwise its text is
 /// left and the path recorded (once per occurrence in the template).
 fn substitute(src: &str, state: &Json, lenient: bool) -> (String, Vec<String>) {
+    substitute_with(src, &|path| lookup(state, path), lenient)
+}
+
+/// [`substitute`] with the path resolution supplied by the caller (`resolve(path)` gives the
+/// value a whole reference path points at, `None` = not found).
+fn substitute_with<'a>(
+    src: &str,
+    resolve: &dyn Fn(&str) -> Option<&'a Json>,
+    lenient: bool,
+) -> (String, Vec<String>) {
     let mut result = src.to_owned();
     let mut missing = Vec::new();
     for range in find_matches(src) {
         let text = &src[range.clone()];
         let path = &text[2..text.len() - 2];
-        let replacement = match lookup(state, path) {
+        let replacement = match resolve(path) {
             Some(v) => render_value(v),
             None if lenient => String::new(),
             None => {
@@ -227,17 +237,45 @@ pub fn render_lenient(src: &str, state: &Json) -> String {
 /// Raw mode (`interpolate_raw`, map `over`): when the trimmed template is exactly one
 /// reference, the referenced value with its JSON type; otherwise a strict string render.
 pub fn render_raw(src: &str, state: &Json) -> Result<Json, TemplateError> {
+    render_raw_with(src, &|path| lookup(state, path))
+}
+
+/// [`render_strict`] against a state the caller resolves (`resolve(path)`: the value at a whole
+/// reference path). Lets an executor render against a state it does not keep as one JSON
+/// object (and bind scoped variables) without copying it.
+pub fn render_strict_with<'a>(
+    src: &str,
+    resolve: &dyn Fn(&str) -> Option<&'a Json>,
+) -> Result<String, TemplateError> {
+    let (out, missing) = substitute_with(src, resolve, false);
+    if missing.is_empty() {
+        Ok(out)
+    } else {
+        Err(TemplateError { missing })
+    }
+}
+
+/// [`render_lenient`] with caller-supplied resolution (see [`render_strict_with`]).
+pub fn render_lenient_with<'a>(src: &str, resolve: &dyn Fn(&str) -> Option<&'a Json>) -> String {
+    substitute_with(src, resolve, true).0
+}
+
+/// [`render_raw`] with caller-supplied resolution (see [`render_strict_with`]).
+pub fn render_raw_with<'a>(
+    src: &str,
+    resolve: &dyn Fn(&str) -> Option<&'a Json>,
+) -> Result<Json, TemplateError> {
     let t = src.trim();
     let matches = find_matches(t);
     if let [only] = matches.as_slice()
         && *only == (0..t.len())
     {
         let path = &t[2..t.len() - 2];
-        return lookup(state, path).cloned().ok_or_else(|| TemplateError {
+        return resolve(path).cloned().ok_or_else(|| TemplateError {
             missing: vec![path.to_owned()],
         });
     }
-    render_strict(src, state).map(Json::String)
+    render_strict_with(src, resolve).map(Json::String)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,3 +7,4 @@ pub mod pybridge;
 pub mod script;
 pub mod sherma_state;
 pub mod session;
+pub mod loki;

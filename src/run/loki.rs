@@ -1,0 +1,1461 @@
+//! The Loki graph-agent interpreter: a [`Machine`] that runs a Loki `graph.yaml` one
+//! bulk-synchronous super-step at a time (reference/loki.md §5–§9).
+//!
+//! Shape:
+//!
+//! - **state** is a flat map `key → Arc<Value>` ([`LokiMachine::fork`] copies pointers, never the
+//!   values), seeded from `initial_state`, the caller's `initial_state` and `initial_prompt`;
+//! - the **frontier** is the set of due node ids; one [`Machine::step`] runs all of them (in
+//!   parallel on `std::thread::scope`, at most `settings.max_concurrency` at once), each on a
+//!   fork of the state, and merges their diffs in node-id order through the `reducers`;
+//! - approval and input nodes do not block: the step returns [`StepOutcome::Interrupt`] before
+//!   any node of the super-step runs, the session collects the answer, and the step re-runs;
+//! - templates are rendered straight against the map through
+//!   [`template::render_strict_with`] and friends (no JSON copy of the state per render);
+//! - script nodes run through [`run_script`]; llm nodes through [`Cx::complete`]; agent nodes
+//!   run the child graph as a nested `LokiMachine` with [`Cx::child`] (events carry
+//!   `<run>/<node>` as run id).
+//!
+//! Deliberate divergences from upstream (baseline coyote `main@5f23e24`):
+//!
+//! | upstream | here |
+//! | --- | --- |
+//! | scoped `{{output}}` / `{{choice}}` / `{{input}}` leak into state as `null` after the node (§9.1) | bound only while `state_updates` render; never written to state (the later upstream fix) |
+//! | `state_updates` entries applied in hash order, each visible to later ones | applied in declaration order, each visible to later ones (deterministic) |
+//! | a map llm/agent branch can never deliver its own output (§9.2); a stale parent value of `output_key` is collected | the item's own write of `output_key` is collected; else, for llm/agent branches with `output_key: output`, the node's output; a value that was already in the parent state does not count |
+//! | `settings.timeout` is wall clock since the run started | only time spent running steps counts: time paused at a breakpoint or waiting for an answer is not charged |
+//! | approval/input ask interactively (no way to pre-supply answers headless) | they interrupt the run; answers come from the session (`--answer`, the debugger); nested runs take them from the answer queue only |
+//! | llm tools are executed | tools are offered to the model but not executed yet: every tool call gets an error tool message |
+//! | rag nodes retrieve from a knowledge base | rag is not supported until a later version: the node fails with a message saying so |
+//! | agent nodes run any Loki agent | only graph agents (`graph.yaml`) beside this agent or under `<agent_dir>/agents/`; an LLM-loop agent (`config.yaml`) is a clear error |
+//! | graph-level `temperature` etc. ignored by llm nodes | same (not sent: providers take no sampling options yet) |
+//! | `{{.}}` renders the whole state | not found (whole-state references are not resolved) |
+//! | narration times are local time | UTC (no time-zone database in the engine) |
+
+use crate::doc::loki::{AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody, Reducer};
+use crate::doc::{Document, load_path};
+use crate::expr::template::{self, TemplateError};
+use crate::run::events::{Event, EventBody, InterruptKind, RouteReason, RunStatus};
+use crate::run::provider::LlmRequest;
+use crate::run::script::run_script;
+use crate::run::session::{Cx, Machine, Pending, StepOutcome};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The run state: top-level key → shared value.
+pub type LokiState = BTreeMap<String, Arc<Value>>;
+
+/// Nested agent runs deeper than this fail (upstream: the supervisor's depth limit).
+pub const MAX_AGENT_DEPTH: u32 = 8;
+
+/// Error texts that make an llm node retry (up to `max_attempts`).
+const TRANSIENT: &[&str] =
+    &["timed out", "rate limit", "429", "Connection reset", "Connection refused", "produced no output"];
+
+const EXTRACTOR_SYSTEM: &str = "You convert text into a JSON object. Output only one JSON object that \
+conforms to the given JSON Schema, with every required key. No prose, no code fences, no <think> tags. \
+Do not invent fields or facts that are not in the input.";
+
+/// A Loki graph run (see the module docs).
+#[derive(Clone)]
+pub struct LokiMachine {
+    doc: Arc<Document>,
+    agent: String,
+    name: String,
+    state: LokiState,
+    frontier: BTreeSet<String>,
+    visits: BTreeMap<String, u64>,
+    /// Answers given to approval/input nodes of the current frontier.
+    answers: BTreeMap<String, String>,
+    /// Time spent running steps (what `settings.timeout` limits).
+    elapsed: Duration,
+    /// A deadline imposed from outside (a parent agent node's timeout).
+    outer_deadline: Option<Instant>,
+    output: Value,
+    done: bool,
+}
+
+impl std::fmt::Debug for LokiMachine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LokiMachine")
+            .field("agent", &self.agent)
+            .field("frontier", &self.frontier)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl LokiMachine {
+    /// A run of the Loki graph `doc` for the user message `input` (`initial_prompt`), with
+    /// `initial_state` (a JSON object) laid over the graph's own `initial_state`.
+    ///
+    /// Fails when `doc` is not a Loki graph, when `initial_state` is not an object, or — with
+    /// `settings.validate_before_run` (the default) — when validation reports errors (listed as
+    /// `file:line:col: message`).
+    pub fn new(doc: Arc<Document>, input: &str, initial_state: Option<Value>) -> Result<LokiMachine, String> {
+        let Some(l) = doc.loki() else {
+            return Err(format!("`{}` is not a Loki graph (graph.yaml) document", doc.path.display()));
+        };
+        if l.settings.validate_before_run {
+            let errors: Vec<String> = crate::validate::validate(&doc, None)
+                .into_iter()
+                .filter(|d| d.is_error())
+                .map(|d| format!("  {}:{}:{}: {}", d.file, d.line, d.column, d.message))
+                .collect();
+            if !errors.is_empty() {
+                return Err(format!(
+                    "graph '{}' has {} validation error(s) (settings.validate_before_run is on):\n{}",
+                    l.name.clone().unwrap_or_default(),
+                    errors.len(),
+                    errors.join("\n")
+                ));
+            }
+        }
+        let mut state = LokiState::new();
+        if let Value::Object(m) = &l.initial_state {
+            for (k, v) in m {
+                state.insert(k.clone(), Arc::new(v.clone()));
+            }
+        }
+        match initial_state {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    state.insert(k, Arc::new(v));
+                }
+            }
+            Some(other) => return Err(format!("the initial state must be a JSON object, got {}", type_name(&other))),
+        }
+        state.insert("initial_prompt".into(), Arc::new(Value::String(input.to_string())));
+        let agent = l
+            .agent_dir
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty())
+            .or_else(|| l.name.clone())
+            .unwrap_or_else(|| "graph".into());
+        let name = l.name.clone().unwrap_or_else(|| agent.clone());
+        let mut frontier = BTreeSet::new();
+        if let Some(s) = &l.start {
+            frontier.insert(s.value.clone());
+        }
+        Ok(LokiMachine {
+            doc,
+            agent,
+            name,
+            state,
+            frontier,
+            visits: BTreeMap::new(),
+            answers: BTreeMap::new(),
+            elapsed: Duration::ZERO,
+            outer_deadline: None,
+            output: Value::Null,
+            done: false,
+        })
+    }
+
+    /// The graph's `name:` (narration and error messages use it).
+    pub fn graph_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Visit counts per node so far.
+    pub fn visits(&self) -> &BTreeMap<String, u64> {
+        &self.visits
+    }
+
+    fn loki(&self) -> &LokiDoc {
+        self.doc.loki().expect("LokiMachine holds a Loki document")
+    }
+
+    fn failed(node: Option<&str>, message: String) -> StepOutcome {
+        StepOutcome::Failed { node: node.map(str::to_string), message }
+    }
+
+    fn run_step(&mut self, cx: &Cx<'_>) -> StepOutcome {
+        let doc = self.doc.clone();
+        let l = doc.loki().expect("Loki document");
+        let g = self.name.clone();
+        if self.frontier.is_empty() {
+            return Self::failed(None, format!("Graph '{g}' frontier emptied without reaching an End node"));
+        }
+        let frontier: Vec<String> = self.frontier.iter().cloned().collect();
+        if cx.stopped() {
+            return Self::failed(None, format!("Graph '{g}' aborted before super-step with frontier {frontier:?}"));
+        }
+        let timeout = l.settings.timeout.map(Duration::from_secs);
+        if let Some(t) = timeout
+            && self.elapsed >= t
+        {
+            return Self::failed(
+                None,
+                format!("Graph '{g}' timed out after {}s before super-step with frontier {frontier:?}", t.as_secs()),
+            );
+        }
+        // Visits are counted before existence is checked (as upstream), but only committed
+        // when the step really runs (an interrupt re-runs the same step).
+        let max = l.settings.max_loop_iterations;
+        for id in &frontier {
+            let n = self.visits.get(id).copied().unwrap_or(0) + 1;
+            if n > max {
+                self.visits.insert(id.clone(), n);
+                return Self::failed(
+                    Some(id),
+                    format!("Node '{id}' visited {n} times (max_loop_iterations={max}). Possible infinite loop."),
+                );
+            }
+        }
+        for id in &frontier {
+            if !l.has_node(id) {
+                return Self::failed(Some(id), format!("Node '{id}' not found in graph '{g}'"));
+            }
+        }
+        // Human input first: nothing of the super-step runs until every question has an answer.
+        for id in &frontier {
+            if self.answers.contains_key(id) {
+                continue;
+            }
+            let node = l.node(id).expect("checked");
+            let scope = Scope::new(&self.state);
+            match &node.body {
+                NodeBody::Approval(a) => {
+                    let q = a.question.as_ref().map(|t| t.text.as_str()).unwrap_or("");
+                    let prompt = match scope.strict(q) {
+                        Ok(p) => p,
+                        Err(e) => return Self::failed(Some(id), format!("Failed to interpolate approval question: {e}")),
+                    };
+                    return StepOutcome::Interrupt(Pending {
+                        id: String::new(),
+                        node: id.clone(),
+                        kind: InterruptKind::Approval,
+                        prompt,
+                        options: a.options.iter().map(|o| o.value.clone()).collect(),
+                        value: Value::Null,
+                        default: None,
+                    });
+                }
+                NodeBody::Input(i) => {
+                    let q = i.question.as_ref().map(|t| t.text.as_str()).unwrap_or("");
+                    let mut prompt = match scope.strict(q) {
+                        Ok(p) => p,
+                        Err(e) => return Self::failed(Some(id), format!("Failed to interpolate input question: {e}")),
+                    };
+                    let default = i.default.as_ref().map(|d| scope.lenient(&d.text)).filter(|d| !d.is_empty());
+                    if let Some(d) = &default {
+                        prompt.push_str(&format!(" [default: {d}]"));
+                    }
+                    return StepOutcome::Interrupt(Pending {
+                        id: String::new(),
+                        node: id.clone(),
+                        kind: InterruptKind::Input,
+                        prompt,
+                        options: Vec::new(),
+                        value: Value::Null,
+                        default,
+                    });
+                }
+                _ => {}
+            }
+        }
+        for id in &frontier {
+            *self.visits.entry(id.clone()).or_insert(0) += 1;
+        }
+
+        let started = Instant::now();
+        let mut deadline = timeout.map(|t| started + t.saturating_sub(self.elapsed));
+        if let Some(o) = self.outer_deadline {
+            deadline = Some(deadline.map_or(o, |d| d.min(o)));
+        }
+        let answers = std::mem::take(&mut self.answers);
+        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline };
+        let snapshot = &self.state;
+        let results: Vec<(String, Result<(Ran, LokiState), String>)> = if frontier.len() == 1 {
+            vec![(frontier[0].clone(), ex.run_node(&frontier[0], snapshot))]
+        } else {
+            let limit = l.settings.max_concurrency.max(1) as usize;
+            par_map(&frontier, limit, &|_, id: &String| (id.clone(), ex.run_node(id, snapshot)))
+        };
+        self.elapsed += started.elapsed();
+        let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
+        if timed_out && let Some(t) = timeout {
+            if self.elapsed >= t {
+                return Self::failed(
+                    None,
+                    format!("Graph '{g}' timed out after {}s during super-step with frontier {frontier:?}", t.as_secs()),
+                );
+            }
+        }
+        let mut diffs: Vec<(String, LokiState)> = Vec::new();
+        let mut ends: Vec<(String, String, LokiState)> = Vec::new();
+        let mut next = BTreeSet::new();
+        for (id, r) in results {
+            match r {
+                Err(message) => return Self::failed(Some(&id), message),
+                Ok((ran, diff)) => match ran.flow {
+                    Flow::Go(targets) => {
+                        next.extend(targets.into_iter().map(|(t, _)| t));
+                        diffs.push((id, diff));
+                    }
+                    Flow::End(out) => ends.push((id, out, diff)),
+                },
+            }
+        }
+        if ends.len() > 1 {
+            let names: Vec<&str> = ends.iter().map(|(id, _, _)| id.as_str()).collect();
+            return Self::failed(
+                None,
+                format!(
+                    "super-step ended with multiple End targets ({}). Fan-out branches must converge on a single node before ending.",
+                    names.join(", ")
+                ),
+            );
+        }
+        if let Err(e) = merge_diffs(l, &mut self.state, &diffs) {
+            return Self::failed(None, e);
+        }
+        if let Some((id, out, diff)) = ends.pop() {
+            if let Err(e) = merge_diffs(l, &mut self.state, &[(id, diff)]) {
+                return Self::failed(None, e);
+            }
+            self.frontier.clear();
+            self.done = true;
+            self.output = Value::String(out.clone());
+            return StepOutcome::Finished { output: Value::String(out) };
+        }
+        self.frontier = next;
+        StepOutcome::Continue
+    }
+}
+
+impl Machine for LokiMachine {
+    fn agent(&self) -> &str {
+        &self.agent
+    }
+    fn due(&self) -> Vec<String> {
+        if self.done { Vec::new() } else { self.frontier.iter().cloned().collect() }
+    }
+    fn node_kind(&self, node: &str) -> String {
+        self.loki().node(node).map(|n| n.kind_str().to_string()).unwrap_or_else(|| "unknown".into())
+    }
+    fn step(&mut self, cx: &Cx<'_>) -> StepOutcome {
+        self.run_step(cx)
+    }
+    fn answer(&mut self, pending: &Pending, answer: Value) -> Result<(), String> {
+        if !self.frontier.contains(&pending.node) {
+            return Err(format!("node '{}' is not waiting for an answer", pending.node));
+        }
+        match self.loki().node(&pending.node).map(|n| &n.body) {
+            Some(NodeBody::Approval(_)) | Some(NodeBody::Input(_)) => {}
+            _ => return Err(format!("node '{}' is not an approval or input node", pending.node)),
+        }
+        let text = match answer {
+            Value::String(s) => s,
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        self.answers.insert(pending.node.clone(), text);
+        Ok(())
+    }
+    fn state(&self) -> Value {
+        state_value(&self.state)
+    }
+    fn edit_state(&mut self, key: &str, value: Value) -> Result<(), String> {
+        if key.is_empty() {
+            return Err("a state key cannot be empty".into());
+        }
+        self.state.insert(key.to_string(), Arc::new(value));
+        Ok(())
+    }
+    fn condition(&self, _node: &str, condition: &str) -> Result<bool, String> {
+        Ok(truthy(&Scope::new(&self.state).lenient(condition)))
+    }
+    fn check_condition(&self, condition: &str) -> Result<(), String> {
+        let errors: Vec<String> = template::lint(condition)
+            .into_iter()
+            .filter(|i| i.severity == template::Severity::Error)
+            .map(|i| i.message)
+            .collect();
+        if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+    }
+    fn fork(&self) -> Box<dyn Machine> {
+        Box::new(self.clone())
+    }
+    fn output(&self) -> Value {
+        self.output.clone()
+    }
+}
+
+/// A breakpoint condition's verdict: false for "", `false`, `0`, `null`, `[]`, `{}` (after
+/// trimming), true otherwise.
+pub fn truthy(rendered: &str) -> bool {
+    !matches!(rendered.trim(), "" | "false" | "0" | "null" | "[]" | "{}")
+}
+
+/// The state as one JSON object.
+pub fn state_value(state: &LokiState) -> Value {
+    Value::Object(state.iter().map(|(k, v)| (k.clone(), (**v).clone())).collect())
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Templates against the state map
+// ---------------------------------------------------------------------------------------------
+
+/// The state a template sees: the map plus at most one scoped variable (`output`, `choice`,
+/// `input`, a map's `as`), which shadows a state key of the same name.
+struct Scope<'a> {
+    state: &'a LokiState,
+    bind: Option<(&'a str, &'a Value)>,
+}
+
+impl<'a> Scope<'a> {
+    fn new(state: &'a LokiState) -> Scope<'a> {
+        Scope { state, bind: None }
+    }
+    fn with(state: &'a LokiState, key: &'a str, value: &'a Value) -> Scope<'a> {
+        Scope { state, bind: Some((key, value)) }
+    }
+    /// The value at a whole reference path (`a.b[0].c`), as upstream resolves it.
+    fn resolve(&self, path: &str) -> Option<&'a Value> {
+        let cut = path.find(['.', '[']).unwrap_or(path.len());
+        let (root, rest) = path.split_at(cut);
+        if root.is_empty() {
+            // `{{.x}}`: upstream skips an empty first key.
+            return rest.strip_prefix('.').filter(|r| !r.is_empty()).and_then(|r| self.resolve(r));
+        }
+        if root.contains(']') {
+            return None;
+        }
+        let v: &'a Value = match self.bind {
+            Some((k, v)) if k == root => v,
+            _ => self.state.get(root)?.as_ref(),
+        };
+        if rest.is_empty() { Some(v) } else { template::lookup(v, rest) }
+    }
+    fn strict(&self, src: &str) -> Result<String, TemplateError> {
+        template::render_strict_with(src, &|p| self.resolve(p))
+    }
+    fn lenient(&self, src: &str) -> String {
+        template::render_lenient_with(src, &|p| self.resolve(p))
+    }
+    fn raw(&self, src: &str) -> Result<Value, TemplateError> {
+        template::render_raw_with(src, &|p| self.resolve(p))
+    }
+}
+
+/// Apply a node's `state_updates` (lenient, stored as strings), in declaration order, each
+/// write visible to the later entries; `bind` is the node's scoped variable.
+fn apply_updates(node: &LokiNode, state: &mut LokiState, bind: Option<(&str, &Value)>) {
+    let Some(ups) = &node.state_updates else { return };
+    for (k, t) in ups {
+        let s = match bind {
+            Some((name, v)) => Scope::with(state, name, v).lenient(&t.text),
+            None => Scope::new(state).lenient(&t.text),
+        };
+        state.insert(k.value.clone(), Arc::new(Value::String(s)));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Diffs, merge and reducers
+// ---------------------------------------------------------------------------------------------
+
+/// Keys whose value in `after` is new or differs from `before` (an unchanged re-write is no
+/// change).
+pub fn diff(before: &LokiState, after: &LokiState) -> LokiState {
+    after
+        .iter()
+        .filter(|(k, v)| match before.get(*k) {
+            Some(b) => !Arc::ptr_eq(b, v) && **b != ***v,
+            None => true,
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Merge branch diffs (already in node-id order) into `state` through the reducers: keys in
+/// sorted order; a reducer folds every write; no reducer and one writer overwrites; no reducer
+/// and several writers is an error.
+pub fn merge_diffs(l: &LokiDoc, state: &mut LokiState, diffs: &[(String, LokiState)]) -> Result<(), String> {
+    let mut by_key: BTreeMap<&str, Vec<&Arc<Value>>> = BTreeMap::new();
+    for (_, d) in diffs {
+        for (k, v) in d {
+            by_key.entry(k.as_str()).or_default().push(v);
+        }
+    }
+    for (k, writes) in by_key {
+        match l.reducer(k) {
+            Some(r) => {
+                let mut cur: Option<Value> = state.get(k).map(|v| (**v).clone());
+                for w in writes {
+                    cur = Some(apply_reducer(r, cur.as_ref(), (**w).clone())?);
+                }
+                if let Some(v) = cur {
+                    state.insert(k.to_string(), Arc::new(v));
+                }
+            }
+            None if writes.len() == 1 => {
+                state.insert(k.to_string(), writes[0].clone());
+            }
+            None => {
+                return Err(format!(
+                    "Key '{k}' was written by {} parallel branches but has no reducer declared. Declare one under `reducers:` (append, extend, concat, sum, max, min, merge or overwrite).",
+                    writes.len()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One reducer step: `current` (absent allowed) combined with `incoming` (reference §5.4, with
+/// upstream's error messages).
+pub fn apply_reducer(r: Reducer, current: Option<&Value>, incoming: Value) -> Result<Value, String> {
+    let name = r.as_str();
+    let need = |what: &str, side: &str, v: &Value| {
+        format!("reducer '{name}' requires {what} for the {side} value, got {}", type_name(v))
+    };
+    let num = |v: &Value, side: &str| v.as_f64().ok_or_else(|| need("a number", side, v));
+    match r {
+        Reducer::Overwrite => Ok(incoming),
+        Reducer::Append | Reducer::Extend => {
+            let mut arr = match current {
+                None => Vec::new(),
+                Some(Value::Array(a)) => a.clone(),
+                Some(o) => return Err(need("an array (or absent)", "current", o)),
+            };
+            if r == Reducer::Append {
+                arr.push(incoming);
+            } else {
+                match incoming {
+                    Value::Array(items) => arr.extend(items),
+                    o => return Err(need("an array", "incoming", &o)),
+                }
+            }
+            Ok(Value::Array(arr))
+        }
+        Reducer::Concat => {
+            let inc = match incoming {
+                Value::String(s) => s,
+                o => return Err(need("a string", "incoming", &o)),
+            };
+            match current {
+                None => Ok(Value::String(inc)),
+                Some(Value::String(c)) if c.is_empty() => Ok(Value::String(inc)),
+                Some(Value::String(c)) => Ok(Value::String(format!("{c}\n{inc}"))),
+                Some(o) => Err(need("a string (or absent)", "current", o)),
+            }
+        }
+        Reducer::Sum => {
+            let i = num(&incoming, "incoming")?;
+            let c = match current {
+                None => 0.0,
+                Some(v) => num(v, "current")?,
+            };
+            Ok(json_number(c + i))
+        }
+        Reducer::Max | Reducer::Min => {
+            let i = num(&incoming, "incoming")?;
+            match current {
+                None => Ok(json_number(i)),
+                Some(v) => {
+                    let c = num(v, "current")?;
+                    Ok(json_number(if r == Reducer::Max { c.max(i) } else { c.min(i) }))
+                }
+            }
+        }
+        Reducer::Merge => {
+            let mut m = match current {
+                None => Map::new(),
+                Some(Value::Object(m)) => m.clone(),
+                Some(o) => return Err(need("an object (or absent)", "current", o)),
+            };
+            match incoming {
+                Value::Object(items) => m.extend(items),
+                o => return Err(need("an object", "incoming", &o)),
+            }
+            Ok(Value::Object(m))
+        }
+    }
+}
+
+/// Integral finite results stay integers.
+fn json_number(n: f64) -> Value {
+    if n.fract() == 0.0 && n.is_finite() && n.abs() <= i64::MAX as f64 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node execution
+// ---------------------------------------------------------------------------------------------
+
+enum Flow {
+    /// Continue to these targets (each with why).
+    Go(Vec<(String, RouteReason)>),
+    /// An end node: the graph's output.
+    End(String),
+}
+
+struct Ran {
+    flow: Flow,
+    /// The node's output (llm/agent), for map branches.
+    output: Option<Value>,
+}
+
+impl Ran {
+    fn go(targets: Vec<(String, RouteReason)>) -> Ran {
+        Ran { flow: Flow::Go(targets), output: None }
+    }
+}
+
+/// An llm node failure: the outermost message (what `{{output}}` shows) and the full chain.
+struct LlmErr {
+    outer: String,
+    chain: String,
+    extraction: bool,
+}
+
+impl LlmErr {
+    fn plain(m: String) -> LlmErr {
+        LlmErr { outer: m.clone(), chain: m, extraction: false }
+    }
+    fn with(outer: &str, cause: impl std::fmt::Display) -> LlmErr {
+        LlmErr { outer: outer.to_string(), chain: format!("{outer}: {cause}"), extraction: false }
+    }
+}
+
+/// What one super-step's nodes share.
+struct Exec<'a, 'c> {
+    l: &'a LokiDoc,
+    graph: &'a str,
+    cx: &'a Cx<'c>,
+    answers: &'a BTreeMap<String, String>,
+    deadline: Option<Instant>,
+}
+
+impl Exec<'_, '_> {
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Run one frontier node on a fork of `snapshot`, with its events. Returns its flow and
+    /// its diff.
+    fn run_node(&self, id: &str, snapshot: &LokiState) -> Result<(Ran, LokiState), String> {
+        let node = self.l.node(id).ok_or_else(|| format!("Node '{id}' not found in graph '{}'", self.graph))?;
+        let cx = self.cx;
+        cx.emit(EventBody::NodeEnter { step: cx.step, node: id.to_string(), kind: node.kind_str().to_string() });
+        let t0 = Instant::now();
+        let mut st = snapshot.clone();
+        let ran = self.exec(node, &mut st, true)?;
+        let d = diff(snapshot, &st);
+        let update = if d.is_empty() { Value::Null } else { state_value(&d) };
+        cx.emit(EventBody::NodeExit {
+            step: cx.step,
+            node: id.to_string(),
+            update,
+            duration_ms: t0.elapsed().as_millis() as u64,
+        });
+        if let Flow::Go(targets) = &ran.flow {
+            for (to, reason) in targets {
+                cx.emit(EventBody::Route { from: id.to_string(), to: to.clone(), reason: reason.clone() });
+            }
+        }
+        Ok((ran, d))
+    }
+
+    /// A node's `next` targets (`Static`); none is an error naming the kind.
+    fn static_next(node: &LokiNode, kind: &str) -> Result<Vec<(String, RouteReason)>, String> {
+        if node.next.is_empty() && !node.next_is_list {
+            return Err(format!("{kind} node '{}' has no `next` and is not an end node", node.id.value));
+        }
+        Ok(node.next.iter().map(|t| (t.value.clone(), RouteReason::Static)).collect())
+    }
+
+    /// Execute a node's body on `st`. `routing` is false for map items (routes are ignored).
+    fn exec(&self, node: &LokiNode, st: &mut LokiState, routing: bool) -> Result<Ran, String> {
+        let id = node.id.value.as_str();
+        match &node.body {
+            NodeBody::Script(s) => {
+                let script = s
+                    .script
+                    .as_ref()
+                    .map(|x| x.value.clone())
+                    .ok_or_else(|| format!("script node '{id}' has no `script`"))?;
+                let mut timeout = Duration::from_secs(s.timeout_secs());
+                if let Some(d) = self.deadline {
+                    timeout = timeout.min(d.saturating_duration_since(Instant::now()));
+                }
+                match run_script(&self.l.agent_dir, &script, &state_value(st), timeout) {
+                    Ok(out) => {
+                        for (k, v) in out.updates {
+                            st.insert(k, Arc::new(v));
+                        }
+                        apply_updates(node, st, None);
+                        if !routing {
+                            return Ok(Ran::go(Vec::new()));
+                        }
+                        let targets = match out.next {
+                            Some(n) => vec![(n, RouteReason::Next)],
+                            None => Self::static_next(node, "script")?,
+                        };
+                        Ok(Ran::go(targets))
+                    }
+                    Err(e) => match &s.fallback {
+                        Some(fb) if routing => {
+                            tracing::warn!("script node '{id}' failed, routing to fallback '{}': {e}", fb.value);
+                            Ok(Ran::go(vec![(fb.value.clone(), RouteReason::Fallback)]))
+                        }
+                        _ => Err(e.to_string()),
+                    },
+                }
+            }
+            NodeBody::Approval(a) => {
+                let ans = self.answers.get(id).cloned().ok_or_else(|| format!("approval node '{id}' has no answer"))?;
+                let choice = Value::String(ans.clone());
+                apply_updates(node, st, Some(("choice", &choice)));
+                if let Some(t) = a.route(&ans) {
+                    Ok(Ran::go(vec![(t.value.clone(), RouteReason::RouteOption { option: ans })]))
+                } else if let Some(o) = &a.on_other {
+                    Ok(Ran::go(vec![(o.value.clone(), RouteReason::OnOther)]))
+                } else {
+                    Err(format!("approval node '{id}': the answer '{ans}' matches no route and no `on_other` is declared"))
+                }
+            }
+            NodeBody::Input(i) => {
+                let mut ans = self.answers.get(id).cloned().ok_or_else(|| format!("input node '{id}' has no answer"))?;
+                if ans.is_empty() {
+                    ans = i.default.as_ref().map(|d| Scope::new(st).lenient(&d.text)).unwrap_or_default();
+                }
+                if let Some(v) = &i.validation {
+                    let check = template::check_input_validation(&v.value)?;
+                    if !check.check(&ans) {
+                        return Err(template::input_validation_error(&v.value, &ans));
+                    }
+                }
+                let input = Value::String(ans);
+                apply_updates(node, st, Some(("input", &input)));
+                match node.next.first() {
+                    Some(t) => Ok(Ran::go(vec![(t.value.clone(), RouteReason::Static)])),
+                    None => Err("Input node has no `next` set".into()),
+                }
+            }
+            NodeBody::Llm(x) => self.exec_llm(node, x, st, routing),
+            NodeBody::Agent(a) => {
+                let raw = self.run_agent(id, a, st)?;
+                let out = match &a.output_schema {
+                    Some(schema) => {
+                        let text = match &raw {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        let v = self.extract(id, &schema.value, &text)?;
+                        merge_object(st, &v);
+                        v
+                    }
+                    None => raw,
+                };
+                apply_updates(node, st, Some(("output", &out)));
+                let targets = if routing { Self::static_next(node, "agent")? } else { Vec::new() };
+                Ok(Ran { flow: Flow::Go(targets), output: Some(out) })
+            }
+            NodeBody::Rag(_) => Err(format!(
+                "rag node '{id}': retrieval (rag nodes) is not supported by this version of Switchyard; \
+                 knowledge bases arrive in a later version. Replace the node with a script or llm node to run this graph here."
+            )),
+            NodeBody::End(e) => {
+                apply_updates(node, st, None);
+                let out = e.output.as_ref().map(|t| Scope::new(st).lenient(&t.text)).unwrap_or_default();
+                Ok(Ran { flow: Flow::End(out), output: None })
+            }
+            NodeBody::Map(m) => self.exec_map(node, m, st),
+            NodeBody::Unknown => Err(format!("node '{id}' has an unknown type '{}'", node.kind_str())),
+        }
+    }
+
+    fn exec_map(&self, node: &LokiNode, m: &MapNode, st: &mut LokiState) -> Result<Ran, String> {
+        let id = node.id.value.as_str();
+        let targets = Self::static_next(node, "map")?;
+        let over = m.over.as_ref().map(|t| t.text.clone()).unwrap_or_default();
+        let items = match Scope::new(st).raw(&over) {
+            Ok(Value::Array(a)) => a,
+            Ok(other) => {
+                return Err(format!(
+                    "map node '{id}': `over` template '{over}' must resolve to an array, got {}",
+                    type_name(&other)
+                ));
+            }
+            Err(e) => return Err(format!("map node '{id}': {e}")),
+        };
+        let as_key = m.as_key.as_ref().map(|k| k.value.clone()).ok_or_else(|| format!("map node '{id}' has no `as`"))?;
+        let branch_id = m.branch.as_ref().map(|b| b.value.clone()).ok_or_else(|| format!("map node '{id}' has no `branch`"))?;
+        let collect = m
+            .collect_into
+            .as_ref()
+            .map(|c| c.value.clone())
+            .ok_or_else(|| format!("map node '{id}' has no `collect_into`"))?;
+        let branch = self
+            .l
+            .node(&branch_id)
+            .ok_or_else(|| format!("map node '{id}': branch node '{branch_id}' not found in graph '{}'", self.graph))?;
+        if !matches!(branch.body, NodeBody::Llm(_) | NodeBody::Agent(_) | NodeBody::Rag(_) | NodeBody::Script(_)) {
+            return Err(format!(
+                "map node '{id}': branch node '{branch_id}' is a {} node; map branches must be llm, agent, rag or script nodes",
+                branch.kind_str()
+            ));
+        }
+        let key = m.output_key().to_string();
+        let limit = m.concurrency(&self.l.settings) as usize;
+        let base: &LokiState = st;
+        let results = par_map(&items, limit, &|i, item: &Value| -> Result<Value, String> {
+            let mut fork = base.clone();
+            fork.insert(as_key.clone(), Arc::new(item.clone()));
+            let before = fork.clone();
+            let ran = self
+                .exec(branch, &mut fork, false)
+                .map_err(|e| format!("map node '{id}': sub-branch [{i}] failed: {e}"))?;
+            let d = diff(&before, &fork);
+            if let Some(v) = d.get(&key) {
+                return Ok((**v).clone());
+            }
+            if key == "output"
+                && let Some(v) = ran.output
+            {
+                return Ok(v);
+            }
+            Err(format!("map node '{id}': sub-branch [{i}] did not write `output_key` '{key}'"))
+        });
+        let mut collected = Vec::with_capacity(results.len());
+        for r in results {
+            collected.push(r?);
+        }
+        st.insert(collect, Arc::new(Value::Array(collected)));
+        Ok(Ran::go(targets))
+    }
+
+    fn exec_llm(&self, node: &LokiNode, x: &LlmNode, st: &mut LokiState, routing: bool) -> Result<Ran, String> {
+        let id = node.id.value.as_str();
+        match self.llm_output(id, x, st) {
+            Ok(out) => {
+                if x.output_schema.is_some() {
+                    merge_object(st, &out);
+                }
+                apply_updates(node, st, Some(("output", &out)));
+                let targets = if routing { Self::static_next(node, "llm")? } else { Vec::new() };
+                Ok(Ran { flow: Flow::Go(targets), output: Some(out) })
+            }
+            Err(e) => {
+                let text = if e.extraction {
+                    format!("LLM node structured-extraction failed: {}", e.outer)
+                } else {
+                    format!("LLM node failed: {}", e.outer)
+                };
+                let failure = Value::String(text);
+                apply_updates(node, st, Some(("output", &failure)));
+                match &x.fallback {
+                    Some(fb) => {
+                        let targets = if routing { vec![(fb.value.clone(), RouteReason::Fallback)] } else { Vec::new() };
+                        Ok(Ran { flow: Flow::Go(targets), output: Some(failure) })
+                    }
+                    None => Err(format!(
+                        "LLM node failed and no fallback declared: {}. Add a `fallback:` route to handle this failure.",
+                        e.chain
+                    )),
+                }
+            }
+        }
+    }
+
+    /// The tools an llm node offers (its whitelist resolved against the agent's tools).
+    fn llm_tools(&self, x: &LlmNode) -> Result<Vec<Value>, String> {
+        let Some(list) = &x.tools else { return Ok(Vec::new()) };
+        if list.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut universe: Vec<String> = self
+            .l
+            .global_tools
+            .iter()
+            .filter_map(|t| std::path::Path::new(&t.value).file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .collect();
+        universe.extend(crate::validate::loki::agent_tool_functions(&self.l.agent_dir).unwrap_or_default());
+        let servers: Vec<&str> = self.l.mcp_servers.iter().map(|s| s.value.as_str()).collect();
+        let mut out = Vec::new();
+        for t in list {
+            let name = t.value.as_str();
+            let known = match name.strip_prefix("mcp:") {
+                Some(server) => servers.contains(&server),
+                None => universe.iter().any(|u| u == name),
+            };
+            if !known {
+                let mut provides: Vec<String> = universe.clone();
+                provides.extend(servers.iter().map(|s| format!("mcp:{s}")));
+                return Err(format!(
+                    "llm node references unknown tool '{name}'. Agent '{}' provides: {}",
+                    self.graph,
+                    if provides.is_empty() { "(nothing)".to_string() } else { provides.join(", ") }
+                ));
+            }
+            out.push(json!({"name": name, "parameters": {"type": "object"}}));
+        }
+        Ok(out)
+    }
+
+    /// Render, call (with retries and the tool loop), extract.
+    fn llm_output(&self, id: &str, x: &LlmNode, st: &LokiState) -> Result<Value, LlmErr> {
+        let scope = Scope::new(st);
+        let mut instructions = match &x.instructions {
+            Some(t) => Some(scope.strict(&t.text).map_err(|e| LlmErr::with("Failed to interpolate llm node instructions", e))?),
+            None => None,
+        };
+        let mut prompt = match &x.prompt {
+            Some(t) => scope.strict(&t.text).map_err(|e| LlmErr::with("Failed to interpolate llm node prompt", e))?,
+            None => String::new(),
+        };
+        if let Some(schema) = &x.output_schema {
+            let hint = format!(
+                "\n\nRespond with a JSON object matching this schema. Output only the object: no prose, no code fences.\n{}",
+                serde_json::to_string_pretty(&schema.value).unwrap_or_default()
+            );
+            match &mut instructions {
+                Some(i) => i.push_str(&hint),
+                None => prompt.push_str(&hint),
+            }
+        }
+        let tools = self.llm_tools(x).map_err(LlmErr::plain)?;
+        let attempts = x.max_attempts();
+        if attempts == 0 {
+            return Err(LlmErr::plain("llm node exhausted retries".into()));
+        }
+        let node_deadline = x.timeout.as_ref().map(|t| (t.value, Instant::now() + Duration::from_secs(t.value)));
+        let mut last = None;
+        for _ in 0..attempts {
+            match self.llm_loop(id, x, instructions.as_deref(), &prompt, &tools, node_deadline) {
+                Ok(text) => {
+                    let out = match &x.output_schema {
+                        Some(schema) => self.extract(id, &schema.value, &text).map_err(|e| LlmErr {
+                            outer: e.clone(),
+                            chain: format!("structured extraction failed: {e}"),
+                            extraction: true,
+                        })?,
+                        None => Value::String(text),
+                    };
+                    return Ok(out);
+                }
+                Err((e, retry)) => {
+                    let transient = retry && TRANSIENT.iter().any(|t| e.chain.contains(t));
+                    last = Some(e);
+                    if !transient {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| LlmErr::plain("llm node exhausted retries".into())))
+    }
+
+    /// One attempt: the tool-call loop. The error's flag says whether a retry may help.
+    fn llm_loop(
+        &self,
+        id: &str,
+        x: &LlmNode,
+        instructions: Option<&str>,
+        prompt: &str,
+        tools: &[Value],
+        node_deadline: Option<(u64, Instant)>,
+    ) -> Result<String, (LlmErr, bool)> {
+        let max = x.max_iterations();
+        if max == 0 {
+            return Err((LlmErr::plain("llm node ended without producing output".into()), false));
+        }
+        let mut messages = Vec::new();
+        if let Some(i) = instructions.filter(|i| !i.is_empty()) {
+            messages.push(json!({"role": "system", "content": i}));
+        }
+        messages.push(json!({"role": "user", "content": prompt}));
+        let offered: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        let mut texts: Vec<String> = Vec::new();
+        let timeout_err = |n: u64| (LlmErr::plain(format!("llm node timed out after {n}s")), false);
+        for _ in 0..max {
+            if let Some((n, d)) = node_deadline
+                && Instant::now() >= d
+            {
+                return Err(timeout_err(n));
+            }
+            if self.past_deadline() || self.cx.stopped() {
+                return Err((LlmErr::plain(format!("Graph '{}' timed out or was stopped", self.graph)), false));
+            }
+            let req = LlmRequest { node: id.to_string(), messages: Value::Array(messages.clone()), tools: Value::Array(tools.to_vec()) };
+            let resp = self.cx.complete(&req).map_err(|e| (LlmErr::with("LLM call failed", &e), true))?;
+            if let Some((n, d)) = node_deadline
+                && Instant::now() >= d
+            {
+                return Err(timeout_err(n));
+            }
+            let content = resp.content.clone().unwrap_or_default();
+            if !content.is_empty() {
+                texts.push(content.clone());
+            }
+            if resp.tool_calls.is_empty() {
+                return Ok(texts.join("\n"));
+            }
+            messages.push(json!({"role": "assistant", "content": content, "tool_calls": resp.tool_calls}));
+            for call in &resp.tool_calls {
+                self.cx.emit(EventBody::ToolCall { node: id.to_string(), call: call.clone() });
+                let error = if offered.contains(&call.name.as_str()) {
+                    format!("tool '{}' cannot be executed: Switchyard does not run agent tools yet", call.name)
+                } else {
+                    format!("tool '{}' is not available to this node", call.name)
+                };
+                self.cx.emit(EventBody::ToolResult {
+                    node: id.to_string(),
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    result: Value::Null,
+                    error: Some(error.clone()),
+                });
+                messages.push(json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": format!("Error: {error}")}));
+            }
+        }
+        Err((LlmErr::plain(format!("llm node hit max_iterations ({max}) before LLM concluded")), false))
+    }
+
+    /// Structured extraction (§7.5): JSON fast path, else one extractor call and one repair.
+    fn extract(&self, id: &str, schema: &Value, raw: &str) -> Result<Value, String> {
+        if let Some(v) = parse_json_loose(raw) {
+            return Ok(v);
+        }
+        let pretty = serde_json::to_string_pretty(schema).unwrap_or_default();
+        let call = |user: String| -> Result<String, String> {
+            let req = LlmRequest {
+                node: id.to_string(),
+                messages: json!([{"role": "system", "content": EXTRACTOR_SYSTEM}, {"role": "user", "content": user}]),
+                tools: json!([]),
+            };
+            self.cx
+                .complete(&req)
+                .map(|r| r.content.unwrap_or_default())
+                .map_err(|e| format!("Structured-output extractor call failed: {e}"))
+        };
+        let first = call(format!("Schema:\n{pretty}\n\nInput:\n{raw}"))?;
+        if let Some(v) = parse_json_loose(&first) {
+            return Ok(v);
+        }
+        let second = call(format!(
+            "Your previous response was not valid JSON. Return only the JSON object.\n\nSchema:\n{pretty}\n\nInput:\n{first}"
+        ))?;
+        parse_json_loose(&second).ok_or_else(|| {
+            format!("Structured-output extractor failed to produce valid JSON after repair retry. Last response:\n{second}")
+        })
+    }
+
+    /// Run a child graph agent to its end (nested run, answers from the queue).
+    fn run_agent(&self, id: &str, a: &AgentNode, st: &LokiState) -> Result<Value, String> {
+        let name = a.agent.as_ref().map(|n| n.value.clone()).ok_or_else(|| format!("agent node '{id}' has no `agent`"))?;
+        let prompt = match &a.prompt {
+            Some(t) => Scope::new(st).strict(&t.text).map_err(|e| format!("Failed to interpolate agent node prompt: {e}"))?,
+            None => String::new(),
+        };
+        if self.cx.depth + 1 > MAX_AGENT_DEPTH {
+            return Err(format!("Max agent depth exceeded ({MAX_AGENT_DEPTH}) at agent node '{id}'"));
+        }
+        let dirs: Vec<PathBuf> = vec![self.l.agents_dir().join(&name), self.l.agent_dir.join("agents").join(&name)];
+        let Some(path) = dirs.iter().map(|d| d.join("graph.yaml")).find(|p| p.is_file()) else {
+            if let Some(d) = dirs.iter().find(|d| d.join("config.yaml").is_file()) {
+                return Err(format!(
+                    "Agent '{name}' ({}) is an LLM-loop agent (config.yaml); agent nodes can only run graph agents (graph.yaml) in this version",
+                    d.display()
+                ));
+            }
+            let tried: Vec<String> = dirs.iter().map(|d| d.join("graph.yaml").display().to_string()).collect();
+            return Err(format!("Agent '{name}' not found for agent node '{id}': tried {}", tried.join(" and ")));
+        };
+        let doc = Arc::new(load_path(&path));
+        let mut child = LokiMachine::new(doc, &prompt, None).map_err(|e| format!("Agent '{name}' failed to start: {e}"))?;
+        let timeout = a.timeout_secs();
+        let mut deadline = Instant::now() + Duration::from_secs(timeout);
+        if let Some(d) = self.deadline {
+            deadline = deadline.min(d);
+        }
+        child.outer_deadline = Some(deadline);
+        let ccx = self.cx.child(id);
+        ccx.emit(EventBody::RunStarted { agent: child.agent.clone(), input: Value::String(prompt) });
+        let mut step = 0u64;
+        let mut asked = 0u64;
+        loop {
+            if self.cx.stopped() {
+                return Err(format!("Agent '{name}' aborted"));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("Agent '{name}' timed out after {timeout}s"));
+            }
+            if child.due().is_empty() {
+                return Ok(child.output.clone());
+            }
+            step += 1;
+            let scx = Cx {
+                run: ccx.run.clone(),
+                step,
+                log: ccx.log,
+                provider: ccx.provider,
+                stop: ccx.stop,
+                answers: ccx.answers,
+                depth: ccx.depth,
+            };
+            match child.step(&scx) {
+                StepOutcome::Continue => {}
+                StepOutcome::Interrupt(mut p) => {
+                    asked += 1;
+                    p.id = format!("{}#{asked}", p.node);
+                    scx.emit(EventBody::Interrupt {
+                        id: p.id.clone(),
+                        node: p.node.clone(),
+                        kind: p.kind,
+                        prompt: p.prompt.clone(),
+                        options: p.options.clone(),
+                        value: p.value.clone(),
+                    });
+                    let queued = self.cx.answers.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                    match queued {
+                        Some(ans) => child.answer(&p, ans)?,
+                        None => {
+                            return Err(format!(
+                                "Agent '{name}' asks at its node '{}' ({:?}) but no answer is queued: a nested agent takes answers only from the queue (--answer)",
+                                p.node, p.prompt
+                            ));
+                        }
+                    }
+                }
+                StepOutcome::Finished { output } => {
+                    scx.emit(EventBody::RunFinished { status: RunStatus::Completed, state: child.state(), output: output.clone() });
+                    return Ok(output);
+                }
+                StepOutcome::Failed { node, message } => {
+                    scx.emit(EventBody::Error { node: node.clone(), message: message.clone() });
+                    scx.emit(EventBody::RunFinished { status: RunStatus::Failed, state: child.state(), output: Value::Null });
+                    let at = node.map(|n| format!(" at node '{n}'")).unwrap_or_default();
+                    return Err(format!("Agent '{name}' failed{at}: {message}"));
+                }
+            }
+        }
+    }
+}
+
+/// Auto-merge: every top-level key of an object output goes into the state.
+fn merge_object(st: &mut LokiState, v: &Value) {
+    if let Value::Object(m) = v {
+        for (k, v) in m {
+            st.insert(k.clone(), Arc::new(v.clone()));
+        }
+    }
+}
+
+/// The extraction fast path: trim, strip leading `<think>…</think>` blocks and a surrounding
+/// code fence, parse any JSON value.
+pub fn parse_json_loose(raw: &str) -> Option<Value> {
+    let mut s = raw.trim();
+    while let Some(rest) = s.strip_prefix("<think>") {
+        let end = rest.find("</think>")?;
+        s = rest[end + "</think>".len()..].trim_start();
+    }
+    if let Some(rest) = s.strip_prefix("```json").or_else(|| s.strip_prefix("```")) {
+        s = rest.trim();
+        if let Some(inner) = s.strip_suffix("```") {
+            s = inner.trim();
+        }
+    }
+    serde_json::from_str(s).ok()
+}
+
+/// Run `f` over `items` on at most `limit` threads; results in input order.
+fn par_map<T: Sync, R: Send>(items: &[T], limit: usize, f: &(dyn Fn(usize, &T) -> R + Sync)) -> Vec<R> {
+    if items.len() <= 1 || limit <= 1 {
+        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..limit.min(items.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= items.len() {
+                        break;
+                    }
+                    let r = f(i, &items[i]);
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every item ran"))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Narration
+// ---------------------------------------------------------------------------------------------
+
+fn clock(ts_ms: u64) -> String {
+    let s = (ts_ms / 1000) % 86_400;
+    format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// `<n>ms` below one second, else `<s.ss>s` (as upstream narrates durations).
+pub fn fmt_ms(ms: u64) -> String {
+    if ms < 1000 { format!("{ms}ms") } else { format!("{:.2}s", ms as f64 / 1000.0) }
+}
+
+/// One Loki-style narration line (`▸ …`, reference §8) for an event, or `None` for events that
+/// are not narrated. Nested runs (run ids containing `/`) are silent, as upstream. Times are
+/// UTC. Each node's lines are its `start`, its `done in <dur>`, then one line per route taken
+/// (`-> target`, with the reason when it is not a plain `next`).
+pub fn narrate(event: &Event) -> Option<String> {
+    if event.run.contains('/') {
+        return None;
+    }
+    let t = clock(event.ts_ms);
+    Some(match &event.body {
+        EventBody::RunStarted { agent, .. } => format!("▸ graph: {agent}"),
+        EventBody::NodeEnter { node, kind, .. } => format!("▸ {t} {node} ({kind}) start"),
+        EventBody::NodeExit { node, duration_ms, .. } => format!("▸ {t} {node} done in {}", fmt_ms(*duration_ms)),
+        EventBody::Route { from, to, reason } => {
+            let why = match reason {
+                RouteReason::Static => String::new(),
+                RouteReason::Next => " (_next)".into(),
+                RouteReason::Fallback => " (fallback)".into(),
+                RouteReason::OnOther => " (on_other)".into(),
+                RouteReason::RouteOption { option } => format!(" (answer '{option}')"),
+                RouteReason::Default => " (default)".into(),
+                RouteReason::Branch { index, .. } => format!(" (branch {index})"),
+            };
+            format!("▸ {t} {from} -> {to}{why}")
+        }
+        EventBody::Interrupt { node, kind, prompt, .. } => {
+            let what = match kind {
+                InterruptKind::Approval => "approval",
+                InterruptKind::Input => "input",
+                InterruptKind::Interrupt => "interrupt",
+            };
+            format!("▸ {t} {node} waits for {what}: {}", prompt.lines().next().unwrap_or(""))
+        }
+        EventBody::Error { node, message } => {
+            let excerpt: String = message.lines().next().unwrap_or("").chars().take(120).collect();
+            match node {
+                Some(n) => format!("▸ {t} {n} FAILED -- {excerpt}"),
+                None => format!("▸ {t} FAILED -- {excerpt}"),
+            }
+        }
+        EventBody::RunFinished { status, .. } => match status {
+            RunStatus::Completed => "▸ graph done".to_string(),
+            RunStatus::Failed => "▸ graph failed".to_string(),
+            RunStatus::Stopped => "▸ graph stopped".to_string(),
+            RunStatus::Interrupted => "▸ graph interrupted (no answer)".to_string(),
+        },
+        _ => return None,
+    })
+}
+
+/// The performance summary (reference §8): per node of the top-level run, visits, total, avg
+/// and max milliseconds, slowest total first (ties keep first-recorded order).
+pub fn perf_summary(events: &[Event]) -> String {
+    let Some(top) = events.first().map(|e| e.run.clone()) else { return String::new() };
+    let agent = events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::RunStarted { agent, .. } if e.run == top => Some(agent.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut rows: Vec<(String, u64, u64, u64)> = Vec::new();
+    for e in events.iter().filter(|e| e.run == top) {
+        if let EventBody::NodeExit { node, duration_ms, .. } = &e.body {
+            match rows.iter_mut().find(|r| &r.0 == node) {
+                Some(r) => {
+                    r.1 += 1;
+                    r.2 += duration_ms;
+                    r.3 = r.3.max(*duration_ms);
+                }
+                None => rows.push((node.clone(), 1, *duration_ms, *duration_ms)),
+            }
+        }
+    }
+    rows.sort_by(|a, b| b.2.cmp(&a.2));
+    let mut out = format!("[graph:{agent}] performance summary (slowest first):\n");
+    for (node, n, total, max) in rows {
+        out.push_str(&format!(
+            "[graph:{agent}]   {node}: {n} visit(s), total {total}ms, avg {}ms, max {max}ms\n",
+            total / n
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(v: Value) -> LokiState {
+        v.as_object().unwrap().iter().map(|(k, v)| (k.clone(), Arc::new(v.clone()))).collect()
+    }
+
+    #[test]
+    fn reducers_follow_upstream() {
+        use Reducer::*;
+        let cases: Vec<(Reducer, Option<Value>, Value, Value)> = vec![
+            (Append, None, json!("a"), json!(["a"])),
+            (Append, Some(json!(["a"])), json!(["b", "c"]), json!(["a", ["b", "c"]])),
+            (Extend, Some(json!([1, 2])), json!([3, 4]), json!([1, 2, 3, 4])),
+            (Extend, None, json!([1]), json!([1])),
+            (Concat, Some(json!("first")), json!("second"), json!("first\nsecond")),
+            (Concat, Some(json!("")), json!("x"), json!("x")),
+            (Concat, None, json!("x"), json!("x")),
+            (Sum, Some(json!(2)), json!(3), json!(5)),
+            (Sum, None, json!(3.5), json!(3.5)),
+            (Sum, Some(json!(1.5)), json!(2.5), json!(4)),
+            (Max, Some(json!(5)), json!(10), json!(10)),
+            (Max, None, json!(42), json!(42)),
+            (Min, Some(json!(5)), json!(3), json!(3)),
+            (Merge, Some(json!({"a": 1, "b": 2})), json!({"b": 99, "c": 3}), json!({"a": 1, "b": 99, "c": 3})),
+            (Merge, None, json!({"k": "v"}), json!({"k": "v"})),
+            (Overwrite, Some(json!("old")), json!("new"), json!("new")),
+        ];
+        for (r, cur, inc, want) in cases {
+            assert_eq!(apply_reducer(r, cur.as_ref(), inc.clone()).unwrap(), want, "{r:?} {cur:?} {inc}");
+        }
+        assert!(apply_reducer(Sum, Some(&json!(2)), json!(3)).unwrap().is_i64());
+        let errs = [
+            (Append, Some(json!("s")), json!(1), "reducer 'append' requires an array (or absent) for the current value, got string"),
+            (Extend, None, json!(42), "reducer 'extend' requires an array for the incoming value, got number"),
+            (Concat, None, json!(42), "reducer 'concat' requires a string for the incoming value, got number"),
+            (Sum, None, json!("x"), "reducer 'sum' requires a number for the incoming value, got string"),
+            (Min, Some(json!("oops")), json!(1), "reducer 'min' requires a number for the current value, got string"),
+            (Merge, None, json!([1]), "reducer 'merge' requires an object for the incoming value, got array"),
+            (Merge, Some(json!("x")), json!({}), "reducer 'merge' requires an object (or absent) for the current value, got string"),
+        ];
+        for (r, cur, inc, want) in errs {
+            assert_eq!(apply_reducer(r, cur.as_ref(), inc).unwrap_err(), want);
+        }
+    }
+
+    fn doc(yaml: &str) -> Arc<Document> {
+        Arc::new(crate::doc::load_str(std::path::Path::new("/tmp/agents/t/graph.yaml"), yaml))
+    }
+
+    const TINY: &str = "name: t\nstart: e\nreducers:\n  n: sum\n  log: append\nnodes:\n  e:\n    type: end\n";
+
+    #[test]
+    fn merge_uses_reducers_and_rejects_unreduced_collisions() {
+        let d = doc(TINY);
+        let l = d.loki().unwrap();
+        let mut state = st(json!({"n": 1, "x": "a"}));
+        let diffs = vec![
+            ("a".to_string(), st(json!({"n": 2, "log": "A"}))),
+            ("b".to_string(), st(json!({"n": 3, "log": "B", "y": true}))),
+        ];
+        merge_diffs(l, &mut state, &diffs).unwrap();
+        assert_eq!(state_value(&state), json!({"log": ["A", "B"], "n": 6, "x": "a", "y": true}));
+        // Reducers apply to a single writer too.
+        merge_diffs(l, &mut state, &[("c".into(), st(json!({"log": "C"})))]).unwrap();
+        assert_eq!(*state["log"], json!(["A", "B", "C"]));
+        let clash = vec![("a".to_string(), st(json!({"x": 1}))), ("b".to_string(), st(json!({"x": 2})))];
+        let e = merge_diffs(l, &mut state, &clash).unwrap_err();
+        assert!(e.starts_with("Key 'x' was written by 2 parallel branches but has no reducer declared."), "{e}");
+    }
+
+    #[test]
+    fn diff_ignores_unchanged_rewrites() {
+        let before = st(json!({"a": 1, "b": [1, 2]}));
+        let mut after = before.clone();
+        after.insert("b".into(), Arc::new(json!([1, 2])));
+        after.insert("c".into(), Arc::new(json!(null)));
+        after.insert("a".into(), Arc::new(json!(2)));
+        assert_eq!(state_value(&diff(&before, &after)), json!({"a": 2, "c": null}));
+    }
+
+    #[test]
+    fn template_scoping() {
+        let s = st(json!({
+            "a": "{{b}}", "b": "B", "n": null, "items": ["x", "y"], "obj": {"k": [1, {"z": "deep"}]},
+            "output": "old"
+        }));
+        let sc = Scope::new(&s);
+        assert_eq!(sc.lenient("{{a}} {{b}}"), "B B");
+        assert_eq!(sc.lenient("{{a}}"), "{{b}}");
+        assert_eq!(sc.lenient("{{items[1]}} {{items.0}}|{{obj.k[1].z}} {{obj.k.[0]}} {{n}}"), "y |deep 1 null");
+        assert_eq!(sc.lenient("{{.b}}"), "B");
+        assert_eq!(sc.raw(" {{items}} ").unwrap(), json!(["x", "y"]));
+        let e = sc.strict("{{m}} and {{m}} and {{q}}").unwrap_err();
+        assert_eq!(e.to_string(), "Template interpolation failed: 'm', 'm', 'q' not found in state");
+        // The scoped variable shadows the state key, with paths into it.
+        let out = json!({"topic": "rust", "list": ["p"]});
+        let bound = Scope::with(&s, "output", &out);
+        assert_eq!(bound.lenient("{{output.topic}}/{{output.list[0]}}/{{b}}"), "rust/p/B");
+        assert_eq!(bound.lenient("{{output}}"), r#"{"topic":"rust","list":["p"]}"#);
+        assert_eq!(Scope::new(&s).lenient("{{output}}"), "old");
+    }
+
+    #[test]
+    fn state_updates_bind_scoped_var_without_leaking() {
+        let d = doc(
+            "name: t\nstart: l\nnodes:\n  l:\n    type: llm\n    prompt: p\n    state_updates:\n      first: \"{{output.k}}\"\n      second: \"[{{first}}]\"\n    next: e\n  e:\n    type: end\n",
+        );
+        let node = d.loki().unwrap().node("l").unwrap();
+        let mut s = st(json!({}));
+        apply_updates(node, &mut s, Some(("output", &json!({"k": 7}))));
+        assert_eq!(state_value(&s), json!({"first": "7", "second": "[7]"}));
+    }
+
+    #[test]
+    fn conditions_and_loose_json() {
+        for (r, want) in [("", false), (" false ", false), ("0", false), ("null", false), ("[]", false), ("{}", false), ("x", true), ("1", true)] {
+            assert_eq!(truthy(r), want, "{r:?}");
+        }
+        assert_eq!(parse_json_loose("<think>hm</think>\n```json\n{\"a\": 1}\n```"), Some(json!({"a": 1})));
+        assert_eq!(parse_json_loose("<think>a</think><think>b</think> [1]"), Some(json!([1])));
+        assert_eq!(parse_json_loose("<think>open {\"a\":1}"), None);
+        assert_eq!(parse_json_loose("Sure: {\"a\":1}"), None);
+    }
+
+    #[test]
+    fn narration_and_perf_summary() {
+        let ev = |run: &str, body: EventBody| Event::new(run, 3_600_000 + 61_000, body);
+        let events = vec![
+            ev("r", EventBody::RunStarted { agent: "g".into(), input: json!("hi") }),
+            ev("r", EventBody::NodeEnter { step: 1, node: "a".into(), kind: "script".into() }),
+            ev("r", EventBody::NodeExit { step: 1, node: "a".into(), update: Value::Null, duration_ms: 1206 }),
+            ev("r", EventBody::Route { from: "a".into(), to: "b".into(), reason: RouteReason::Fallback }),
+            ev("r", EventBody::NodeExit { step: 2, node: "b".into(), update: Value::Null, duration_ms: 3 }),
+            ev("r", EventBody::NodeExit { step: 3, node: "b".into(), update: Value::Null, duration_ms: 5 }),
+            ev("r/x", EventBody::NodeExit { step: 1, node: "z".into(), update: Value::Null, duration_ms: 9000 }),
+        ];
+        assert_eq!(narrate(&events[1]).unwrap(), "▸ 01:01:01 a (script) start");
+        assert_eq!(narrate(&events[2]).unwrap(), "▸ 01:01:01 a done in 1.21s");
+        assert_eq!(narrate(&events[3]).unwrap(), "▸ 01:01:01 a -> b (fallback)");
+        assert_eq!(narrate(&events[6]), None);
+        assert_eq!(
+            perf_summary(&events),
+            "[graph:g] performance summary (slowest first):\n\
+             [graph:g]   a: 1 visit(s), total 1206ms, avg 1206ms, max 1206ms\n\
+             [graph:g]   b: 2 visit(s), total 8ms, avg 4ms, max 5ms\n"
+        );
+    }
+}
