@@ -1,4 +1,4 @@
-//! The `switchyard` command line: validate agent files, export their graphs.
+//! The `switchyard` command line: validate agent files, export their graphs, run agents.
 //! This is the only place in the engine crate that renders for a terminal.
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -57,6 +57,41 @@ enum Cmd {
         agent: Option<String>,
         #[arg(long, value_enum, default_value = "mermaid")]
         format: GraphFormat,
+    },
+    /// Run an agent. Narration (`▸` lines) and the performance summary go to stderr, the final
+    /// output to stdout.
+    ///
+    /// Exit status: 0 completed, 1 failed, 2 usage or I/O problems, 3 interrupted (an
+    /// interrupt, approval or input needs an answer: pass `--answer`), 130 stopped.
+    Run {
+        /// A sherma YAML file, or a Loki agent directory / graph.yaml.
+        path: PathBuf,
+        /// The agent of a multi-agent sherma file.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The user's input (sherma: a human message; Loki: the initial prompt).
+        #[arg(long)]
+        input: Option<String>,
+        /// Initial state as a JSON object.
+        #[arg(long)]
+        state: Option<String>,
+        /// Scripted LLM replies (YAML `replies: [...]`); default: `replies.yaml` beside the agent.
+        #[arg(long, value_name = "FILE")]
+        llm_script: Option<PathBuf>,
+        /// An answer for the next interrupt/approval/input, in order (repeatable). Text, or a
+        /// JSON object/list for a structured answer, e.g.
+        /// '{"content": "ok", "additional_kwargs": {"decision": "approve"}}'.
+        #[arg(long = "answer", value_name = "TEXT")]
+        answers: Vec<String>,
+        /// Write every event as one JSON object per line.
+        #[arg(long, value_name = "FILE.jsonl")]
+        trace: Option<PathBuf>,
+        /// Extra Python path entries for sherma `import_path` tools (repeatable).
+        #[arg(long = "python-path", value_name = "DIR")]
+        python_path: Vec<PathBuf>,
+        /// No narration or summary on stderr.
+        #[arg(short, long)]
+        quiet: bool,
     },
 }
 
@@ -163,6 +198,199 @@ fn cmd_graph(path: &PathBuf, agent: Option<&str>, format: GraphFormat) -> ExitCo
     ExitCode::SUCCESS
 }
 
+/// An `--answer`: JSON when it looks like an object or list, else text.
+fn parse_answer(text: &str) -> serde_json::Value {
+    let t = text.trim_start();
+    if t.starts_with('{') || t.starts_with('[') {
+        if let Ok(v) = serde_json::from_str(text) {
+            return v;
+        }
+    }
+    serde_json::Value::String(text.to_string())
+}
+
+struct RunArgs {
+    path: PathBuf,
+    agent: Option<String>,
+    input: Option<String>,
+    state: Option<String>,
+    llm_script: Option<PathBuf>,
+    answers: Vec<String>,
+    trace: Option<PathBuf>,
+    python_path: Vec<PathBuf>,
+    quiet: bool,
+}
+
+/// Ask on the terminal; `None` when stdin is closed.
+fn ask(pending: &switchyard::run::session::Pending) -> Option<serde_json::Value> {
+    use std::io::BufRead;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "\n? {}", pending.prompt);
+    for (i, o) in pending.options.iter().enumerate() {
+        let _ = writeln!(err, "  {}) {o}", i + 1);
+    }
+    if let Some(d) = &pending.default {
+        let _ = writeln!(err, "  (empty answer: {d})");
+    }
+    let _ = write!(err, "> ");
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let line = line.trim_end_matches(['\n', '\r']).to_string();
+    if let Ok(n) = line.trim().parse::<usize>() {
+        if n >= 1 && n <= pending.options.len() {
+            return Some(serde_json::Value::String(pending.options[n - 1].clone()));
+        }
+    }
+    Some(parse_answer(&line))
+}
+
+fn cmd_run(a: RunArgs) -> ExitCode {
+    use std::sync::{Arc, Mutex};
+    use switchyard::run::events::RunStatus;
+    use switchyard::run::launch::{self, RunRequest};
+    use switchyard::run::narrate::{Narrator, perf_summary};
+    use switchyard::run::provider::NoProvider;
+    use switchyard::run::session::{RunOptions, Status};
+
+    let color = color_for(std::io::stderr().is_terminal());
+    let d = doc::load_path(&a.path);
+    if d.io_error {
+        eprint!("{}", render_human(&d.diagnostics, &d.files(), color));
+        return ExitCode::from(2);
+    }
+    let state = match a.state.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+        None => None,
+        Some(Ok(v)) if v.is_object() => Some(v),
+        Some(Ok(_)) => {
+            eprintln!("error: --state must be a JSON object, e.g. '{{\"count\": 1}}'");
+            return ExitCode::from(2);
+        }
+        Some(Err(e)) => {
+            eprintln!("error: --state is not valid JSON: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let req = RunRequest { agent: a.agent, input: a.input, state, llm_script: a.llm_script, python_path: a.python_path };
+    let trace = match &a.trace {
+        None => None,
+        Some(p) => match std::fs::File::create(p) {
+            Ok(f) => Some(Arc::new(Mutex::new(std::io::BufWriter::new(f)))),
+            Err(e) => {
+                eprintln!("error: cannot write the trace {}: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let narrator = Arc::new(Mutex::new(Narrator::new()));
+    let listener: switchyard::run::session::Listener = {
+        let trace = trace.clone();
+        let narrator = narrator.clone();
+        let quiet = a.quiet;
+        Arc::new(move |ev| {
+            if let Some(t) = &trace {
+                let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = writeln!(t, "{}", ev.to_json_line());
+            }
+            if !quiet {
+                let lines = narrator.lock().unwrap_or_else(|p| p.into_inner()).feed(ev);
+                let mut err = std::io::stderr().lock();
+                for l in lines {
+                    let _ = if color { writeln!(err, "\x1b[38;5;243m{l}\x1b[0m") } else { writeln!(err, "{l}") };
+                }
+            }
+        })
+    };
+    let mut options = RunOptions::new(Box::new(NoProvider));
+    options.answers = a.answers.iter().map(|s| parse_answer(s)).collect();
+    options.listener = Some(listener);
+    let mut session = match launch::start(Arc::new(d), &req, options) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let interactive = std::io::stdin().is_terminal();
+    loop {
+        match session.run().clone() {
+            Status::Interrupted { pending } => {
+                let answer = if interactive { ask(&pending) } else { None };
+                match answer {
+                    Some(v) => {
+                        if let Err(e) = session.answer(&pending.id, v) {
+                            eprintln!("error: {e}");
+                            return ExitCode::from(2);
+                        }
+                    }
+                    None => {
+                        session.give_up_interrupted();
+                        break;
+                    }
+                }
+            }
+            Status::Finished { .. } => break,
+            // No breakpoints from the CLI; a pause can only be a requested one.
+            Status::Paused { .. } | Status::Ready => continue,
+        }
+    }
+    let lines = narrator.lock().unwrap_or_else(|p| p.into_inner()).finish();
+    if let Some(t) = &trace {
+        let _ = t.lock().unwrap_or_else(|p| p.into_inner()).flush();
+    }
+    let Status::Finished { status, output } = session.status().clone() else { return ExitCode::from(1) };
+    if !a.quiet {
+        let mut err = std::io::stderr().lock();
+        for l in lines {
+            let _ = writeln!(err, "{l}");
+        }
+        if status == RunStatus::Completed {
+            let _ = writeln!(err, "performance summary (slowest first):");
+            for l in perf_summary(&session.events()) {
+                let _ = writeln!(err, "  {l}");
+            }
+        }
+    }
+    match status {
+        RunStatus::Completed => {
+            let text = match &output {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => String::new(),
+                other => serde_json::to_string_pretty(other).unwrap_or_default(),
+            };
+            if !text.is_empty() {
+                println!("{text}");
+            }
+            ExitCode::SUCCESS
+        }
+        RunStatus::Failed => {
+            if let Some((node, message)) = session.failure() {
+                let at = node.as_deref().map(|n| format!(" at node `{n}`")).unwrap_or_default();
+                eprintln!("error: the run failed{at}: {message}");
+            }
+            ExitCode::from(1)
+        }
+        RunStatus::Interrupted => {
+            if let Some(switchyard::run::events::EventBody::Interrupt { node, prompt, .. }) =
+                session.events().iter().rev().find_map(|e| match &e.body {
+                    b @ switchyard::run::events::EventBody::Interrupt { .. } => Some(b.clone()),
+                    _ => None,
+                })
+            {
+                eprintln!(
+                    "interrupted: node `{node}` waits for an answer: {prompt}\n\
+                     hint: run again with `--answer TEXT` (once per question, in order; JSON for a \
+                     structured answer), or from a terminal to answer interactively"
+                );
+            }
+            ExitCode::from(3)
+        }
+        RunStatus::Stopped => ExitCode::from(130),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -177,5 +405,8 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Validate { paths, agent, format, quiet } => cmd_validate(&paths, agent.as_deref(), format, quiet),
         Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.as_deref(), format),
+        Cmd::Run { path, agent, input, state, llm_script, answers, trace, python_path, quiet } => {
+            cmd_run(RunArgs { path, agent, input, state, llm_script, answers, trace, python_path, quiet })
+        }
     }
 }

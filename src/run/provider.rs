@@ -95,6 +95,27 @@ pub trait LlmProvider {
     }
 }
 
+/// The provider of a run that has none: every call fails with a message saying how to get one.
+#[derive(Clone, Debug, Default)]
+pub struct NoProvider;
+
+impl LlmProvider for NoProvider {
+    fn complete(&mut self, request: &LlmRequest) -> Result<LlmResponse, ProviderError> {
+        Err(ProviderError {
+            node: request.node.clone(),
+            message: format!("node `{}` calls an LLM, but this run has no LLM provider", request.node),
+            hint: Some(
+                "pass `--llm-script FILE` with scripted replies (`replies: [{content: ...}]`), or put a \
+                 `replies.yaml` beside the agent"
+                    .into(),
+            ),
+        })
+    }
+    fn describe(&self) -> String {
+        "no LLM provider".into()
+    }
+}
+
 /// One canned reply.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScriptedReply {

@@ -8,7 +8,7 @@
 //!   from the first step.
 //! - [`State::apply`]: sherma's reducers. `messages` uses the add-messages reducer (append; an
 //!   incoming message whose non-null `id` equals an existing one replaces it in place; a string
-//!   becomes `{"role": "human", "content": ...}`; a single message map is appended as one);
+//!   becomes a human message; a single message map is appended as one);
 //!   every other field is overwritten. Keys not declared are kept too (upstream drops them; the
 //!   validator warns about undeclared `state.x`).
 //! - [`eval`]: a CEL expression with `state` bound and, for older files, every field as a bare
@@ -22,7 +22,9 @@
 //! and the JSON view handed to CEL is built once per state version and shared.
 
 use crate::doc::sherma::{AgentDef, NodeArgs, NodeDef};
-use crate::expr::{Bindings, CelEngine};
+use crate::expr::{Bindings, CelEngine, CelProgram};
+use std::collections::HashMap;
+use std::sync::RwLock;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -82,7 +84,7 @@ impl State {
             other => {
                 return Err(format!(
                     "run input for agent `{}` must be a JSON object of state fields, not {}; \
-                     pass e.g. {{\"messages\": [{{\"role\": \"human\", \"content\": \"hi\"}}]}}",
+                     pass e.g. {{\"messages\": [{{\"type\": \"human\", \"content\": \"hi\"}}]}}",
                     agent.name.value,
                     kind_of(other)
                 ));
@@ -142,6 +144,12 @@ impl State {
         Ok(())
     }
 
+    /// Set a field directly, bypassing reducers (debugger edits).
+    pub fn replace(&mut self, name: &str, value: Value) {
+        self.json = OnceLock::new();
+        self.fields.insert(name.to_string(), Arc::new(value));
+    }
+
     /// The whole state as a JSON object (shared; built once per state version).
     pub fn json(&self) -> &Value {
         self.json.get_or_init(|| {
@@ -178,17 +186,24 @@ fn kind_of(v: &Value) -> &'static str {
 
 /// What the add-messages reducer accepts: a list of messages, one message (map), or a string
 /// (a human message); a list item may also be a string or a `[role, content]` pair.
+/// Every message is stored in LangChain's shape, which is what CEL expressions in real files
+/// read (`m["type"] == "human"`, `m["additional_kwargs"]["decision"]`): `type` (`human`, `ai`,
+/// `system`, `tool`; `role` is accepted as a synonym, `user`/`assistant` mapped), `content`,
+/// `additional_kwargs` (`{}` when absent), and for `ai` messages `tool_calls` (`[]`).
 fn coerce_messages(v: &Value) -> Result<Vec<Value>, String> {
     fn one(v: &Value) -> Result<Value, String> {
         match v {
-            Value::Object(_) => Ok(v.clone()),
-            Value::String(s) => Ok(serde_json::json!({"role": "human", "content": s})),
+            Value::Object(m) => Ok(normalize_message(m)),
+            Value::String(s) => Ok(message("human", Value::String(s.clone()))),
             Value::Array(pair) if pair.len() == 2 && pair.iter().all(Value::is_string) => {
-                Ok(serde_json::json!({"role": pair[0], "content": pair[1]}))
+                let mut m = Map::new();
+                m.insert("role".into(), pair[0].clone());
+                m.insert("content".into(), pair[1].clone());
+                Ok(normalize_message(&m))
             }
             other => Err(format!(
                 "`messages` got {} ({other}); a message is a map such as \
-                 {{\"role\": \"ai\", \"content\": \"...\"}}, a string, or a [role, content] pair",
+                 {{\"type\": \"ai\", \"content\": \"...\"}}, a string, or a [role, content] pair",
                 kind_of(other)
             )),
         }
@@ -199,14 +214,46 @@ fn coerce_messages(v: &Value) -> Result<Vec<Value>, String> {
     }
 }
 
+/// A message of `kind` (`human`, `ai`, `system`, `tool`) in the stored shape.
+pub fn message(kind: &str, content: Value) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::String(kind.into()));
+    m.insert("content".into(), content);
+    normalize_message(&m)
+}
+
+/// A message map in the stored shape (see [`State::apply`]).
+pub fn normalize_message(m: &Map<String, Value>) -> Value {
+    let mut out = m.clone();
+    let kind = out
+        .get("type")
+        .or_else(|| out.get("role"))
+        .and_then(Value::as_str)
+        .map(|k| match k {
+            "user" => "human",
+            "assistant" | "AIMessage" => "ai",
+            "HumanMessage" => "human",
+            "developer" => "system",
+            k => k,
+        })
+        .unwrap_or("human")
+        .to_string();
+    out.shift_remove("role");
+    out.insert("type".into(), Value::String(kind.clone()));
+    out.entry("content").or_insert(Value::String(String::new()));
+    out.entry("additional_kwargs").or_insert_with(|| Value::Object(Map::new()));
+    if kind == "ai" {
+        out.entry("tool_calls").or_insert_with(|| Value::Array(Vec::new()));
+    }
+    Value::Object(out)
+}
+
 /// Evaluates a sherma CEL expression against `state`: `state` is bound, every field is also
 /// bound under its bare name (older files), and `extra` adds `llm_response`, `prompts`, `llms`,
 /// `data`, ... (an extra binding wins over a bare field of the same name).
 pub fn eval(state: &State, expr: &str, extra: &[(&str, &Value)]) -> Result<Value, String> {
     let engine = CelEngine::shared();
-    let prog = engine
-        .compile(expr)
-        .map_err(|e| format!("expression `{expr}` does not compile: {e}; fix the CEL syntax"))?;
+    let prog = compiled(expr)?;
     let mut b = Bindings::with_state(state.json());
     b.all_fields_bare();
     for (name, value) in extra {
@@ -222,6 +269,26 @@ pub fn eval(state: &State, expr: &str, extra: &[(&str, &Value)]) -> Result<Value
         }
         m
     })
+}
+
+/// A compiled expression from a process-wide cache (runs evaluate the same few expressions
+/// thousands of times; compiling is most of an evaluation's cost).
+pub fn compiled(expr: &str) -> Result<Arc<CelProgram>, String> {
+    static CACHE: OnceLock<RwLock<HashMap<String, Arc<CelProgram>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(p) = cache.read().unwrap_or_else(|p| p.into_inner()).get(expr) {
+        return Ok(p.clone());
+    }
+    let prog = CelEngine::shared()
+        .compile(expr)
+        .map_err(|e| format!("expression `{expr}` does not compile: {e}; fix the CEL syntax"))?;
+    let prog = Arc::new(prog);
+    let mut w = cache.write().unwrap_or_else(|p| p.into_inner());
+    if w.len() > 50_000 {
+        w.clear(); // bounded: generated expressions must not grow the cache forever
+    }
+    w.insert(expr.to_string(), prog.clone());
+    Ok(prog)
 }
 
 /// The update of a `set_state` node: each `values` entry evaluated against the pre-node state.
@@ -289,6 +356,7 @@ pub fn run_data_transform_with(
         )),
     }
 }
+
 
 #[cfg(test)]
 mod tests {
@@ -392,7 +460,7 @@ agents:
         assert_eq!(s.get("start"), Some(&json!(5)));
         assert_eq!(
             s.get("messages"),
-            Some(&json!([{"role": "human", "content": "hey"}]))
+            Some(&json!([{"type": "human", "content": "hey", "additional_kwargs": {}}]))
         );
         let e = State::initial(&a, &json!([1])).unwrap_err();
         assert!(e.contains("agent `a`") && e.contains("JSON object"), "{e}");
@@ -493,7 +561,7 @@ agents:
         assert_eq!(s.get("count"), Some(&json!(4)));
         assert_eq!(
             s.get("messages"),
-            Some(&json!([{"role": "human", "content": "made 2"}]))
+            Some(&json!([{"type": "human", "content": "made 2", "additional_kwargs": {}}]))
         );
 
         let e = run_data_transform(a.node("scalar").unwrap(), &s).unwrap_err();
@@ -547,7 +615,7 @@ agents:
         s.apply(&map(json!({"messages": ["b"], "n": 2}))).unwrap();
         assert_eq!(
             snap.to_json(),
-            json!({"messages": [{"role": "human", "content": "a"}], "n": 1})
+            json!({"messages": [{"type": "human", "content": "a", "additional_kwargs": {}}], "n": 1})
         );
         assert_eq!(s.get("n"), Some(&json!(2)));
         assert_eq!(s.get("messages").unwrap().as_array().unwrap().len(), 2);

@@ -1,0 +1,99 @@
+//! Starting a run from a document: picks the dialect's machine, the LLM provider and the input.
+//! Front ends (CLI, desktop shell, tests) all start runs here.
+
+use crate::doc::{Dialect, Document};
+use crate::run::provider::{LlmProvider, NoProvider, ScriptedProvider};
+use crate::run::session::{Machine, RunOptions, RunSession};
+use crate::run::sherma::{ShermaMachine, ShermaOptions};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What to run and with what.
+#[derive(Clone, Debug, Default)]
+pub struct RunRequest {
+    /// The agent of a multi-agent sherma file (default: the first).
+    pub agent: Option<String>,
+    /// The user's input text (sherma: one human message; Loki: `initial_prompt`).
+    pub input: Option<String>,
+    /// Initial state as a JSON object (sherma: fields; Loki: merged over `initial_state`).
+    pub state: Option<Value>,
+    /// Scripted LLM replies; default: `replies.yaml` beside the agent file, if present.
+    pub llm_script: Option<PathBuf>,
+    /// Extra Python `sys.path` entries for sherma `import_path` tools.
+    pub python_path: Vec<PathBuf>,
+}
+
+/// The scripted replies used when none are named: `<file stem>.replies.yaml` or
+/// `replies.yaml` in the agent's directory.
+pub fn default_script(doc: &Document) -> Option<PathBuf> {
+    let stem = doc.path.file_stem()?.to_string_lossy().to_string();
+    [doc.base_dir.join(format!("{stem}.replies.yaml")), doc.base_dir.join("replies.yaml")]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// The provider a request asks for, or an error naming the script and its problems.
+pub fn provider_for(doc: &Document, req: &RunRequest) -> Result<Box<dyn LlmProvider + Send>, String> {
+    let script = req.llm_script.clone().or_else(|| default_script(doc));
+    match script {
+        Some(p) => ScriptedProvider::load(&p).map(|s| Box::new(s) as Box<dyn LlmProvider + Send>).map_err(|diags| {
+            let first = diags
+                .iter()
+                .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.column, d.message))
+                .collect::<Vec<_>>()
+                .join("\n");
+            format!("cannot use the scripted replies in {}:\n{first}", p.display())
+        }),
+        None => Ok(Box::new(NoProvider)),
+    }
+}
+
+/// The machine for `doc` (either dialect).
+pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) -> Result<Box<dyn Machine>, String> {
+    match doc.dialect() {
+        Some(Dialect::Sherma) => {
+            let mut input = req.state.clone().unwrap_or(Value::Null);
+            if let Some(text) = &req.input {
+                let msg = crate::run::sherma_state::message("human", Value::String(text.clone()));
+                match &mut input {
+                    Value::Object(m) => {
+                        let list = m.entry(crate::run::sherma_state::MESSAGES).or_insert_with(|| Value::Array(Vec::new()));
+                        match list {
+                            Value::Array(a) => a.push(msg),
+                            _ => return Err("`messages` in the initial state must be a list".into()),
+                        }
+                    }
+                    Value::Null => input = serde_json::json!({ "messages": [msg] }),
+                    _ => return Err("the initial state must be a JSON object".into()),
+                }
+            }
+            let mut opts = sherma;
+            opts.python_path.extend(req.python_path.iter().cloned());
+            Ok(Box::new(ShermaMachine::new(doc, req.agent.as_deref(), input, opts)?))
+        }
+        Some(Dialect::Loki) => Err(loki_unavailable(&doc.path)),
+        None => Err(format!(
+            "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); \
+             `switchyard validate` says why",
+            doc.path.display()
+        )),
+    }
+}
+
+fn loki_unavailable(path: &Path) -> String {
+    format!("{}: Loki graphs cannot run yet", path.display())
+}
+
+/// Start a session: machine + provider + options.
+pub fn start(doc: Arc<Document>, req: &RunRequest, mut options: RunOptions) -> Result<RunSession, String> {
+    let machine = machine_for(doc.clone(), req, ShermaOptions::default())?;
+    options.provider = provider_for(&doc, req)?;
+    let input = match (&req.input, &req.state) {
+        (Some(t), None) => Value::String(t.clone()),
+        (None, Some(s)) => s.clone(),
+        (Some(t), Some(s)) => serde_json::json!({"input": t, "state": s}),
+        (None, None) => Value::Null,
+    };
+    Ok(RunSession::new(machine, input, options))
+}

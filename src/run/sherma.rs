@@ -1,0 +1,1200 @@
+//! The sherma interpreter: a [`Machine`] that runs one node per step.
+//!
+//! Routing is [`lower_sherma::effective`], the same function the canvas draws, so the engine
+//! runs exactly what the IR shows (derived `<node>_tools` nodes, `has_tool_calls` and
+//! `has_error_fallback` branches included). State and reducers are [`sherma_state`]. Node
+//! semantics follow reference/sherma.md §7–§9; the deliberate differences are listed in
+//! ARCHITECTURE.md ("Deliberate divergences"), the run-time ones here:
+//!
+//! - Several static edges from one node (a LangGraph fan-out) run their targets one after the
+//!   other, each seeing the updates of the ones before (upstream runs them in one super-step on
+//!   the same snapshot). Targets reached twice in one wave run once.
+//! - `recursion_limit` counts node runs since the start or the last answered interrupt
+//!   (LangGraph counts super-steps per invocation; default 25 as upstream).
+//! - A `custom` node runs no code until hooks exist (issue 7); it returns `{}` and, unlike
+//!   upstream, would honour `on_error.fallback`.
+//! - Interrupt answers: a string becomes a human message; a map with `content` becomes a
+//!   message (its `type`/`role` kept, default human, `additional_kwargs` kept); a list of such
+//!   maps is appended as is. The node runs once on resume (upstream re-runs its CEL first).
+//! - Tool errors inside `tool_node` fail the node (upstream behaviour, §7.2); unknown tool names
+//!   become an error tool message, as upstream.
+
+use crate::doc::sherma::{AgentDef, CallLlm, Entity, NodeArgs, NodeDef, ShermaDoc, SubAgentsAsTools};
+use crate::doc::{Document, Model};
+use crate::expr::CelEngine;
+use crate::graph::lower_sherma::{self, Cond, EffKind, Effective};
+use crate::graph::{END, START};
+use crate::run::events::{EventBody, InterruptKind, RouteReason};
+use crate::run::provider::{LlmRequest, ToolCall};
+use crate::run::session::{Cx, Machine, Pending, StepOutcome};
+use crate::run::sherma_state::{self, MESSAGES, State, message, normalize_message};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The internal state key sherma keeps its bookkeeping in.
+pub const INTERNAL: &str = "__sherma__";
+/// LangGraph's default recursion limit.
+pub const DEFAULT_RECURSION_LIMIT: i64 = 25;
+
+/// Runs a tool that lives outside the engine (a Python `import_path`).
+pub trait ToolRunner: Send {
+    /// Call `import_path` with `args`; `Err` is the tool's failure, as text.
+    fn call(&mut self, import_path: &str, args: &Value, timeout: Duration) -> Result<Value, String>;
+    /// The tool's description and JSON Schema, if it can be inspected.
+    fn describe(&mut self, import_path: &str) -> Option<(String, Value)>;
+}
+
+/// How a sherma run is set up.
+#[derive(Clone)]
+pub struct ShermaOptions {
+    /// Python interpreter for `import_path` tools (default: `SWITCHYARD_PYTHON`, then `python3`).
+    pub python: Option<PathBuf>,
+    /// Extra `sys.path` entries for tools (the agent's directory is always first).
+    pub python_path: Vec<PathBuf>,
+    /// Per tool call.
+    pub tool_timeout: Duration,
+    /// Multiplies `on_error.retry` delays (1.0 = as written; tests use 0).
+    pub retry_delay_scale: f64,
+    /// Runs `import_path` tools; default: the Python bridge, started on first use.
+    pub tools: Option<Arc<Mutex<dyn ToolRunner>>>,
+}
+
+impl Default for ShermaOptions {
+    fn default() -> Self {
+        ShermaOptions {
+            python: None,
+            python_path: Vec::new(),
+            tool_timeout: Duration::from_secs(60),
+            retry_delay_scale: 1.0,
+            tools: None,
+        }
+    }
+}
+
+/// A tool the run can offer and execute.
+#[derive(Clone, Debug)]
+enum ToolKind {
+    /// A Python function (`import_path`).
+    Python(String),
+    /// One of sherma's seven skill tools.
+    Skill(&'static str),
+    /// A sub-agent wrapped as a tool (argument `request`).
+    SubAgent(usize),
+    /// Declared but not runnable here (MCP before issue 6, remote agents).
+    Unavailable(String),
+}
+
+#[derive(Clone, Debug)]
+struct Tool {
+    name: String,
+    kind: ToolKind,
+}
+
+const SKILL_TOOLS: &[&str] = &[
+    "list_skills",
+    "load_skill_md",
+    "unload_skill",
+    "list_skill_resources",
+    "list_skill_assets",
+    "load_skill_resource",
+    "load_skill_asset",
+];
+
+/// What every fork of a run shares (never changes during the run).
+struct Shared {
+    doc: Arc<Document>,
+    agent_index: usize,
+    eff: Effective,
+    /// `prompts`, `llms`, `skills`, `data` CEL bindings (only those that exist).
+    extras: Vec<(&'static str, Value)>,
+    tools: Vec<Tool>,
+    opts: ShermaOptions,
+    runner: Mutex<Option<Arc<Mutex<dyn ToolRunner>>>>,
+    /// Nodes with `on_error.fallback` (they record errors instead of failing).
+    recursion_limit: i64,
+}
+
+impl Shared {
+    fn sherma(&self) -> &ShermaDoc {
+        match &self.doc.model {
+            Model::Sherma(d) => d,
+            _ => unreachable!("checked in ShermaMachine::new"),
+        }
+    }
+    fn agent(&self) -> &AgentDef {
+        &self.sherma().agents[self.agent_index]
+    }
+    fn decl(&self, node: &str) -> Option<&NodeDef> {
+        self.agent().node(node)
+    }
+    fn extras(&self) -> Vec<(&str, &Value)> {
+        self.extras.iter().map(|(k, v)| (*k, v)).collect()
+    }
+    fn runner(&self) -> Result<Arc<Mutex<dyn ToolRunner>>, String> {
+        let mut slot = self.runner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = &*slot {
+            return Ok(r.clone());
+        }
+        let mut path = vec![self.doc.base_dir.clone()];
+        path.extend(self.opts.python_path.iter().cloned());
+        let bridge = crate::run::pybridge::PyBridge::start(self.opts.python.as_deref(), &path)
+            .map_err(|e| e.to_string())?;
+        let r: Arc<Mutex<dyn ToolRunner>> = Arc::new(Mutex::new(bridge));
+        *slot = Some(r.clone());
+        Ok(r)
+    }
+}
+
+impl ToolRunner for crate::run::pybridge::PyBridge {
+    fn call(&mut self, import_path: &str, args: &Value, timeout: Duration) -> Result<Value, String> {
+        crate::run::pybridge::PyBridge::call(self, import_path, args, timeout).map_err(|e| e.to_string())
+    }
+    fn describe(&mut self, import_path: &str) -> Option<(String, Value)> {
+        crate::run::pybridge::PyBridge::describe(self, import_path).ok().map(|i| (i.description, i.schema))
+    }
+}
+
+/// A sherma run (see the module docs). Cheap to fork: the state is `Arc`-shared.
+pub struct ShermaMachine {
+    shared: Arc<Shared>,
+    state: State,
+    /// Nodes of the current wave still to run, in order.
+    queue: VecDeque<String>,
+    /// Targets collected for the next wave.
+    next: Vec<String>,
+    /// The answer to the pending interrupt, for the node's re-run.
+    resume: Option<Value>,
+    /// Node runs since the start or the last answer.
+    since_resume: i64,
+    output: Value,
+}
+
+impl ShermaMachine {
+    /// Prepare a run of `agent` (default: the first) with `input` (a JSON object of state
+    /// fields, or a string = one human message, or null).
+    pub fn new(doc: Arc<Document>, agent: Option<&str>, input: Value, opts: ShermaOptions) -> Result<ShermaMachine, String> {
+        let Model::Sherma(sd) = &doc.model else {
+            return Err(format!("{} is not a sherma agent file (no `manifest_version`/`agents`)", doc.path.display()));
+        };
+        if let Some(e) = doc.diagnostics.iter().find(|d| d.is_error() && !is_soft(&d.code)) {
+            return Err(format!(
+                "{} cannot run: {}:{}:{}: {}; fix it first (`switchyard validate` lists every problem)",
+                doc.path.display(),
+                e.file,
+                e.line,
+                e.column,
+                e.message
+            ));
+        }
+        let names: Vec<&str> = sd.agents.iter().map(|a| a.name.value.as_str()).collect();
+        let agent_index = match agent {
+            None => {
+                if sd.agents.is_empty() {
+                    return Err(format!("{} declares no agents", doc.path.display()));
+                }
+                0
+            }
+            Some(a) => sd.agents.iter().position(|x| x.name.value == a).ok_or_else(|| {
+                format!("no agent `{a}` in {}; it has: {}", doc.path.display(), names.join(", "))
+            })?,
+        };
+        let agent_def = &sd.agents[agent_index];
+        let mut diags = Vec::new();
+        let eff = lower_sherma::effective(agent_def, Some(&doc), &mut diags);
+        if let Some(d) = diags.iter().find(|d| d.is_error()) {
+            return Err(format!("agent `{}` cannot run: {}", agent_def.name.value, d.message));
+        }
+        let input = match input {
+            Value::String(s) => json!({ MESSAGES: [message("human", Value::String(s))] }),
+            other => other,
+        };
+        let state = State::initial(agent_def, &input)?;
+        let extras = build_extras(sd);
+        let tools = build_tools(sd);
+        let recursion_limit = agent_def.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT);
+        let runner = Mutex::new(opts.tools.clone());
+        let shared = Shared { doc: doc.clone(), agent_index, eff, extras, tools, opts, runner, recursion_limit };
+        let mut m = ShermaMachine {
+            shared: Arc::new(shared),
+            state,
+            queue: VecDeque::new(),
+            next: Vec::new(),
+            resume: None,
+            since_resume: 0,
+            output: Value::Null,
+        };
+        let entry = m.route_from(START, None);
+        if entry.is_empty() {
+            return Err(format!(
+                "agent `{}` has no entry: add `entry_point: <node>` under `graph:`",
+                m.shared.agent().name.value
+            ));
+        }
+        m.queue = entry.into_iter().map(|(to, _)| to).collect();
+        Ok(m)
+    }
+
+    fn kind(&self, node: &str) -> String {
+        self.shared.eff.node(node).map(|n| n.kind.clone()).unwrap_or_else(|| "?".into())
+    }
+
+    /// Where `from` goes next, given the current state, with the reason for each target.
+    /// Clears `__sherma__.error_fallback` when a `has_error_fallback` branch fires.
+    fn route_from(&mut self, from: &str, cx: Option<&Cx<'_>>) -> Vec<(String, RouteReason)> {
+        let shared = self.shared.clone();
+        let mut out = Vec::new();
+        for e in shared.eff.outgoing(from) {
+            match &e.kind {
+                EffKind::Static { target } => out.push((target.clone(), RouteReason::Static)),
+                EffKind::Conditional { branches, default, .. } => {
+                    let mut chosen = None;
+                    for (i, b) in branches.iter().enumerate() {
+                        let hit = match &b.condition {
+                            Cond::HasToolCalls => last_has_tool_calls(&self.state),
+                            Cond::HasErrorFallback => self.take_error_fallback(),
+                            Cond::Cel(expr) => match self.eval_bool(&expr.text) {
+                                Ok(v) => v,
+                                Err(e) => {
+                                    if let Some(cx) = cx {
+                                        cx.emit(EventBody::Error {
+                                            node: Some(from.to_string()),
+                                            message: format!("edge from `{from}`, branch {}: {e}", i + 1),
+                                        });
+                                    }
+                                    // Routing cannot go on: end here (the error is reported).
+                                    return vec![(ROUTE_ERROR.into(), RouteReason::Default)];
+                                }
+                            },
+                            Cond::Missing => false,
+                        };
+                        if hit {
+                            chosen = Some((b.target.clone(), RouteReason::Branch { index: i, condition: b.condition.label() }));
+                            break;
+                        }
+                    }
+                    out.push(chosen.unwrap_or_else(|| (default.clone(), RouteReason::Default)));
+                }
+            }
+        }
+        out
+    }
+
+    fn take_error_fallback(&mut self) -> bool {
+        let Some(internal) = self.state.get(INTERNAL).and_then(Value::as_object) else { return false };
+        let set = internal.get("error_fallback").is_some_and(|v| !v.is_null() && v != &Value::Bool(false) && v != "");
+        if set {
+            let mut m = internal.clone();
+            m.shift_remove("error_fallback");
+            let mut up = Map::new();
+            up.insert(INTERNAL.into(), Value::Object(m));
+            let _ = self.state.apply(&up);
+        }
+        set
+    }
+
+    fn eval(&self, expr: &str, llm_response: Option<&Value>) -> Result<Value, String> {
+        let mut extras = self.shared.extras();
+        if let Some(r) = llm_response {
+            extras.push(("llm_response", r));
+        }
+        sherma_state::eval(&self.state, expr, &extras)
+    }
+
+    fn eval_bool(&self, expr: &str) -> Result<bool, String> {
+        match self.eval(expr, None)? {
+            Value::Bool(b) => Ok(b),
+            Value::Null => Ok(false),
+            other => Err(format!("condition `{expr}` returned {other}, expected a bool")),
+        }
+    }
+
+    /// Run one node; returns the update to apply, or an interrupt.
+    fn run_node(&mut self, node: &str, cx: &Cx<'_>) -> Result<NodeResult, NodeError> {
+        let shared = self.shared.clone();
+        let eff = shared.eff.node(node).ok_or_else(|| NodeError::plain(format!("no node `{node}` in the agent")))?;
+        if let Some(for_llm) = &eff.tools_for {
+            // A derived tool node: all registry tools (upstream behaviour, §7.2).
+            let _ = for_llm;
+            return self.tool_node(node, None, cx).map(NodeResult::Update);
+        }
+        let decl = shared.decl(node).ok_or_else(|| NodeError::plain(format!("no node `{node}` in the agent")))?;
+        match &decl.args {
+            NodeArgs::SetState { .. } => sherma_state::run_set_state_with(decl, &self.state, &shared.extras())
+                .map(NodeResult::Update)
+                .map_err(NodeError::plain),
+            NodeArgs::DataTransform { .. } => sherma_state::run_data_transform_with(decl, &self.state, &shared.extras())
+                .map(NodeResult::Update)
+                .map_err(NodeError::plain),
+            NodeArgs::CallLlm(c) => self.call_llm(decl, c, cx).map(NodeResult::Update),
+            NodeArgs::ToolNode { tools } => {
+                let names = tools.as_ref().map(|t| t.iter().map(|r| r.id_str().to_string()).collect());
+                self.tool_node(node, names, cx).map(NodeResult::Update)
+            }
+            NodeArgs::CallAgent { agent, input } => {
+                let sub = agent.as_ref().map(|a| a.id_str().to_string()).unwrap_or_default();
+                let value = match input {
+                    Some(e) => self.eval(&e.text, None).map_err(NodeError::plain)?,
+                    None => Value::String(String::new()),
+                };
+                let text = self.run_sub_agent(node, &sub, &display(&value), cx).map_err(NodeError::plain)?;
+                let mut up = Map::new();
+                if let Some(t) = text {
+                    up.insert(MESSAGES.into(), json!([message("ai", Value::String(t))]));
+                }
+                Ok(NodeResult::Update(up))
+            }
+            NodeArgs::Interrupt { value } => {
+                if let Some(answer) = self.resume.take() {
+                    let mut up = Map::new();
+                    up.insert(MESSAGES.into(), answer_messages(answer));
+                    return Ok(NodeResult::Update(up));
+                }
+                let v = match value {
+                    Some(e) => self.eval(&e.text, None).map_err(NodeError::plain)?,
+                    None => Value::Null,
+                };
+                Ok(NodeResult::Interrupt(Pending {
+                    id: String::new(),
+                    node: node.to_string(),
+                    kind: InterruptKind::Interrupt,
+                    prompt: display(&v),
+                    options: Vec::new(),
+                    value: v,
+                    default: None,
+                }))
+            }
+            NodeArgs::LoadSkills { skill_ids } => {
+                let ids = match skill_ids {
+                    Some(e) => self.eval(&e.text, None).map_err(NodeError::plain)?,
+                    None => Value::Array(Vec::new()),
+                };
+                self.load_skills(node, ids).map(NodeResult::Update).map_err(NodeError::plain)
+            }
+            NodeArgs::Custom { .. } => Ok(NodeResult::Update(Map::new())),
+            NodeArgs::Unknown => Err(NodeError::plain(format!(
+                "node `{node}` has unknown type `{}`; use one of call_llm, tool_node, call_agent, data_transform, set_state, interrupt, load_skills, custom",
+                decl.kind.value
+            ))),
+        }
+    }
+
+    fn call_llm(&self, decl: &NodeDef, c: &CallLlm, cx: &Cx<'_>) -> Result<Map<String, Value>, NodeError> {
+        let node = decl.name.value.as_str();
+        // 1. tools
+        let tools = self.bound_tools(c).map_err(NodeError::plain)?;
+        let tools_json: Vec<Value> = tools.iter().map(|t| self.tool_schema(t)).collect();
+        // 2. prompt
+        let mut messages = Vec::new();
+        for item in &c.prompt {
+            let role = item.role.value.as_str();
+            let Some(content) = &item.content else { continue };
+            let v = self.eval(&content.text, None).map_err(|e| NodeError::plain(format!("prompt ({role}): {e}")))?;
+            match role {
+                "messages" => match v {
+                    Value::Array(items) => {
+                        for m in items {
+                            match m {
+                                Value::Object(o) => messages.push(normalize_message(&o)),
+                                Value::String(s) => messages.push(message("human", Value::String(s))),
+                                other => {
+                                    return Err(NodeError::plain(format!(
+                                        "prompt (messages): `{}` gave a list with {other}, which is not a message",
+                                        content.text
+                                    )));
+                                }
+                            }
+                        }
+                    }
+                    Value::Null => {}
+                    other => {
+                        return Err(NodeError::plain(format!(
+                            "prompt (messages): `{}` must give a list of messages, got {other}",
+                            content.text
+                        )));
+                    }
+                },
+                "system" | "human" | "ai" => messages.push(message(role, Value::String(display(&v)))),
+                other => {
+                    return Err(NodeError::plain(format!(
+                        "prompt role `{other}` is not one of system, human, ai, messages"
+                    )));
+                }
+            }
+        }
+        let request = LlmRequest { node: node.to_string(), messages: Value::Array(messages), tools: Value::Array(tools_json) };
+        // 3. the model call, with on_error.retry
+        let retry = decl.on_error.as_ref().and_then(|o| o.retry.clone());
+        let max_attempts = retry.as_ref().map_or(1, |r| r.max_attempts.max(1));
+        let mut attempt = 0;
+        let response = loop {
+            attempt += 1;
+            match cx.complete(&request) {
+                Ok(r) => break r,
+                Err(e) => {
+                    if attempt >= max_attempts || cx.stopped() {
+                        return Err(NodeError {
+                            message: format!("LLM call failed: {e}"),
+                            kind: "LLMError".into(),
+                            attempt,
+                        });
+                    }
+                    let r = retry.as_ref().expect("attempts > 1 only with retry");
+                    let base = if r.strategy == "exponential" { r.delay * 2f64.powi(attempt as i32 - 1) } else { r.delay };
+                    let delay = base.min(r.max_delay).max(0.0) * self.shared.opts.retry_delay_scale;
+                    cx.emit(EventBody::Error {
+                        node: Some(node.to_string()),
+                        message: format!(
+                            "attempt {attempt} of {max_attempts} failed: {}; retrying in {delay:.2}s",
+                            e.message
+                        ),
+                    });
+                    sleep_unless_stopped(Duration::from_secs_f64(delay), cx);
+                }
+            }
+        };
+        // 4. structured output
+        let mut content = response.content.clone().unwrap_or_default();
+        if c.response_format.is_some() {
+            let v: Value = parse_json_reply(&content).ok_or_else(|| {
+                NodeError::plain(format!(
+                    "response_format: the model's reply is not a JSON object: {}",
+                    truncate(&content, 200)
+                ))
+            })?;
+            content = v.to_string();
+        }
+        let llm_response = json!({
+            "role": "ai",
+            "type": "ai",
+            "content": content,
+            "tool_calls": response.tool_calls.iter().map(|t| json!({"id": t.id, "name": t.name, "args": t.args})).collect::<Vec<_>>(),
+        });
+        // 5. state_updates against the pre-node state + llm_response
+        let mut up = Map::new();
+        for (key, expr) in &c.state_updates {
+            let v = self
+                .eval(&expr.text, Some(&llm_response))
+                .map_err(|e| NodeError::plain(format!("state_updates.{}: {e}", key.value)))?;
+            up.insert(key.value.clone(), v);
+        }
+        Ok(up)
+    }
+
+    /// The tools a call_llm binds, in sherma's order (§7.1), without duplicates.
+    fn bound_tools(&self, c: &CallLlm) -> Result<Vec<Tool>, String> {
+        let all = &self.shared.tools;
+        let mut out: Vec<Tool> = Vec::new();
+        let push = |t: &Tool, out: &mut Vec<Tool>| {
+            if !out.iter().any(|x| x.name == t.name) {
+                out.push(t.clone());
+            }
+        };
+        if c.use_tools_from_loaded_skills {
+            let loaded = self
+                .state
+                .get(INTERNAL)
+                .and_then(|i| i.get("loaded_tools_from_skills"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for id in loaded.iter().filter_map(Value::as_str) {
+                if let Some(t) = all.iter().find(|t| t.name == id) {
+                    push(t, &mut out);
+                }
+            }
+        }
+        if c.use_tools_from_registry {
+            for t in all {
+                push(t, &mut out);
+            }
+        }
+        let sd = self.shared.sherma();
+        match &c.use_sub_agents_as_tools {
+            SubAgentsAsTools::No => {}
+            SubAgentsAsTools::All => {
+                for s in &sd.sub_agents {
+                    if let Some(t) = all.iter().find(|t| t.name == s.id_str()) {
+                        push(t, &mut out);
+                    }
+                }
+            }
+            SubAgentsAsTools::List(refs) => {
+                for r in refs {
+                    let t = all.iter().find(|t| t.name == r.id_str()).ok_or_else(|| {
+                        format!("use_sub_agents_as_tools names `{}`, which is not a declared sub-agent", r.id_str())
+                    })?;
+                    push(t, &mut out);
+                }
+            }
+        }
+        for r in c.tools.iter().flatten() {
+            let t = all.iter().find(|t| t.name == r.id_str()).ok_or_else(|| {
+                format!("tool `{}` is not declared under `tools:` (nor a skill or sub-agent tool)", r.id_str())
+            })?;
+            push(t, &mut out);
+        }
+        Ok(out)
+    }
+
+    fn tool_schema(&self, t: &Tool) -> Value {
+        let (description, parameters) = match &t.kind {
+            ToolKind::Python(path) => {
+                let described = self
+                    .shared
+                    .runner()
+                    .ok()
+                    .and_then(|r| r.lock().unwrap_or_else(|p| p.into_inner()).describe(path));
+                described.unwrap_or_else(|| (format!("Python tool {path}"), json!({"type": "object"})))
+            }
+            ToolKind::Skill(name) => (skill_tool_doc(name).into(), skill_tool_params(name)),
+            ToolKind::SubAgent(i) => (
+                format!("Invoke agent: {}", self.shared.sherma().sub_agents[*i].id_str()),
+                json!({"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}),
+            ),
+            ToolKind::Unavailable(why) => (why.clone(), json!({"type": "object"})),
+        };
+        json!({"name": t.name, "description": description, "parameters": parameters})
+    }
+
+    /// Execute the tool calls of the last message. `only`: the node's explicit tools.
+    fn tool_node(&mut self, node: &str, only: Option<Vec<String>>, cx: &Cx<'_>) -> Result<Map<String, Value>, NodeError> {
+        let calls: Vec<ToolCall> = self
+            .state
+            .get(MESSAGES)
+            .and_then(Value::as_array)
+            .and_then(|m| m.last())
+            .and_then(|m| m.get("tool_calls"))
+            .and_then(|t| serde_json::from_value::<Vec<ToolCall>>(t.clone()).ok())
+            .unwrap_or_default();
+        let available: Vec<Tool> = match &only {
+            Some(names) => self.shared.tools.iter().filter(|t| names.contains(&t.name)).cloned().collect(),
+            None => self.shared.tools.clone(),
+        };
+        let mut out_msgs = Vec::new();
+        let mut internal_changed = false;
+        let mut internal = self
+            .state
+            .get(INTERNAL)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for call in &calls {
+            cx.emit(EventBody::ToolCall { node: node.to_string(), call: call.clone() });
+            let result = match available.iter().find(|t| t.name == call.name) {
+                None => Ok(Value::String(format!(
+                    "Error: {} is not a valid tool, try one of [{}].",
+                    call.name,
+                    available.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                ))),
+                Some(t) => self.exec_tool(node, t, &call.args, cx),
+            };
+            match result {
+                Ok(v) => {
+                    cx.emit(EventBody::ToolResult {
+                        node: node.to_string(),
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        result: v.clone(),
+                        error: None,
+                    });
+                    let mut m = Map::new();
+                    m.insert("type".into(), "tool".into());
+                    m.insert("content".into(), Value::String(display(&v)));
+                    m.insert("tool_call_id".into(), Value::String(call.id.clone()));
+                    m.insert("name".into(), Value::String(call.name.clone()));
+                    out_msgs.push(normalize_message(&m));
+                }
+                Err(e) => {
+                    cx.emit(EventBody::ToolResult {
+                        node: node.to_string(),
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        result: Value::Null,
+                        error: Some(e.clone()),
+                    });
+                    return Err(NodeError { message: format!("tool `{}` failed: {e}", call.name), kind: "ToolException".into(), attempt: 1 });
+                }
+            }
+            // Skill tracking for tool-driven loads (§7.2 step 6).
+            if matches!(call.name.as_str(), "load_skill_md" | "unload_skill") {
+                if let Some(id) = call.args.get("skill_id").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                    let version = call.args.get("version").and_then(Value::as_str).unwrap_or("*").to_string();
+                    internal_changed |= self.track_skill(&mut internal, &call.name, id, &version);
+                }
+            }
+        }
+        let mut up = Map::new();
+        up.insert(MESSAGES.into(), Value::Array(out_msgs));
+        if internal_changed {
+            up.insert(INTERNAL.into(), Value::Object(internal));
+        }
+        Ok(up)
+    }
+
+    fn track_skill(&self, internal: &mut Map<String, Value>, tool: &str, id: &str, version: &str) -> bool {
+        let Some((_, card)) = self.shared.sherma().skill_cards.iter().find(|(k, _)| k == id) else { return false };
+        let keys: Vec<Value> = card
+            .card
+            .local_tools
+            .keys()
+            .chain(card.card.mcps.keys())
+            .map(|k| Value::String(k.clone()))
+            .collect();
+        let mut loaded_list: Vec<Value> =
+            internal.get("loaded_tools_from_skills").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut skills_map = internal.get("loaded_skills").and_then(Value::as_object).cloned().unwrap_or_default();
+        if tool == "load_skill_md" {
+            for k in &keys {
+                if !loaded_list.contains(k) {
+                    loaded_list.push(k.clone());
+                }
+            }
+            let v = if version.chars().next().is_some_and(|c| c.is_ascii_digit()) { format!("=={version}") } else { version.to_string() };
+            skills_map.insert(id.into(), json!({"version": v, "tools": keys}));
+        } else {
+            if let Some(entry) = skills_map.shift_remove(id) {
+                let tools = entry.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+                loaded_list.retain(|t| !tools.contains(t));
+            }
+        }
+        internal.insert("loaded_tools_from_skills".into(), Value::Array(loaded_list));
+        internal.insert("loaded_skills".into(), Value::Object(skills_map));
+        true
+    }
+
+    fn exec_tool(&self, node: &str, t: &Tool, args: &Value, cx: &Cx<'_>) -> Result<Value, String> {
+        match &t.kind {
+            ToolKind::Python(path) => {
+                let runner = self.shared.runner()?;
+                let mut r = runner.lock().unwrap_or_else(|p| p.into_inner());
+                r.call(path, args, self.shared.opts.tool_timeout)
+            }
+            ToolKind::Skill(name) => Ok(Value::String(self.skill_tool(name, args))),
+            ToolKind::SubAgent(i) => {
+                let id = self.shared.sherma().sub_agents[*i].id_str().to_string();
+                let request = args.get("request").map(display).unwrap_or_default();
+                Ok(Value::String(self.run_sub_agent(node, &id, &request, cx)?.unwrap_or_default()))
+            }
+            ToolKind::Unavailable(why) => Err(why.clone()),
+        }
+    }
+
+    /// Run a `yaml_path` sub-agent to completion as a nested run; its last AI message's text.
+    fn run_sub_agent(&self, node: &str, id: &str, request: &str, cx: &Cx<'_>) -> Result<Option<String>, String> {
+        let sd = self.shared.sherma();
+        let ent = sd
+            .sub_agents
+            .iter()
+            .find(|s| s.id_str() == id)
+            .ok_or_else(|| format!("no sub-agent `{id}` is declared under `sub_agents:`"))?;
+        let Some(path) = ent.resolved_path.clone() else {
+            return Err(match ent.get_str("url") {
+                Some(u) => format!("sub-agent `{id}` is remote ({u}); remote A2A agents are not supported yet — use `yaml_path`"),
+                None => format!("sub-agent `{id}` has no `yaml_path`"),
+            });
+        };
+        if cx.depth >= 8 {
+            return Err(format!("sub-agent `{id}`: nesting deeper than 8 levels (a sub-agent calling itself?)"));
+        }
+        let doc = Arc::new(crate::doc::load_path(&path));
+        let mut child = ShermaMachine::new(doc, None, Value::String(request.to_string()), self.shared.opts.clone())
+            .map_err(|e| format!("sub-agent `{id}`: {e}"))?;
+        let ccx = cx.child(node);
+        ccx.emit(EventBody::RunStarted { agent: child.shared.agent().name.value.clone(), input: Value::String(request.into()) });
+        let mut step = 0u64;
+        let (status, output) = loop {
+            if child.due().is_empty() {
+                break (crate::run::events::RunStatus::Completed, child.output());
+            }
+            step += 1;
+            let scx = Cx { step, ..cx.child(node) };
+            match child.step(&scx) {
+                StepOutcome::Continue => {}
+                StepOutcome::Finished { output } => break (crate::run::events::RunStatus::Completed, output),
+                StepOutcome::Interrupt(p) => {
+                    let queued = cx.answers.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                    match queued {
+                        Some(a) => child.answer(&p, a)?,
+                        // Upstream: a sub-agent that ends input-required gives an empty result.
+                        None => break (crate::run::events::RunStatus::Interrupted, Value::Null),
+                    }
+                }
+                StepOutcome::Failed { node: n, message } => {
+                    ccx.emit(EventBody::Error { node: n.clone(), message: message.clone() });
+                    ccx.emit(EventBody::RunFinished {
+                        status: crate::run::events::RunStatus::Failed,
+                        state: child.state(),
+                        output: Value::Null,
+                    });
+                    return Err(format!("sub-agent `{id}` failed at `{}`: {message}", n.unwrap_or_default()));
+                }
+            }
+        };
+        ccx.emit(EventBody::RunFinished { status, state: child.state(), output: output.clone() });
+        Ok(match status {
+            crate::run::events::RunStatus::Completed => child.last_ai_text(),
+            _ => None,
+        })
+    }
+
+    fn last_ai_text(&self) -> Option<String> {
+        self.state
+            .get(MESSAGES)?
+            .as_array()?
+            .iter()
+            .rev()
+            .find(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
+            .map(|m| display(m.get("content").unwrap_or(&Value::Null)))
+    }
+
+    fn skill_tool(&self, name: &str, args: &Value) -> String {
+        let sd = self.shared.sherma();
+        let id = args.get("skill_id").and_then(Value::as_str).unwrap_or("");
+        let card = sd.skill_cards.iter().find(|(k, _)| k == id).map(|(_, c)| c);
+        let base = |c: &crate::skills::LoadedCard| PathBuf::from(&c.base);
+        match name {
+            "list_skills" => {
+                let list: Vec<Value> = sd
+                    .skills
+                    .iter()
+                    .map(|s| {
+                        let c = sd.skill_cards.iter().find(|(k, _)| k == s.id_str()).map(|(_, c)| &c.card);
+                        json!({"id": s.id_str(), "version": s.version.as_ref().map(|v| v.value.clone()).unwrap_or("*".into()),
+                               "name": c.map(|c| c.name.clone()).unwrap_or_default(),
+                               "description": c.map(|c| c.description.clone()).unwrap_or_default()})
+                    })
+                    .collect();
+                Value::Array(list).to_string()
+            }
+            "load_skill_md" => match card {
+                Some(c) => std::fs::read_to_string(base(c).join("SKILL.md"))
+                    .unwrap_or_else(|e| format!("Error: cannot read SKILL.md of skill '{id}': {e}")),
+                None => format!("Error: skill '{id}' not found"),
+            },
+            "unload_skill" => match card {
+                Some(c) => format!(
+                    "Unloaded skill '{id}'. MCP servers: [{}]. Local tools: [{}].",
+                    c.card.mcps.keys().cloned().collect::<Vec<_>>().join(", "),
+                    c.card.local_tools.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+                None => format!("Error: skill '{id}' not found"),
+            },
+            "list_skill_resources" | "list_skill_assets" => {
+                let prefix = if name == "list_skill_resources" { "references/" } else { "assets/" };
+                let files: Vec<Value> = card
+                    .map(|c| c.card.files.iter().filter(|f| f.starts_with(prefix)).map(|f| Value::String(f.clone())).collect())
+                    .unwrap_or_default();
+                Value::Array(files).to_string()
+            }
+            _ => {
+                let (prefix, key) = if name == "load_skill_resource" { ("references/", "resource_path") } else { ("assets/", "asset_path") };
+                let path = args.get(key).and_then(Value::as_str).unwrap_or("");
+                let Some(c) = card else { return format!("Error: skill '{id}' not found") };
+                let listed: Vec<&String> = c.card.files.iter().filter(|f| f.starts_with(prefix)).collect();
+                if !listed.iter().any(|f| f.as_str() == path) {
+                    return format!("Error: '{path}' not found. Available: [{}]", listed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
+                }
+                std::fs::read_to_string(base(c).join(path)).unwrap_or_else(|e| format!("Error: cannot read '{path}': {e}"))
+            }
+        }
+    }
+
+    fn load_skills(&self, node: &str, ids: Value) -> Result<Map<String, Value>, String> {
+        let Value::Array(items) = ids else {
+            return Err(format!("load_skills node `{node}`: `skill_ids` must give a list of {{id, version}} maps, got {ids}"));
+        };
+        let sd = self.shared.sherma();
+        let mut internal = self.state.get(INTERNAL).and_then(Value::as_object).cloned().unwrap_or_default();
+        let mut loaded: Vec<Value> = internal.get("loaded_tools_from_skills").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut skills = internal.get("loaded_skills").and_then(Value::as_object).cloned().unwrap_or_default();
+        let mut calls = Vec::new();
+        let mut tool_msgs = Vec::new();
+        for (k, item) in items.iter().enumerate() {
+            let Some(id) = item.get("id").and_then(Value::as_str) else { continue };
+            let version = item.get("version").and_then(Value::as_str).unwrap_or("*");
+            let Some((_, card)) = sd.skill_cards.iter().find(|(s, _)| s == id) else { continue };
+            let Ok(text) = std::fs::read_to_string(PathBuf::from(&card.base).join("SKILL.md")) else { continue };
+            let call_id = format!("load_skill_{:08x}", fxhash(&format!("{node}/{id}/{k}/{}", self.since_resume)));
+            calls.push(json!({"id": call_id, "name": "load_skill_md", "args": {"skill_id": id, "version": version}}));
+            let mut tm = Map::new();
+            tm.insert("type".into(), "tool".into());
+            tm.insert("content".into(), Value::String(text));
+            tm.insert("tool_call_id".into(), Value::String(call_id));
+            tm.insert("name".into(), "load_skill_md".into());
+            tool_msgs.push(normalize_message(&tm));
+            let names: Vec<Value> = card.card.local_tools.values().map(|t| Value::String(t.id.clone())).collect();
+            for n in &names {
+                if !loaded.contains(n) {
+                    loaded.push(n.clone());
+                }
+            }
+            skills.insert(id.into(), json!({"version": version, "tools": names}));
+        }
+        internal.insert("loaded_tools_from_skills".into(), Value::Array(loaded));
+        internal.insert("loaded_skills".into(), Value::Object(skills));
+        let mut up = Map::new();
+        if !calls.is_empty() {
+            let mut ai = Map::new();
+            ai.insert("type".into(), "ai".into());
+            ai.insert("content".into(), "".into());
+            ai.insert("tool_calls".into(), Value::Array(calls));
+            let mut msgs = vec![normalize_message(&ai)];
+            msgs.extend(tool_msgs);
+            up.insert(MESSAGES.into(), Value::Array(msgs));
+        }
+        up.insert(INTERNAL.into(), Value::Object(internal));
+        Ok(up)
+    }
+}
+
+/// A value routing could not be computed for (a CEL error on an edge).
+const ROUTE_ERROR: &str = "\u{0}route-error";
+
+enum NodeResult {
+    Update(Map<String, Value>),
+    Interrupt(Pending),
+}
+
+struct NodeError {
+    message: String,
+    /// Error class for `__sherma__.last_error.type`.
+    kind: String,
+    attempt: i64,
+}
+
+impl NodeError {
+    fn plain(message: String) -> NodeError {
+        NodeError { message, kind: "NodeError".into(), attempt: 1 }
+    }
+}
+
+impl Machine for ShermaMachine {
+    fn agent(&self) -> &str {
+        &self.shared.agent().name.value
+    }
+
+    fn due(&self) -> Vec<String> {
+        match self.queue.front() {
+            Some(n) => vec![n.clone()],
+            None => self.next.first().cloned().into_iter().collect(),
+        }
+    }
+
+    fn node_kind(&self, node: &str) -> String {
+        self.kind(node)
+    }
+
+    fn step(&mut self, cx: &Cx<'_>) -> StepOutcome {
+        if self.queue.is_empty() {
+            let mut seen = BTreeSet::new();
+            self.queue = std::mem::take(&mut self.next).into_iter().filter(|n| seen.insert(n.clone())).collect();
+        }
+        let Some(node) = self.queue.front().cloned() else {
+            return StepOutcome::Finished { output: self.output() };
+        };
+        self.since_resume += 1;
+        if self.since_resume > self.shared.recursion_limit {
+            return StepOutcome::Failed {
+                node: Some(node),
+                message: format!(
+                    "recursion limit of {} reached without hitting a stop condition; raise `langgraph_config.recursion_limit` \
+                     on the agent if the loop is intended, or check the loop's exit condition",
+                    self.shared.recursion_limit
+                ),
+            };
+        }
+        let kind = self.kind(&node);
+        cx.emit(EventBody::NodeEnter { step: cx.step, node: node.clone(), kind });
+        let t0 = Instant::now();
+        let result = self.run_node(&node, cx);
+        let update = match result {
+            Ok(NodeResult::Interrupt(p)) => {
+                self.since_resume -= 1;
+                return StepOutcome::Interrupt(p);
+            }
+            Ok(NodeResult::Update(u)) => u,
+            Err(e) => {
+                let decl = self.shared.decl(&node);
+                let fallback = decl.and_then(|d| d.on_error.as_ref()).and_then(|o| o.fallback.as_ref());
+                match fallback {
+                    Some(fb) => {
+                        let mut internal = self.state.get(INTERNAL).and_then(Value::as_object).cloned().unwrap_or_default();
+                        internal.insert(
+                            "last_error".into(),
+                            json!({"node": node, "type": e.kind, "message": e.message, "attempt": e.attempt}),
+                        );
+                        internal.insert("error_fallback".into(), Value::String(fb.value.clone()));
+                        cx.emit(EventBody::Error {
+                            node: Some(node.clone()),
+                            message: format!("{}; recorded in __sherma__.last_error, going to fallback `{}`", e.message, fb.value),
+                        });
+                        let mut up = Map::new();
+                        up.insert(INTERNAL.into(), Value::Object(internal));
+                        up
+                    }
+                    None => {
+                        return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}`: {}", e.message) };
+                    }
+                }
+            }
+        };
+        if let Err(e) = self.state.apply(&update) {
+            return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}` returned a bad update: {e}") };
+        }
+        cx.emit(EventBody::NodeExit {
+            step: cx.step,
+            node: node.clone(),
+            update: if cx.wanted() { Value::Object(update) } else { Value::Null },
+            duration_ms: t0.elapsed().as_millis() as u64,
+        });
+        self.queue.pop_front();
+        let targets = self.route_from(&node, Some(cx));
+        if targets.is_empty() {
+            // A node without outgoing edges ends the run (sherma).
+        }
+        for (to, reason) in targets {
+            if to == ROUTE_ERROR {
+                return StepOutcome::Failed {
+                    node: Some(node.clone()),
+                    message: format!("routing after `{node}` failed (see the previous error)"),
+                };
+            }
+            cx.emit(EventBody::Route { from: node.clone(), to: to.clone(), reason });
+            if to != END {
+                self.next.push(to);
+            }
+        }
+        if self.queue.is_empty() && self.next.is_empty() {
+            self.output = self.final_output();
+            return StepOutcome::Finished { output: self.output.clone() };
+        }
+        StepOutcome::Continue
+    }
+
+    fn answer(&mut self, pending: &Pending, answer: Value) -> Result<(), String> {
+        if self.queue.front().map(String::as_str) != Some(pending.node.as_str()) {
+            return Err(format!("node `{}` is not waiting for an answer", pending.node));
+        }
+        self.resume = Some(answer);
+        self.since_resume = 0;
+        Ok(())
+    }
+
+    fn state(&self) -> Value {
+        self.state.to_json()
+    }
+
+    fn edit_state(&mut self, key: &str, value: Value) -> Result<(), String> {
+        let mut up = Map::new();
+        if key == MESSAGES {
+            // An edit replaces the list (the reducer would append).
+            let Value::Array(_) = value else {
+                return Err("`messages` must be a list of messages".into());
+            };
+            self.state.replace(MESSAGES, Value::Array(Vec::new()));
+        }
+        up.insert(key.to_string(), value);
+        self.state.apply(&up)
+    }
+
+    fn condition(&self, _node: &str, condition: &str) -> Result<bool, String> {
+        self.eval_bool(condition)
+    }
+
+    fn check_condition(&self, condition: &str) -> Result<(), String> {
+        CelEngine::shared().compile(condition).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    fn fork(&self) -> Box<dyn Machine> {
+        Box::new(ShermaMachine {
+            shared: self.shared.clone(),
+            state: self.state.snapshot(),
+            queue: self.queue.clone(),
+            next: self.next.clone(),
+            resume: self.resume.clone(),
+            since_resume: self.since_resume,
+            output: self.output.clone(),
+        })
+    }
+
+    fn output(&self) -> Value {
+        if self.output.is_null() { self.final_output() } else { self.output.clone() }
+    }
+}
+
+impl ShermaMachine {
+    /// The run's result: the last AI message's text, else null.
+    fn final_output(&self) -> Value {
+        self.last_ai_text().map(Value::String).unwrap_or(Value::Null)
+    }
+}
+
+/// Load diagnostics that do not stop a run (warnings are never errors; these codes are
+/// errors only for the editor's benefit).
+fn is_soft(code: &str) -> bool {
+    matches!(code, "manifest-version")
+}
+
+fn last_has_tool_calls(state: &State) -> bool {
+    state
+        .get(MESSAGES)
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+        .and_then(|m| m.get("tool_calls"))
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty())
+}
+
+/// What an interrupt answer appends to `messages`.
+fn answer_messages(answer: Value) -> Value {
+    match answer {
+        Value::Array(items) if !items.is_empty() && items.iter().all(|i| i.get("content").is_some()) => {
+            Value::Array(items.iter().filter_map(|i| i.as_object().map(normalize_message)).collect())
+        }
+        Value::Object(m) if m.contains_key("content") => json!([normalize_message(&m)]),
+        Value::String(s) => json!([message("human", Value::String(s))]),
+        other => json!([message("human", Value::String(display(&other)))]),
+    }
+}
+
+/// A value as text the way a prompt shows it: strings as is, everything else as JSON.
+pub fn display(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n { s.to_string() } else { format!("{}…", s.chars().take(n).collect::<String>()) }
+}
+
+/// A reply as a JSON object: the whole text, or inside ``` fences.
+fn parse_json_reply(text: &str) -> Option<Value> {
+    let t = text.trim();
+    let t = t.strip_prefix("```json").or_else(|| t.strip_prefix("```")).unwrap_or(t);
+    let t = t.strip_suffix("```").unwrap_or(t).trim();
+    serde_json::from_str::<Value>(t).ok().filter(Value::is_object)
+}
+
+fn sleep_unless_stopped(d: Duration, cx: &Cx<'_>) {
+    let end = Instant::now() + d;
+    while Instant::now() < end && !cx.stopped() {
+        std::thread::sleep((end - Instant::now()).min(Duration::from_millis(50)));
+    }
+}
+
+fn fxhash(s: &str) -> u32 {
+    let mut h: u32 = 0x811c9dc5;
+    for b in s.bytes() {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x01000193);
+    }
+    h
+}
+
+fn entity_map(list: &[Entity], f: impl Fn(&Entity) -> Value) -> Option<Value> {
+    if list.is_empty() {
+        return None;
+    }
+    Some(Value::Object(list.iter().map(|e| (e.id_str().to_string(), f(e))).collect()))
+}
+
+fn build_extras(sd: &ShermaDoc) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    if let Some(p) = entity_map(&sd.prompts, |e| {
+        let text = sd.prompt_texts.iter().find(|(k, _)| k == e.id_str()).map(|(_, t)| t.clone()).unwrap_or_default();
+        json!({"instructions": text})
+    }) {
+        out.push(("prompts", p));
+    }
+    if let Some(l) = entity_map(&sd.llms, |e| json!({"model_name": e.get_str("model_name").unwrap_or("")})) {
+        out.push(("llms", l));
+    }
+    if let Some(s) = entity_map(&sd.skills, |e| {
+        let card = sd.skill_cards.iter().find(|(k, _)| k == e.id_str()).map(|(_, c)| &c.card);
+        let version = e.version.as_ref().map(|v| v.value.clone()).unwrap_or_else(|| "*".into());
+        match card {
+            Some(c) => json!({"id": e.id_str(), "version": version, "name": c.name, "description": c.description}),
+            None => json!({"id": e.id_str(), "version": version}),
+        }
+    }) {
+        out.push(("skills", s));
+    }
+    if sd.data.as_object().is_some_and(|m| !m.is_empty()) {
+        out.push(("data", sd.data.clone()));
+    }
+    out
+}
+
+fn build_tools(sd: &ShermaDoc) -> Vec<Tool> {
+    let mut tools = Vec::new();
+    let add = |t: Tool, tools: &mut Vec<Tool>| {
+        if !tools.iter().any(|x: &Tool| x.name == t.name) {
+            tools.push(t);
+        }
+    };
+    for t in &sd.tools {
+        let kind = match t.get_str("import_path") {
+            Some(p) => ToolKind::Python(p.to_string()),
+            None => ToolKind::Unavailable(format!("tool `{}` has no `import_path`; only Python tools run locally", t.id_str())),
+        };
+        add(Tool { name: t.id_str().to_string(), kind }, &mut tools);
+    }
+    if !sd.skills.is_empty() {
+        for name in SKILL_TOOLS {
+            add(Tool { name: (*name).into(), kind: ToolKind::Skill(name) }, &mut tools);
+        }
+        for (_, card) in &sd.skill_cards {
+            for (key, lt) in &card.card.local_tools {
+                let name = if lt.id.is_empty() { key.clone() } else { lt.id.clone() };
+                let kind = match &lt.import_path {
+                    Some(p) => ToolKind::Python(p.clone()),
+                    None => ToolKind::Unavailable(format!("skill tool `{name}` has no `import_path`")),
+                };
+                add(Tool { name, kind }, &mut tools);
+            }
+        }
+    }
+    for (i, s) in sd.sub_agents.iter().enumerate() {
+        add(Tool { name: s.id_str().to_string(), kind: ToolKind::SubAgent(i) }, &mut tools);
+    }
+    for m in &sd.mcp_servers {
+        let _ = m; // MCP tools are listed by the server at run time (issue 6).
+    }
+    tools
+}
+
+fn skill_tool_doc(name: &str) -> &'static str {
+    match name {
+        "list_skills" => "List the available skills (id, version, name, description).",
+        "load_skill_md" => "Load a skill's SKILL.md instructions and make its tools available.",
+        "unload_skill" => "Unload a skill and remove its tools.",
+        "list_skill_resources" => "List a skill's reference files.",
+        "list_skill_assets" => "List a skill's asset files.",
+        "load_skill_resource" => "Read one of a skill's reference files.",
+        _ => "Read one of a skill's asset files.",
+    }
+}
+
+fn skill_tool_params(name: &str) -> Value {
+    let s = |props: Value, req: &[&str]| json!({"type": "object", "properties": props, "required": req});
+    match name {
+        "list_skills" => s(json!({}), &[]),
+        "load_skill_md" | "unload_skill" | "list_skill_resources" | "list_skill_assets" => {
+            s(json!({"skill_id": {"type": "string"}, "version": {"type": "string", "default": "*"}}), &["skill_id"])
+        }
+        "load_skill_resource" => s(
+            json!({"skill_id": {"type": "string"}, "resource_path": {"type": "string"}, "version": {"type": "string", "default": "*"}}),
+            &["skill_id", "resource_path"],
+        ),
+        _ => s(
+            json!({"skill_id": {"type": "string"}, "asset_path": {"type": "string"}, "version": {"type": "string", "default": "*"}}),
+            &["skill_id", "asset_path"],
+        ),
+    }
+}
