@@ -316,6 +316,7 @@ def _error(rid, kind, e, module=None, message=None):
         "message": message if message is not None else _exc_message(e),
         "traceback": _traceback_tail(e) if e is not None else "",
         "module": module,
+        "missing": getattr(e, "name", None) if isinstance(e, ModuleNotFoundError) else None,
         "sys_path": list(sys.path),
     }
 

@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// The bridge program, run with `python3 -c`.
 const BRIDGE_PY: &str = include_str!("pybridge.py");
@@ -189,7 +189,13 @@ impl PyBridge {
     /// Import `import_path` (`package.module.attribute`) and describe the tool.
     pub fn describe(&mut self, import_path: &str) -> Result<ToolInfo, PyError> {
         let result = self.request("describe", import_path, &Value::Null, DESCRIBE_TIMEOUT)?;
-        let text = |k: &str| result.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let text = |k: &str| {
+            result
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
         Ok(ToolInfo {
             name: text("name"),
             description: text("description"),
@@ -314,11 +320,12 @@ impl PyBridge {
         timeout: Duration,
     ) -> Result<Value, PyError> {
         // A process that died since the last request (or was killed) is replaced first.
-        if let Some(p) = self.proc.as_mut() {
-            if !matches!(p.child.try_wait(), Ok(None)) {
-                let mut dead = self.proc.take().expect("checked");
-                dead.kill();
-            }
+        let died = self
+            .proc
+            .as_mut()
+            .is_some_and(|p| !matches!(p.child.try_wait(), Ok(None)));
+        if died && let Some(mut dead) = self.proc.take() {
+            dead.kill();
         }
         if self.proc.is_none() {
             self.proc = Some(self.spawn()?);
@@ -343,7 +350,10 @@ impl PyBridge {
                 Some(d) => proc
                     .lines
                     .recv_timeout(d.saturating_duration_since(Instant::now())),
-                None => proc.lines.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                None => proc
+                    .lines
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
             };
             match got {
                 Ok(line) => match serde_json::from_slice::<Value>(&line) {
@@ -396,14 +406,27 @@ impl PyBridge {
                 message = format!("importing module '{module}' failed: {message}");
             }
             message.push_str(&format!(" (sys.path: [{}])", sys_path.join(", ")));
-            if not_found {
+            let missing = s("missing");
+            let is_dependency = not_found
+                && !missing.is_empty()
+                && module != missing
+                && !module.starts_with(&format!("{missing}."));
+            if is_dependency {
+                message.push_str(&format!(
+                    ". The tool's module needs '{missing}': install the package that provides it \
+                     into this Python (e.g. `pip install`), or set SWITCHYARD_PYTHON to an \
+                     interpreter that has it."
+                ));
+            } else if not_found {
                 message.push_str(
                     ". Check that the module is in the agent's directory (or a sys.path entry) \
                      and spelled as in `import_path`, or install the missing package into this \
                      Python (SWITCHYARD_PYTHON picks another interpreter).",
                 );
             } else if s("type").is_empty() {
-                message.push_str(". Check `import_path`: it must name a function or a LangChain tool.");
+                message.push_str(
+                    ". Check `import_path`: it must name a function or a LangChain tool.",
+                );
             } else {
                 message.push_str(
                     ". The module failed while importing; see the traceback, or install the \
@@ -448,11 +471,12 @@ impl Proc {
     /// Kill the whole process group (tools' subprocesses too) and reap the interpreter.
     fn kill(&mut self) {
         drop(self.stdin.take());
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                // ESRCH (already gone) is fine.
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
+        let pid = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            // ESRCH (already gone) is fine.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -658,7 +682,10 @@ NOT_A_TOOL = 42
         let mut b = d.bridge();
         let info = b.describe("fx.plain.search").unwrap();
         assert_eq!(info.name, "search");
-        assert_eq!(info.description, "Search the index.\n\nReturns matching titles.");
+        assert_eq!(
+            info.description,
+            "Search the index.\n\nReturns matching titles."
+        );
         assert_eq!(
             info.schema,
             json!({
@@ -688,7 +715,11 @@ NOT_A_TOOL = 42
             })
         );
         let out = b
-            .call("fx.plain.search", &json!({"query": "rust", "fuzzy": true}), T)
+            .call(
+                "fx.plain.search",
+                &json!({"query": "rust", "fuzzy": true}),
+                T,
+            )
             .unwrap();
         assert_eq!(
             out,
@@ -697,7 +728,8 @@ NOT_A_TOOL = 42
         );
         // Async functions run through asyncio.run.
         assert_eq!(
-            b.call("fx.plain.slow_add", &json!({"a": 2, "b": 40}), T).unwrap(),
+            b.call("fx.plain.slow_add", &json!({"a": 2, "b": 40}), T)
+                .unwrap(),
             json!(42)
         );
         // Results: model_dump, str() for the rest, no NaN in JSON, keys as strings.
@@ -707,7 +739,9 @@ NOT_A_TOOL = 42
                    "nan": "nan", "3": "int key"})
         );
         // Wrong arguments are the tool's error, not a bridge failure.
-        let err = b.call("fx.plain.search", &json!({"nope": 1}), T).unwrap_err();
+        let err = b
+            .call("fx.plain.search", &json!({"nope": 1}), T)
+            .unwrap_err();
         assert!(
             matches!(&err, PyError::Call { message, .. } if message.starts_with("TypeError:")),
             "{err:?}"
@@ -788,12 +822,14 @@ coro_only = SyncRefuses()
             }
         );
         assert_eq!(
-            b.call("fx.lc.weather", &json!({"city": "Oslo"}), T).unwrap(),
+            b.call("fx.lc.weather", &json!({"city": "Oslo"}), T)
+                .unwrap(),
             json!({"city": "Oslo", "temp": 21, "calls": 1})
         );
         // Same process, same module object: state persists between calls.
         assert_eq!(
-            b.call("fx.lc.weather", &json!({"city": "Rome"}), T).unwrap()["calls"],
+            b.call("fx.lc.weather", &json!({"city": "Rome"}), T)
+                .unwrap()["calls"],
             json!(2)
         );
         let fetch = b.describe("fx.lc.fetch").unwrap();
@@ -806,7 +842,10 @@ coro_only = SyncRefuses()
             b.call("fx.lc.fetch", &json!({"q": "x"}), T).unwrap(),
             json!({"type": "ai", "content": "hello"})
         );
-        assert_eq!(b.describe("fx.lc.coro_only").unwrap().schema["required"], json!(["q"]));
+        assert_eq!(
+            b.describe("fx.lc.coro_only").unwrap().schema["required"],
+            json!(["q"])
+        );
         assert_eq!(
             b.call("fx.lc.coro_only", &json!({"q": "y"}), T).unwrap(),
             json!("async y")
@@ -853,7 +892,9 @@ def ok():
         d.file("fx/misc.py", MISC);
         let mut b = d.bridge();
         let pid = b.pid();
-        let err = b.call("fx.misc.boom", &json!({"city": "Atlantis"}), T).unwrap_err();
+        let err = b
+            .call("fx.misc.boom", &json!({"city": "Atlantis"}), T)
+            .unwrap_err();
         match &err {
             PyError::Call {
                 name,
@@ -864,7 +905,10 @@ def ok():
                 assert_eq!(message, "ValueError: no weather for Atlantis");
                 assert!(traceback.contains("misc.py"), "{traceback}");
                 assert!(traceback.contains("raise ValueError"), "{traceback}");
-                assert!(!traceback.contains("<string>"), "bridge frames leak: {traceback}");
+                assert!(
+                    !traceback.contains("<string>"),
+                    "bridge frames leak: {traceback}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -889,10 +933,16 @@ def ok():
         d.file("fx/misc.py", MISC);
         let mut b = d.bridge();
         for i in 0..3 {
-            assert_eq!(b.call("fx.misc.chatty", &json!({"x": i}), T).unwrap(), json!(i * 2));
+            assert_eq!(
+                b.call("fx.misc.chatty", &json!({"x": i}), T).unwrap(),
+                json!(i * 2)
+            );
         }
         // The tool cannot read the protocol either.
-        assert_eq!(b.call("fx.misc.reads_stdin", &json!({}), T).unwrap(), json!(""));
+        assert_eq!(
+            b.call("fx.misc.reads_stdin", &json!({}), T).unwrap(),
+            json!("")
+        );
         assert_eq!(b.call("fx.misc.ok", &json!({}), T).unwrap(), json!("ok"));
         // The prints went to stderr.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -939,7 +989,8 @@ def ok():
         assert_ne!(b.pid(), Some(first));
         // A short sleep within the timeout works.
         assert_eq!(
-            b.call("fx.misc.sleepy", &json!({"seconds": 0.05}), T).unwrap(),
+            b.call("fx.misc.sleepy", &json!({"seconds": 0.05}), T)
+                .unwrap(),
             json!("woke")
         );
     }
@@ -994,8 +1045,14 @@ def ok():
         }
         let d = Dir::new("import");
         d.file("fx/plain.py", PLAIN);
-        d.file("fx/needs_dep.py", "import surely_not_installed_pkg\n\ndef t(): pass\n");
-        d.file("fx/broken.py", "x = 1\nraise RuntimeError('config missing')\n");
+        d.file(
+            "fx/needs_dep.py",
+            "import surely_not_installed_pkg\n\ndef t(): pass\n",
+        );
+        d.file(
+            "fx/broken.py",
+            "x = 1\nraise RuntimeError('config missing')\n",
+        );
         let mut b = d.bridge();
         let dir = d.0.to_string_lossy().into_owned();
 
@@ -1011,7 +1068,10 @@ def ok():
             other => panic!("{other:?}"),
         }
         let err = b.call("fx.nosuch.tool", &json!({}), T).unwrap_err();
-        assert!(err.to_string().contains("No module named 'fx.nosuch'"), "{err}");
+        assert!(
+            err.to_string().contains("No module named 'fx.nosuch'"),
+            "{err}"
+        );
 
         let err = b.describe("fx.plain.missing_attr").unwrap_err();
         assert!(
@@ -1022,6 +1082,8 @@ def ok():
         let text = err.to_string();
         assert!(text.contains("surely_not_installed_pkg"), "{text}");
         assert!(text.contains("fx.needs_dep"), "{text}");
+        assert!(text.contains("needs 'surely_not_installed_pkg'"), "{text}");
+        assert!(text.contains("pip install"), "{text}");
         let err = b.describe("fx.broken.t").unwrap_err();
         let text = err.to_string();
         assert!(text.contains("RuntimeError: config missing"), "{text}");
