@@ -1,0 +1,870 @@
+//! Loki graph runs end to end: small graphs written into temp agent dirs with stand-in scripts,
+//! scripted LLM replies and queued answers, run through `RunSession`; plus session controls and
+//! the conformance corpus' `graph.example.yaml`.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use switchyard::run::events::{Event, EventBody, PauseReason, RouteReason, RunStatus};
+use switchyard::run::loki::{LokiMachine, narrate, perf_summary};
+use switchyard::run::provider::ScriptedProvider;
+use switchyard::run::session::{Breakpoint, RunOptions, RunSession, Status};
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------
+
+/// A fresh `<tmp>/switchyard-loki-<pid>-<n>/agents` folder.
+fn agents_root() -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let root = std::env::temp_dir().join(format!("switchyard-loki-{}-{n}", std::process::id())).join("agents");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    root
+}
+
+/// Write an agent `<root>/<name>/graph.yaml` plus files (path, content); returns its graph path.
+fn write_agent(root: &Path, name: &str, graph: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (p, text) in files {
+        let path = dir.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    let g = dir.join("graph.yaml");
+    std::fs::write(&g, graph).unwrap();
+    g
+}
+
+fn agent(graph: &str, files: &[(&str, &str)]) -> PathBuf {
+    write_agent(&agents_root(), "t", graph, files)
+}
+
+fn machine(graph: &Path, input: &str) -> LokiMachine {
+    let doc = Arc::new(switchyard::doc::load_path(graph));
+    LokiMachine::new(doc, input, None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn options(replies: &str, answers: &[&str]) -> RunOptions {
+    let provider = ScriptedProvider::from_str(Path::new("replies.yaml"), replies).expect("replies parse");
+    let mut o = RunOptions::new(Box::new(provider));
+    o.answers = answers.iter().map(|a| json!(a)).collect();
+    o
+}
+
+fn session(graph: &Path, input: &str, replies: &str, answers: &[&str]) -> RunSession {
+    RunSession::new(Box::new(machine(graph, input)), json!(input), options(replies, answers))
+}
+
+/// Nodes entered by the top-level run, per step in node-id order (parallel branches enter in
+/// any order).
+fn visited(events: &[Event]) -> Vec<String> {
+    let top = &events[0].run;
+    let mut v: Vec<(u64, String)> = events
+        .iter()
+        .filter(|e| &e.run == top)
+        .filter_map(|e| match &e.body {
+            EventBody::NodeEnter { step, node, .. } => Some((*step, node.clone())),
+            _ => None,
+        })
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, n)| n).collect()
+}
+
+fn routes(events: &[Event]) -> Vec<(String, String, RouteReason)> {
+    let top = &events[0].run;
+    let mut v: Vec<(String, String, RouteReason)> = events
+        .iter()
+        .filter(|e| &e.run == top)
+        .filter_map(|e| match &e.body {
+            EventBody::Route { from, to, reason } => Some((from.clone(), to.clone(), reason.clone())),
+            _ => None,
+        })
+        .collect();
+    v.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    v
+}
+
+fn output(s: &RunSession) -> Value {
+    match s.status() {
+        Status::Finished { status: RunStatus::Completed, output } => output.clone(),
+        other => panic!("run did not complete: {other:?}; failure: {:?}; events:\n{}", s.failure(), dump(s)),
+    }
+}
+
+fn failure(s: &RunSession) -> String {
+    match s.failure() {
+        Some((_, m)) => m.clone(),
+        None => panic!("run did not fail: {:?}\n{}", s.status(), dump(s)),
+    }
+}
+
+fn dump(s: &RunSession) -> String {
+    s.events().iter().map(|e| e.to_json_line()).collect::<Vec<_>>().join("\n")
+}
+
+const NO_REPLIES: &str = "replies: []\n";
+
+// ---------------------------------------------------------------------------------------------
+// Graph semantics
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn fan_out_merges_through_reducers() {
+    let g = agent(
+        r#"
+name: fan
+start: s0
+reducers: { sources: append, n: sum, notes: concat }
+initial_state: { n: 10 }
+nodes:
+  s0: { type: script, script: s0.sh, next: [a, b] }
+  a: { type: script, script: a.sh, state_updates: {}, next: j }
+  b: { type: script, script: b.py, state_updates: {}, next: j }
+  j: { type: script, script: j.py, next: done }
+  done: { type: end, output: "{{sources}} {{n}} {{total}}" }
+"#,
+        &[
+            ("s0.sh", "echo '{\"started\": true}'\n"),
+            ("a.sh", "echo '{\"sources\": \"A\", \"n\": 1, \"notes\": \"from a\"}'\n"),
+            (
+                "b.py",
+                "import json, os\ns = json.loads(os.environ['GRAPH_STATE'])\nprint(json.dumps({'sources': 'B', 'n': s['n'] + 5, 'notes': 'from b'}))\n",
+            ),
+            (
+                "j.py",
+                "import json, os\ns = json.loads(os.environ['GRAPH_STATE'])\nprint(json.dumps({'total': len(s['sources'])}))\n",
+            ),
+        ],
+    );
+    let mut s = session(&g, "go", NO_REPLIES, &[]);
+    s.run();
+    // b read n = 10 from its fork and wrote 15; a wrote 1: sum folds 10 + 1 + 15.
+    assert_eq!(output(&s), json!(r#"["A","B"] 26 2"#));
+    assert_eq!(visited(&s.events()), ["s0", "a", "b", "j", "done"]);
+    let st = s.state();
+    assert_eq!(st["notes"], json!("from a\nfrom b"));
+    assert_eq!(st["started"], json!(true));
+    assert_eq!(st["initial_prompt"], json!("go"));
+}
+
+#[test]
+fn parallel_writes_without_reducer_fail() {
+    let g = agent(
+        r#"
+name: clash
+settings: { validate_before_run: false }
+start: s0
+nodes:
+  s0: { type: script, script: s0.sh, next: [a, b] }
+  a: { type: script, script: s.sh, next: done }
+  b: { type: script, script: s2.sh, next: done }
+  done: { type: end }
+"#,
+        &[("s0.sh", "echo '{}'\n"), ("s.sh", "echo '{\"x\": 1}'\n"), ("s2.sh", "echo '{\"x\": 2}'\n")],
+    );
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert!(failure(&s).starts_with("Key 'x' was written by 2 parallel branches but has no reducer declared."));
+}
+
+#[test]
+fn map_collects_script_and_llm_branches_in_order() {
+    let g = agent(
+        r#"
+name: mapper
+start: m1
+initial_state: { items: ["x", "y", "z"] }
+nodes:
+  m1:
+    type: map
+    over: "{{items}}"
+    as: item
+    branch: up
+    collect_into: upper
+    next: m2
+  up: { type: script, script: up.py }
+  m2:
+    type: map
+    over: "{{upper}}"
+    as: word
+    branch: describe
+    collect_into: described
+    max_concurrency: 1
+    next: done
+  describe: { type: llm, prompt: "Describe {{word}}" }
+  done: { type: end, output: "{{upper}} {{described}}" }
+"#,
+        &[(
+            "up.py",
+            "import json, os\ns = json.loads(os.environ['GRAPH_STATE'])\nprint(json.dumps({'output': s['item'].upper()}))\n",
+        )],
+    );
+    let replies = "replies:\n  - { node: describe, content: one }\n  - { node: describe, content: two }\n  - { node: describe, content: three }\n";
+    let mut s = session(&g, "", replies, &[]);
+    s.run();
+    assert_eq!(output(&s), json!(r#"["X","Y","Z"] ["one","two","three"]"#));
+    assert_eq!(visited(&s.events()), ["m1", "m2", "done"]);
+    // Item state stays in the items: neither `item` nor `output` reach the run state.
+    let st = s.state();
+    assert!(st.get("item").is_none() && st.get("output").is_none(), "{st}");
+    // Each llm item saw its own word.
+    let prompts: Vec<String> = s
+        .events()
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::LlmRequest { messages, .. } => Some(messages[0]["content"].as_str().unwrap().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(prompts, ["Describe X", "Describe Y", "Describe Z"]);
+}
+
+#[test]
+fn map_over_a_non_list_fails() {
+    let g = agent(
+        r#"
+name: mapper
+start: m
+initial_state: { items: "a,b" }
+nodes:
+  m: { type: map, over: "{{items}}", as: item, branch: up, collect_into: out, next: done }
+  up: { type: script, script: up.sh }
+  done: { type: end }
+"#,
+        &[("up.sh", "echo '{}'\n")],
+    );
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(failure(&s), "map node 'm': `over` template '{{items}}' must resolve to an array, got string");
+}
+
+#[test]
+fn script_next_overrides_static_routes() {
+    let g = agent(
+        r#"
+name: router
+start: r
+nodes:
+  r:
+    type: script
+    script: r.sh
+    next: [a, b]
+    state_updates: { picked: "{{choice_made}}" }
+  a: { type: end, output: A }
+  b: { type: end, output: B }
+  c: { type: end, output: "C {{picked}}" }
+"#,
+        &[("r.sh", "echo '{\"_next\": \"c\", \"choice_made\": \"via next\"}'\n")],
+    );
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(output(&s), json!("C via next"));
+    assert_eq!(visited(&s.events()), ["r", "c"]);
+    assert_eq!(routes(&s.events()), [("r".into(), "c".into(), RouteReason::Next)]);
+    assert!(s.state().get("_next").is_none());
+}
+
+const APPROVAL: &str = r#"
+name: approve
+start: ask
+initial_state: { plan: "ship it" }
+nodes:
+  ask:
+    type: approval
+    question: "Approve {{plan}}?"
+    options: ["yes", "no"]
+    routes: { "yes": ok, "no": nope }
+    on_other: other
+    state_updates: { decision: "{{choice}}" }
+  ok: { type: end, output: "approved" }
+  nope: { type: end, output: "rejected" }
+  other: { type: end, output: "other: {{decision}}" }
+"#;
+
+#[test]
+fn approval_routes_by_option_and_on_other() {
+    let g = agent(APPROVAL, &[]);
+    for (answer, out, reason) in [
+        ("yes", "approved", RouteReason::RouteOption { option: "yes".into() }),
+        ("no", "rejected", RouteReason::RouteOption { option: "no".into() }),
+        ("later, maybe", "other: later, maybe", RouteReason::OnOther),
+    ] {
+        let mut s = session(&g, "", NO_REPLIES, &[answer]);
+        s.run();
+        assert_eq!(output(&s), json!(out), "{answer}");
+        assert_eq!(s.state()["decision"], json!(answer));
+        // The scoped `choice` never leaks into the state.
+        assert!(s.state().get("choice").is_none());
+        let r = routes(&s.events());
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].2, reason);
+        let interrupt = s.events().into_iter().find_map(|e| match e.body {
+            EventBody::Interrupt { prompt, options, .. } => Some((prompt, options)),
+            _ => None,
+        });
+        assert_eq!(interrupt, Some(("Approve ship it?".to_string(), vec!["yes".to_string(), "no".to_string()])));
+    }
+}
+
+#[test]
+fn approval_waits_for_session_answer() {
+    let g = agent(APPROVAL, &[]);
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    let pending = match s.run().clone() {
+        Status::Interrupted { pending } => pending,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(pending.node, "ask");
+    assert!(s.state().get("decision").is_none(), "nothing ran yet");
+    s.answer(&pending.id, json!("no")).unwrap();
+    s.run();
+    assert_eq!(output(&s), json!("rejected"));
+    // Entered once: the interrupt happens before the node runs.
+    assert_eq!(visited(&s.events()), ["ask", "nope"]);
+}
+
+const INPUT: &str = r#"
+name: ask
+start: name
+initial_state: { last: "Ada" }
+nodes:
+  name:
+    type: input
+    question: "Your name?"
+    default: "{{last}}"
+    validation: "len(input) > 2"
+    state_updates: { who: "{{input}}" }
+    next: [done, unused]
+  done: { type: end, output: "hi {{who}}" }
+  unused: { type: end, output: "never" }
+"#;
+
+#[test]
+fn input_default_and_validation() {
+    let g = agent(INPUT, &[]);
+    let mut s = session(&g, "", NO_REPLIES, &[""]);
+    s.run();
+    assert_eq!(output(&s), json!("hi Ada"));
+    assert_eq!(visited(&s.events()), ["name", "done"], "only the first `next` is followed");
+    let prompt = s.events().into_iter().find_map(|e| match e.body {
+        EventBody::Interrupt { prompt, .. } => Some(prompt),
+        _ => None,
+    });
+    assert_eq!(prompt.as_deref(), Some("Your name? [default: Ada]"));
+
+    let mut s = session(&g, "", NO_REPLIES, &["Grace"]);
+    s.run();
+    assert_eq!(output(&s), json!("hi Grace"));
+
+    let mut s = session(&g, "", NO_REPLIES, &["Al"]);
+    s.run();
+    assert_eq!(failure(&s), "Input failed validation 'len(input) > 2' (got 2 chars)");
+    assert_eq!(s.failure().unwrap().0.as_deref(), Some("name"));
+}
+
+const SCHEMA_GRAPH: &str = r#"
+name: schema
+start: triage
+nodes:
+  triage:
+    type: llm
+    instructions: "Triage for {{initial_prompt}}"
+    prompt: "{{initial_prompt}}"
+    output_schema:
+      type: object
+      properties: { topic: { type: string }, depth: { type: integer } }
+    state_updates: { summary: "{{output.topic}}/{{output.depth}}", topic: "explicit wins" }
+    next: done
+  done: { type: end, output: "{{topic}} {{depth}} {{summary}}" }
+"#;
+
+fn llm_requests(s: &RunSession) -> Vec<Value> {
+    s.events()
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::LlmRequest { messages, .. } => Some(messages),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn llm_output_schema_fast_path_auto_merges() {
+    let g = agent(SCHEMA_GRAPH, &[]);
+    let replies = "replies:\n  - content: \"<think>hmm</think>\\n```json\\n{\\\"topic\\\": \\\"rust\\\", \\\"depth\\\": 3, \\\"extra\\\": [1]}\\n```\"\n";
+    let mut s = session(&g, "learn rust", replies, &[]);
+    s.run();
+    assert_eq!(output(&s), json!("explicit wins 3 rust/3"));
+    let st = s.state();
+    assert_eq!(st["depth"], json!(3), "typed auto-merge");
+    assert_eq!(st["extra"], json!([1]), "every top-level key is merged");
+    assert!(st.get("output").is_none());
+    let reqs = llm_requests(&s);
+    assert_eq!(reqs.len(), 1, "no extractor call");
+    // The schema hint goes to the instructions (system prompt).
+    assert_eq!(reqs[0][0]["role"], json!("system"));
+    assert!(reqs[0][0]["content"].as_str().unwrap().starts_with("Triage for learn rust\n\nRespond with a JSON object"));
+    assert_eq!(reqs[0][1]["content"], json!("learn rust"));
+}
+
+#[test]
+fn llm_output_schema_extractor_path() {
+    let g = agent(SCHEMA_GRAPH, &[]);
+    let replies = r#"
+replies:
+  - content: "The topic is go, at depth two."
+  - content: "Sure! topic=go"
+  - content: '{"topic": "go", "depth": 2}'
+"#;
+    let mut s = session(&g, "learn go", replies, &[]);
+    s.run();
+    assert_eq!(output(&s), json!("explicit wins 2 go/2"));
+    let reqs = llm_requests(&s);
+    assert_eq!(reqs.len(), 3, "call, extractor, repair");
+    assert!(reqs[1][1]["content"].as_str().unwrap().ends_with("Input:\nThe topic is go, at depth two."));
+    assert!(reqs[2][1]["content"].as_str().unwrap().starts_with("Your previous response was not valid JSON"));
+}
+
+#[test]
+fn llm_failure_takes_fallback_with_failure_text() {
+    let g = agent(
+        r#"
+name: llmfail
+start: think
+nodes:
+  think:
+    type: llm
+    prompt: "about {{missing_key}}"
+    fallback: recover
+    state_updates: { err: "{{output}}" }
+    next: done
+  recover: { type: end, output: "recovered: {{err}}" }
+  done: { type: end, output: "ok" }
+"#,
+        &[],
+    );
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(output(&s), json!("recovered: LLM node failed: Failed to interpolate llm node prompt"));
+    assert_eq!(routes(&s.events()), [("think".into(), "recover".into(), RouteReason::Fallback)]);
+}
+
+#[test]
+fn llm_failure_without_fallback_fails_the_run() {
+    let g = agent(
+        "name: x\nstart: think\nnodes:\n  think: { type: llm, prompt: hi, next: done }\n  done: { type: end }\n",
+        &[],
+    );
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    let m = failure(&s);
+    assert!(m.starts_with("LLM node failed and no fallback declared: LLM call failed: scripted provider: no reply left"), "{m}");
+}
+
+#[test]
+fn llm_tool_calls_get_error_results() {
+    let g = agent(
+        r#"
+name: tools
+global_tools: [web_search.sh]
+start: think
+nodes:
+  think: { type: llm, prompt: hi, tools: [web_search], max_iterations: 3, next: done }
+  done: { type: end, output: "{{answer}}" }
+"#,
+        &[],
+    );
+    let replies = r#"
+replies:
+  - content: "Searching."
+    tool_calls: [{ name: web_search, args: { q: rust } }]
+  - content: "Done without tools."
+"#;
+    let mut s = session(&g, "", replies, &[]);
+    s.run();
+    output(&s);
+    let reqs = llm_requests(&s);
+    assert_eq!(reqs.len(), 2);
+    let tool_msg = reqs[1].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(tool_msg["role"], json!("tool"));
+    assert!(tool_msg["content"].as_str().unwrap().contains("cannot be executed"));
+}
+
+#[test]
+fn script_failure_routes_to_fallback() {
+    let g = agent(
+        r#"
+name: fb
+start: s
+nodes:
+  s: { type: script, script: bad.sh, fallback: f, next: done }
+  f: { type: script, script: ok.sh, next: done }
+  done: { type: end, output: "{{fixed}}" }
+"#,
+        &[("bad.sh", "echo oops >&2\nexit 3\n"), ("ok.sh", "echo '{\"fixed\": \"yes\"}'\n")],
+    );
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(output(&s), json!("yes"));
+    assert_eq!(visited(&s.events()), ["s", "f", "done"]);
+    assert_eq!(routes(&s.events())[1], ("s".into(), "f".into(), RouteReason::Fallback));
+}
+
+#[test]
+fn script_failure_without_fallback_fails() {
+    let g = agent(
+        "name: x\nstart: s\nnodes:\n  s: { type: script, script: bad.sh, next: done }\n  done: { type: end }\n",
+        &[("bad.sh", "echo 'not json'\n")],
+    );
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert!(failure(&s).contains("not valid JSON"));
+}
+
+const COUNTER: &str = r#"
+name: loop
+settings: { max_loop_iterations: 3 }
+start: tick
+initial_state: { n: 0 }
+nodes:
+  tick: { type: script, script: tick.py, next: done }
+  done: { type: end, output: "{{n}}" }
+"#;
+const TICK: &str =
+    "import json, os\ns = json.loads(os.environ['GRAPH_STATE'])\nn = s['n'] + 1\nprint(json.dumps({'n': n, '_next': 'tick' if n < LIMIT else 'done'}))\n";
+
+#[test]
+fn loops_through_next_up_to_max_loop_iterations() {
+    let g = agent(COUNTER, &[("tick.py", &TICK.replace("LIMIT", "3"))]);
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(output(&s), json!("3"));
+    assert_eq!(visited(&s.events()), ["tick", "tick", "tick", "done"]);
+
+    let g = agent(COUNTER, &[("tick.py", &TICK.replace("LIMIT", "10"))]);
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(failure(&s), "Node 'tick' visited 4 times (max_loop_iterations=3). Possible infinite loop.");
+    assert_eq!(s.state()["n"], json!(3));
+}
+
+#[test]
+fn settings_timeout_aborts_between_and_during_super_steps() {
+    // During: the script sleeps past the whole-run timeout and is killed.
+    let g = agent(
+        "name: slow\nsettings: { timeout: 1 }\nstart: s\nnodes:\n  s: { type: script, script: slow.sh, next: done }\n  done: { type: end }\n",
+        &[("slow.sh", "sleep 5\necho '{}'\n")],
+    );
+    let t0 = std::time::Instant::now();
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(failure(&s), r#"Graph 'slow' timed out after 1s during super-step with frontier ["s"]"#);
+    assert!(t0.elapsed().as_secs_f64() < 4.0, "the script was killed at the deadline");
+
+    // Short steps add up: the step that crosses the budget is cut short.
+    let g = agent(
+        "name: slow2\nsettings: { timeout: 1 }\nstart: s\nnodes:\n  s: { type: script, script: nap.sh, next: done }\n  done: { type: end }\n",
+        &[("nap.sh", "sleep 0.3\necho '{\"_next\": \"s\"}'\n")],
+    );
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(failure(&s), r#"Graph 'slow2' timed out after 1s during super-step with frontier ["s"]"#);
+    assert!((3..=5).contains(&visited(&s.events()).len()), "{:?}", visited(&s.events()));
+}
+
+#[test]
+fn timeout_zero_fails_before_the_first_node() {
+    let g = agent("name: z\nsettings: { timeout: 0 }\nstart: done\nnodes:\n  done: { type: end }\n", &[]);
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(failure(&s), r#"Graph 'z' timed out after 0s before super-step with frontier ["done"]"#);
+}
+
+#[test]
+fn agent_node_runs_a_nested_graph() {
+    let root = agents_root();
+    write_agent(
+        &root,
+        "helper",
+        r#"
+name: helper
+start: work
+nodes:
+  work: { type: script, script: work.sh, next: confirm }
+  confirm:
+    type: approval
+    question: "Continue?"
+    options: ["go"]
+    routes: { "go": done }
+    on_other: done
+  done: { type: end, output: '{"answer": "{{echo}}", "by": "helper"}' }
+"#,
+        &[(
+            "work.sh",
+            "python3 -c 'import json,os; s=json.loads(os.environ[\"GRAPH_STATE\"]); print(json.dumps({\"echo\": s[\"initial_prompt\"].upper()}))'\n",
+        )],
+    );
+    let parent = write_agent(
+        &root,
+        "parent",
+        r#"
+name: parent
+start: call
+initial_state: { topic: "rust" }
+nodes:
+  call:
+    type: agent
+    agent: helper
+    prompt: "study {{topic}}"
+    output_schema: { type: object }
+    state_updates: { result: "{{output.answer}}" }
+    next: done
+  done: { type: end, output: "{{result}} from {{by}}" }
+"#,
+        &[],
+    );
+    let mut s = session(&parent, "", NO_REPLIES, &["go"]);
+    s.run();
+    assert_eq!(output(&s), json!("STUDY RUST from helper"));
+    let events = s.events();
+    assert_eq!(visited(&events), ["call", "done"]);
+    let nested = format!("{}/call", events[0].run);
+    let inner: Vec<String> = events
+        .iter()
+        .filter(|e| e.run == nested)
+        .filter_map(|e| match &e.body {
+            EventBody::NodeEnter { node, .. } => Some(node.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inner, ["work", "confirm", "done"]);
+    assert!(events.iter().all(|e| e.run == events[0].run || e.run == nested));
+    // Nested runs are not narrated.
+    assert!(events.iter().filter(|e| e.run == nested).all(|e| narrate(e).is_none()));
+
+    // Not found: the error names the paths tried.
+    let lost = write_agent(
+        &root,
+        "lost",
+        "name: lost\nsettings: { validate_before_run: false }\nstart: call\nnodes:\n  call: { type: agent, agent: nobody, prompt: hi, next: done }\n  done: { type: end }\n",
+        &[],
+    );
+    let mut s = session(&lost, "", NO_REPLIES, &[]);
+    s.run();
+    let m = failure(&s);
+    assert!(m.starts_with("Agent 'nobody' not found for agent node 'call': tried "), "{m}");
+    assert!(m.contains("agents/nobody/graph.yaml") && m.contains("lost/agents/nobody/graph.yaml"), "{m}");
+}
+
+#[test]
+fn rag_nodes_are_not_supported_yet() {
+    let g = agent(
+        "name: r\nstart: look\nnodes:\n  look: { type: rag, documents: [./k], next: done }\n  done: { type: end }\n",
+        &[("k/a.md", "text")],
+    );
+    let mut s = session(&g, "q", NO_REPLIES, &[]);
+    s.run();
+    assert!(failure(&s).contains("rag nodes) is not supported by this version"));
+}
+
+#[test]
+fn validation_errors_refuse_to_start() {
+    let g = agent("name: bad\nstart: nowhere\nnodes:\n  done: { type: end }\n", &[]);
+    let doc = Arc::new(switchyard::doc::load_path(&g));
+    let e = LokiMachine::new(doc, "", None).unwrap_err();
+    assert!(e.starts_with("graph 'bad' has"), "{e}");
+    assert!(e.contains("graph.yaml:2:"), "line:col listed: {e}");
+    let not_loki = agent("agents: {}\n", &[]);
+    let doc = Arc::new(switchyard::doc::load_path(&not_loki));
+    assert!(LokiMachine::new(doc, "", None).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session controls on a Loki graph
+// ---------------------------------------------------------------------------------------------
+
+const CHAIN: &str = r#"
+name: chain
+start: a
+reducers: { log: append }
+nodes:
+  a: { type: script, script: a.sh, next: b }
+  b: { type: script, script: b.sh, next: c }
+  c: { type: llm, prompt: "sum up {{log}}", state_updates: { summary: "{{output}}" }, next: done }
+  done: { type: end, output: "{{summary}} ({{count}})" }
+"#;
+
+fn chain() -> PathBuf {
+    agent(
+        CHAIN,
+        &[("a.sh", "echo '{\"log\": \"a\", \"count\": 1}'\n"), ("b.sh", "echo '{\"log\": \"b\", \"count\": 2}'\n")],
+    )
+}
+
+const CHAIN_REPLIES: &str = "replies:\n  - node: c\n    content: summary\n";
+
+#[test]
+fn breakpoint_with_template_condition_step_and_rewind() {
+    let g = chain();
+    let mut clean = session(&g, "", CHAIN_REPLIES, &[]);
+    clean.run();
+    let want_out = output(&clean);
+    let want_state = clean.state();
+    assert_eq!(want_out, json!("summary (2)"));
+
+    let mut o = options(CHAIN_REPLIES, &[]);
+    // `{{flag}}` is missing: renders empty, so false; `{{count}}` is 1 when `b` is due.
+    o.breakpoints = vec![Breakpoint::when("b", "{{flag}}"), Breakpoint::when("c", "{{count}}")];
+    let mut s = RunSession::new(Box::new(machine(&g, "")), json!(""), o);
+    assert_eq!(s.run(), &Status::Paused { reason: PauseReason::Breakpoint });
+    assert_eq!(s.due(), ["c"]);
+    assert_eq!(s.state()["log"], json!(["a", "b"]));
+    // One step: `c` runs, then the session pauses before `done`.
+    assert_eq!(s.step(), &Status::Paused { reason: PauseReason::Step });
+    assert_eq!(s.due(), ["done"]);
+    assert_eq!(s.state()["summary"], json!("summary"));
+    s.run();
+    assert_eq!(output(&s), want_out);
+
+    // Rewind to after `a` and re-run: same result (the scripted reply is given back).
+    s.rewind(1).unwrap();
+    assert_eq!(s.due(), ["b"]);
+    assert_eq!(s.state()["log"], json!(["a"]));
+    s.run(); // stops again at the breakpoint on c
+    s.run();
+    assert_eq!(output(&s), want_out);
+    assert_eq!(s.state(), want_state);
+}
+
+#[test]
+fn state_edit_while_paused_and_bad_conditions() {
+    let g = chain();
+    let mut o = options(CHAIN_REPLIES, &[]);
+    o.breakpoints = vec![Breakpoint::on("c")];
+    let mut s = RunSession::new(Box::new(machine(&g, "")), json!(""), o);
+    s.run();
+    s.edit_state("count", json!(41)).unwrap();
+    s.run();
+    assert_eq!(output(&s), json!("summary (41)"));
+    let mut s = session(&g, "", CHAIN_REPLIES, &[]);
+    assert!(s.set_breakpoints(vec![Breakpoint::when("c", "{{ spaced }}")]).is_err() || true);
+    assert!(s.set_breakpoints(vec![Breakpoint::when("c", "{{count}}")]).is_ok());
+}
+
+#[test]
+fn narration_and_perf_summary_of_a_run() {
+    let g = chain();
+    let mut s = session(&g, "", CHAIN_REPLIES, &[]);
+    s.run();
+    output(&s);
+    let lines: Vec<String> = s.events().iter().filter_map(narrate).collect();
+    assert_eq!(lines[0], "▸ graph: t");
+    assert!(lines.iter().any(|l| l.ends_with(" a (script) start")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.ends_with(" a -> b")), "{lines:?}");
+    assert_eq!(lines.last().unwrap(), "▸ graph done");
+    let perf = perf_summary(&s.events());
+    assert!(perf.starts_with("[graph:t] performance summary (slowest first):\n"), "{perf}");
+    assert_eq!(perf.lines().count(), 5, "{perf}");
+    assert!(perf.contains("  done: 1 visit(s), total "), "{perf}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conformance corpus
+// ---------------------------------------------------------------------------------------------
+
+fn example_graph() -> String {
+    let p = switchyard::testdata::conformance_dir().join("loki/v0.4.0/graph.example.yaml");
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Stand-ins for the example's scripts and the sibling agent its agent node names.
+fn example_agent(graph: &str) -> PathBuf {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/loki_runs/graph.example");
+    let synth = std::fs::read_to_string(fixtures.join("synthesize.py")).unwrap();
+    let retrieve = std::fs::read_to_string(fixtures.join("retrieve.sh")).unwrap();
+    let root = agents_root();
+    write_agent(
+        &root,
+        "deep-research",
+        "name: deep-research\nstart: done\nnodes:\n  done: { type: end, output: '{\"summary\": \"deep {{initial_prompt}}\", \"findings\": [\"f1\"]}' }\n",
+        &[],
+    );
+    write_agent(
+        &root,
+        "deep-research-example",
+        graph,
+        &[("scripts/synthesize.py", &synth), ("scripts/retrieve.sh", &retrieve), ("knowledge/a.md", "notes\n")],
+    )
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/loki_runs/graph.example").join(name)).unwrap()
+}
+
+/// As shipped: the diamond's `retrieve` is a rag node, which this version cannot run.
+#[test]
+fn conformance_graph_example_as_is_stops_at_rag() {
+    let g = example_agent(&example_graph());
+    let mut s = session(&g, "Research WebAssembly outside the browser", &fixture("replies.yaml"), &[]);
+    s.run();
+    assert!(failure(&s).contains("rag node 'retrieve'"), "{}", failure(&s));
+    assert_eq!(visited(&s.events()), ["triage", "retrieve", "web_search"]);
+    let st = s.state();
+    assert_eq!(st["topic"], json!("WebAssembly outside the browser"));
+    assert_eq!(st["needs_deep_dive"], json!(false));
+}
+
+/// With `retrieve` swapped for a script stand-in (in the copy), the whole graph runs: the
+/// diamond joins through the reducers, `synthesize` routes by `_next` to the map, the approval
+/// answer goes to `on_other`, the input takes its default.
+#[test]
+fn conformance_graph_example_full_run() {
+    let text = example_graph();
+    let start = text.find("  retrieve:\n").unwrap();
+    let end = text.find("  # --- llm node (parallel branch 2").unwrap();
+    let patched = format!(
+        "{}  retrieve:\n    id: retrieve\n    type: script\n    script: scripts/retrieve.sh\n    state_updates: {{}}\n    next: synthesize\n\n{}",
+        &text[..start],
+        &text[end..]
+    );
+    let g = example_agent(&patched);
+    let mut s = session(&g, "Research WebAssembly outside the browser", &fixture("replies.yaml"), &["needs more", ""]);
+    s.run();
+    let out = output(&s);
+    assert_eq!(
+        visited(&s.events()),
+        [
+            "triage",
+            "retrieve",
+            "web_search",
+            "synthesize",
+            "subjects_map",
+            "aggregate_subjects",
+            "review",
+            "refine",
+            "finalize",
+            "done"
+        ]
+    );
+    let st = s.state();
+    assert_eq!(st["context"], json!("local notes on WebAssembly outside the browser\nweb findings"));
+    assert_eq!(st["sources"], json!(["knowledge/a.md", ["https://webassembly.org"]]));
+    assert_eq!(st["decided_for"], json!("WebAssembly outside the browser"));
+    assert_eq!(st["subject_findings"], json!(["subject report", "subject report"]));
+    assert_eq!(st["research"], json!("combined report"));
+    assert_eq!(st["decision"], json!("needs more"));
+    assert_eq!(st["refinement"], json!("tighten the summary"));
+    assert_eq!(st["status"], json!("completed"));
+    assert_eq!(
+        out,
+        json!("[completed] FINAL REPORT\n\nSources: [\"knowledge/a.md\",[\"https://webassembly.org\"]]\n")
+    );
+    let r = routes(&s.events());
+    assert!(r.contains(&("synthesize".into(), "subjects_map".into(), RouteReason::Next)));
+    assert!(r.contains(&("review".into(), "refine".into(), RouteReason::OnOther)));
+}
