@@ -6,7 +6,7 @@ use crate::run::provider::{LlmProvider, NoProvider, ScriptedProvider};
 use crate::run::session::{Machine, RunOptions, RunSession};
 use crate::run::sherma::{ShermaMachine, ShermaOptions};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What to run and with what.
@@ -72,17 +72,17 @@ pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) 
             opts.python_path.extend(req.python_path.iter().cloned());
             Ok(Box::new(ShermaMachine::new(doc, req.agent.as_deref(), input, opts)?))
         }
-        Some(Dialect::Loki) => Err(loki_unavailable(&doc.path)),
+        Some(Dialect::Loki) => Ok(Box::new(crate::run::loki::LokiMachine::new(
+            doc,
+            req.input.as_deref().unwrap_or(""),
+            req.state.clone(),
+        )?)),
         None => Err(format!(
             "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); \
              `switchyard validate` says why",
             doc.path.display()
         )),
     }
-}
-
-fn loki_unavailable(path: &Path) -> String {
-    format!("{}: Loki graphs cannot run yet", path.display())
 }
 
 /// Start a session: machine + provider + options.

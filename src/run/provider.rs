@@ -12,6 +12,7 @@
 //!         args: { q: rust }
 //!   - node: summarise        # only the node `summarise` takes this one
 //!     content: "Done."
+//!   - error: "429 rate limit" # this call fails (to exercise retries and fallbacks)
 //! ```
 //!
 //! Each LLM call scans the replies in file order, skips the ones already used and the ones
@@ -123,6 +124,8 @@ pub struct ScriptedReply {
     pub node: Option<String>,
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
+    /// Simulate a failed call (e.g. `error: "429 rate limit"`): the call fails with this text.
+    pub error: Option<String>,
     /// 1-based line of the reply in the script (for messages).
     pub line: u32,
 }
@@ -141,7 +144,7 @@ pub struct ScriptedProvider {
 }
 
 const TOP_KEYS: &[&str] = &["replies"];
-const REPLY_KEYS: &[&str] = &["content", "tool_calls", "node"];
+const REPLY_KEYS: &[&str] = &["content", "tool_calls", "node", "error"];
 const CALL_KEYS: &[&str] = &["name", "args", "id"];
 
 impl ScriptedProvider {
@@ -209,6 +212,13 @@ impl LlmProvider for ScriptedProvider {
         self.taken.push(i);
         self.calls += 1;
         let r = &self.replies[i];
+        if let Some(e) = &r.error {
+            return Err(ProviderError {
+                node: node.to_string(),
+                message: format!("{e} (scripted error, {}:{})", self.path.display(), r.line),
+                hint: None,
+            });
+        }
         let tool_calls: Vec<ToolCall> = r
             .tool_calls
             .iter()
@@ -337,6 +347,7 @@ fn check_reply(file: &SourceFile, r: &YNode, diags: &mut Vec<Diagnostic>) -> Opt
     unknown_keys(file, r, REPLY_KEYS, "a reply", diags);
     let content = r.get("content").and_then(|c| text_field(file, c, "content", diags));
     let node = r.get("node").and_then(|c| text_field(file, c, "node", diags));
+    let error = r.get("error").and_then(|c| text_field(file, c, "error", diags));
     let mut tool_calls = Vec::new();
     if let Some(tc) = r.get("tool_calls") {
         match tc.as_seq() {
@@ -345,14 +356,14 @@ fn check_reply(file: &SourceFile, r: &YNode, diags: &mut Vec<Diagnostic>) -> Opt
             None => diags.push(err_at(file, tc, "wrong-type", format!("`tool_calls` must be a list, found {}", tc.describe()))),
         }
     }
-    if content.is_none() && tool_calls.is_empty() && diags.len() == before {
+    if content.is_none() && tool_calls.is_empty() && error.is_none() && diags.len() == before {
         diags.push(
-            err_at(file, r, "empty-reply", "a reply needs `content` and/or `tool_calls`".to_string())
+            err_at(file, r, "empty-reply", "a reply needs `content`, `tool_calls` or `error`".to_string())
                 .hint("add `content: \"...\"` or `tool_calls: [{name: ..., args: {...}}]`"),
         );
     }
     let line = file.line_col(r.span.start as usize).line;
-    Some(ScriptedReply { node, content, tool_calls, line })
+    Some(ScriptedReply { node, content, tool_calls, error, line })
 }
 
 /// A scalar field as text (`null` counts as absent).
