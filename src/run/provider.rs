@@ -535,6 +535,21 @@ mod tests {
     }
 
     #[test]
+    fn error_replies_fail_the_call_and_rewind_gives_replies_back() {
+        let mut p = load("replies:\n  - error: 429 rate limit\n  - content: ok\n").unwrap();
+        let e = p.complete(&req("n")).unwrap_err();
+        assert!(e.message.starts_with("429 rate limit (scripted error, replies.yaml:2)"), "{}", e.message);
+        let m = p.mark();
+        assert_eq!(m, 1);
+        assert_eq!(p.complete(&req("n")).unwrap().content.as_deref(), Some("ok"));
+        assert!(p.complete(&req("n")).is_err());
+        p.rewind_to(m);
+        assert_eq!(p.complete(&req("n")).unwrap().content.as_deref(), Some("ok"));
+        p.rewind_to(0);
+        assert!(p.complete(&req("n")).is_err(), "the error reply is given back too");
+    }
+
+    #[test]
     fn unknown_key_in_reply_suggests() {
         let errs = load("replies:\n  - contnet: hi\n").unwrap_err();
         let d = errs.iter().find(|d| d.code == "unknown-key").expect("unknown key reported");
@@ -544,7 +559,7 @@ mod tests {
         let errs = load("replies:\n  - content: hi\n    toolcalls: []\n").unwrap_err();
         assert_eq!(errs[0].hint.as_deref(), Some("did you mean `tool_calls`?"));
         let errs = load("replies:\n  - content: hi\n    zzzzzz: 1\n").unwrap_err();
-        assert_eq!(errs[0].hint.as_deref(), Some("a reply may have: `content`, `tool_calls`, `node`"));
+        assert_eq!(errs[0].hint.as_deref(), Some("a reply may have: `content`, `tool_calls`, `node`, `error`"));
         let errs = load("replies:\n  - tool_calls: [{nmae: x}]\n").unwrap_err();
         assert!(errs.iter().any(|d| d.hint.as_deref() == Some("did you mean `name`?")), "{errs:?}");
     }
