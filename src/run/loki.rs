@@ -273,7 +273,7 @@ impl LokiMachine {
         let answers = std::mem::take(&mut self.answers);
         let ex = Exec { l, graph: &g, cx, answers: &answers, deadline };
         let snapshot = &self.state;
-        let results: Vec<(String, Result<(Ran, LokiState), String>)> = if frontier.len() == 1 {
+        let results: Vec<(String, NodeResult)> = if frontier.len() == 1 {
             vec![(frontier[0].clone(), ex.run_node(&frontier[0], snapshot))]
         } else {
             let limit = l.settings.max_concurrency.max(1) as usize;
@@ -281,13 +281,14 @@ impl LokiMachine {
         };
         self.elapsed += started.elapsed();
         let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
-        if timed_out && let Some(t) = timeout {
-            if self.elapsed >= t {
-                return Self::failed(
-                    None,
-                    format!("Graph '{g}' timed out after {}s during super-step with frontier {frontier:?}", t.as_secs()),
-                );
-            }
+        if timed_out
+            && let Some(t) = timeout
+            && self.elapsed >= t
+        {
+            return Self::failed(
+                None,
+                format!("Graph '{g}' timed out after {}s during super-step with frontier {frontier:?}", t.as_secs()),
+            );
         }
         let mut diffs: Vec<(String, LokiState)> = Vec::new();
         let mut ends: Vec<(String, String, LokiState)> = Vec::new();
@@ -606,6 +607,9 @@ fn json_number(n: f64) -> Value {
 // Node execution
 // ---------------------------------------------------------------------------------------------
 
+/// One frontier node's result: its flow and its diff, or its error.
+type NodeResult = Result<(Ran, LokiState), String>;
+
 enum Flow {
     /// Continue to these targets (each with why).
     Go(Vec<(String, RouteReason)>),
@@ -657,7 +661,7 @@ impl Exec<'_, '_> {
 
     /// Run one frontier node on a fork of `snapshot`, with its events. Returns its flow and
     /// its diff.
-    fn run_node(&self, id: &str, snapshot: &LokiState) -> Result<(Ran, LokiState), String> {
+    fn run_node(&self, id: &str, snapshot: &LokiState) -> NodeResult {
         let node = self.l.node(id).ok_or_else(|| format!("Node '{id}' not found in graph '{}'", self.graph))?;
         let cx = self.cx;
         cx.emit(EventBody::NodeEnter { step: cx.step, node: id.to_string(), kind: node.kind_str().to_string() });
@@ -1298,7 +1302,7 @@ pub fn perf_summary(events: &[Event]) -> String {
             }
         }
     }
-    rows.sort_by(|a, b| b.2.cmp(&a.2));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.2));
     let mut out = format!("[graph:{agent}] performance summary (slowest first):\n");
     for (node, n, total, max) in rows {
         out.push_str(&format!(
