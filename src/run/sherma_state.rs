@@ -167,9 +167,10 @@ impl State {
         self.json().clone()
     }
 
-    /// A copy that later [`State::apply`] calls do not affect. Cheap: clones `Arc`s only.
+    /// A copy that later [`State::apply`] calls do not affect. Cheap: clones `Arc`s only, and
+    /// leaves the JSON view behind (a checkpoint must not pin a whole-state copy).
     pub fn snapshot(&self) -> State {
-        self.clone()
+        State { fields: self.fields.clone(), json: OnceLock::new() }
     }
 }
 

@@ -1,0 +1,487 @@
+//! The run session API on sherma agents: continue, step, pause, stop, breakpoints (plain and
+//! conditional), break-on-error, interrupts and answers, state edits, checkpoints and rewind;
+//! plus node semantics and routing rules that need no Python.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use switchyard::doc::load_str;
+use switchyard::run::events::{EventBody, PauseReason, RouteReason, RunStatus};
+use switchyard::run::provider::{NoProvider, ScriptedProvider};
+use switchyard::run::session::{Breakpoint, RunOptions, RunSession, Status};
+use switchyard::run::sherma::{ShermaMachine, ShermaOptions};
+
+const COUNTER: &str = r#"
+manifest_version: 1
+agents:
+  counter:
+    state:
+      fields:
+        - name: count
+          type: int
+          default: 0
+        - name: log
+          type: str
+    graph:
+      entry_point: inc
+      nodes:
+        - name: inc
+          type: set_state
+          args:
+            values:
+              count: "state.count + 1"
+        - name: note
+          type: data_transform
+          args:
+            expression: '{"log": state.log + string(state.count) + ";"}'
+      edges:
+        - source: inc
+          target: note
+        - source: note
+          branches:
+            - condition: "state.count < 5"
+              target: inc
+          default: __end__
+"#;
+
+fn session_with(yaml: &str, input: Value, options: RunOptions) -> RunSession {
+    let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), yaml));
+    let m = ShermaMachine::new(doc, None, input, ShermaOptions { retry_delay_scale: 0.0, ..Default::default() })
+        .unwrap_or_else(|e| panic!("machine: {e}"));
+    RunSession::new(Box::new(m), Value::Null, options)
+}
+
+fn session(yaml: &str) -> RunSession {
+    session_with(yaml, Value::Null, RunOptions::new(Box::new(NoProvider)))
+}
+
+fn scripted(replies: &str) -> RunOptions {
+    RunOptions::new(Box::new(ScriptedProvider::from_str(Path::new("replies.yaml"), replies).expect("script")))
+}
+
+fn visited(s: &RunSession) -> Vec<String> {
+    s.events()
+        .iter()
+        .filter(|e| e.run == s.id())
+        .filter_map(|e| match &e.body {
+            EventBody::NodeEnter { node, .. } => Some(node.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn finished(s: &RunSession) -> RunStatus {
+    match s.status() {
+        Status::Finished { status, .. } => *status,
+        other => panic!("not finished: {other:?}"),
+    }
+}
+
+#[test]
+fn a_loop_runs_to_the_end_with_branch_and_default_routes() {
+    let mut s = session(COUNTER);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+    assert_eq!(s.state()["count"], json!(5));
+    assert_eq!(s.state()["log"], json!("1;2;3;4;5;"));
+    assert_eq!(visited(&s).len(), 10);
+    let routes: Vec<(String, RouteReason)> = s
+        .events()
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Route { to, reason, .. } => Some((to.clone(), reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(routes[0], ("note".into(), RouteReason::Static));
+    assert_eq!(routes[1], ("inc".into(), RouteReason::Branch { index: 0, condition: "state.count < 5".into() }));
+    assert_eq!(routes.last().unwrap(), &("__end__".into(), RouteReason::Default));
+    // node_exit carries the delta only.
+    let first_exit = s.events().into_iter().find_map(|e| match e.body {
+        EventBody::NodeExit { update, .. } => Some(update),
+        _ => None,
+    });
+    assert_eq!(first_exit, Some(json!({"count": 1})));
+}
+
+#[test]
+fn step_runs_one_node_at_a_time() {
+    let mut s = session(COUNTER);
+    assert_eq!(s.step(), &Status::Paused { reason: PauseReason::Step });
+    assert_eq!(visited(&s), vec!["inc"]);
+    assert_eq!(s.due(), vec!["note"]);
+    assert_eq!(s.state()["count"], json!(1));
+    s.step();
+    s.step();
+    assert_eq!(visited(&s), vec!["inc", "note", "inc"]);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+}
+
+#[test]
+fn breakpoints_stop_before_the_node_and_conditions_are_cel() {
+    let mut s = session(COUNTER);
+    s.set_breakpoints(vec![Breakpoint::when("note", "state.count == 3")]).unwrap();
+    assert_eq!(s.run(), &Status::Paused { reason: PauseReason::Breakpoint });
+    assert_eq!(s.due(), vec!["note"]);
+    assert_eq!(s.state()["count"], json!(3));
+    assert_eq!(s.state()["log"], json!("1;2;"), "paused before `note` ran");
+    // Continuing does not stop at the same place again; the condition is false afterwards.
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+
+    let mut s = session(COUNTER);
+    s.set_breakpoints(vec![Breakpoint::on("inc")]).unwrap();
+    s.run();
+    assert_eq!(s.state()["count"], json!(0));
+    s.run();
+    assert_eq!(s.state()["count"], json!(1), "stops at every visit");
+    // A condition that does not compile is refused when set.
+    let err = s.set_breakpoints(vec![Breakpoint::when("inc", "state.count ==")]).unwrap_err();
+    assert!(err.contains("breakpoint on `inc`"), "{err}");
+}
+
+#[test]
+fn a_breakpoint_condition_that_fails_at_run_time_pauses_with_an_error() {
+    let mut s = session(COUNTER);
+    s.set_breakpoints(vec![Breakpoint::when("note", "state.nope.deeper > 1")]).unwrap();
+    assert_eq!(s.run(), &Status::Paused { reason: PauseReason::Breakpoint });
+    let err = s.events().into_iter().find_map(|e| match e.body {
+        EventBody::Error { message, .. } => Some(message),
+        _ => None,
+    });
+    assert!(err.unwrap().contains("breakpoint condition `state.nope.deeper > 1` on `note` failed"));
+}
+
+#[test]
+fn pause_and_stop_handles_work_between_steps() {
+    let mut s = session(COUNTER);
+    s.pause_handle().store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(s.run(), &Status::Paused { reason: PauseReason::Requested });
+    assert!(visited(&s).is_empty());
+    s.step();
+    s.stop_handle().store(true, std::sync::atomic::Ordering::Relaxed);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Stopped);
+    let last = s.events().pop().unwrap();
+    assert!(matches!(last.body, EventBody::RunFinished { status: RunStatus::Stopped, .. }));
+}
+
+#[test]
+fn edit_state_while_paused_changes_the_rest_of_the_run() {
+    let mut s = session(COUNTER);
+    s.step();
+    s.edit_state("count", json!(4)).unwrap();
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+    assert_eq!(s.state()["log"], json!("4;5;"));
+    assert!(s.events().iter().any(|e| matches!(&e.body, EventBody::StateEdited { key, .. } if key == "count")));
+    assert!(s.edit_state("count", json!(1)).is_err(), "finished runs cannot be edited");
+}
+
+#[test]
+fn checkpoints_are_kept_per_step_and_rewind_forks() {
+    let mut s = session(COUNTER);
+    s.run();
+    let cps = s.checkpoints();
+    assert_eq!(cps.len(), 11, "initial + one per step");
+    assert_eq!(cps[3].nodes, vec!["inc"]);
+    assert_eq!(s.state_at(3).unwrap()["count"], json!(2));
+    assert_eq!(s.state_at(4).unwrap()["log"], json!("1;2;"));
+    // Rewind to after step 4 and change the past.
+    s.rewind(4).unwrap();
+    assert_eq!(s.status(), &Status::Paused { reason: PauseReason::Requested });
+    assert_eq!(s.state()["count"], json!(2));
+    assert_eq!(s.checkpoints().len(), 5);
+    s.edit_state("log", json!("X;")).unwrap();
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+    assert_eq!(s.state()["log"], json!("X;3;4;5;"));
+    assert!(s.rewind(99).unwrap_err().contains("no checkpoint after step 99"));
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn checkpoints_share_state_instead_of_copying_it() {
+    // 2,000 steps, a checkpoint after each, over a state holding a 4 MiB value that no node
+    // changes: deep copies would need 8 GiB; shared values need almost nothing.
+    let yaml = r#"
+manifest_version: 1
+agents:
+  big:
+    langgraph_config:
+      recursion_limit: 5000
+    state:
+      fields:
+        - name: count
+          type: int
+        - name: blob
+          type: str
+    graph:
+      entry_point: inc
+      nodes:
+        - name: inc
+          type: set_state
+          args:
+            values:
+              count: "state.count + 1"
+      edges:
+        - source: inc
+          branches:
+            - condition: "state.count < 2000"
+              target: inc
+          default: __end__
+"#;
+    let big = "x".repeat(4 << 20);
+    let mut opts = RunOptions::new(Box::new(NoProvider));
+    opts.keep_events = false;
+    let mut s = session_with(yaml, json!({"blob": big}), opts);
+    let before = rss_kib();
+    s.run();
+    let after = rss_kib();
+    assert_eq!(finished(&s), RunStatus::Completed);
+    assert_eq!(s.checkpoints().len(), 2001);
+    assert_eq!(s.state_at(1500).unwrap()["count"], json!(1500));
+    assert!(after.saturating_sub(before) < 512 * 1024, "RSS grew by {} KiB", after - before);
+}
+
+#[test]
+fn recursion_limit_stops_runaway_loops_with_a_clear_error() {
+    let yaml = COUNTER.replace("state.count < 5", "true");
+    let mut s = session(&yaml);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Failed);
+    let (node, msg) = s.failure().unwrap().clone();
+    assert!(node.is_some());
+    assert!(msg.contains("recursion limit of 25"), "{msg}");
+    assert_eq!(visited(&s).len(), 25);
+}
+
+#[test]
+fn break_on_error_pauses_before_failing() {
+    let yaml = COUNTER.replace("state.count + 1", "state.count + 1.5");
+    let mut s = session(&yaml);
+    s.set_break_on_error(true);
+    assert_eq!(s.run(), &Status::Paused { reason: PauseReason::Error });
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Failed);
+    let (node, msg) = s.failure().unwrap().clone();
+    assert_eq!(node.as_deref(), Some("inc"));
+    assert!(msg.contains("set_state node `inc`, value `count`"), "{msg}");
+}
+
+const ASK: &str = r#"
+manifest_version: 1
+agents:
+  ask:
+    state:
+      fields:
+        - name: messages
+          type: list
+        - name: rounds
+          type: int
+    graph:
+      entry_point: question
+      nodes:
+        - name: question
+          type: interrupt
+          args:
+            value: '{"q": "Proceed?", "round": state.rounds}'
+        - name: bump
+          type: set_state
+          args:
+            values:
+              rounds: "state.rounds + 1"
+      edges:
+        - source: question
+          target: bump
+        - source: bump
+          branches:
+            - condition: 'state.messages[size(state.messages) - 1].content == "again"'
+              target: question
+          default: __end__
+"#;
+
+#[test]
+fn interrupts_wait_for_answers_and_queued_answers_are_used_first() {
+    let mut s = session(ASK);
+    let Status::Interrupted { pending } = s.run().clone() else { panic!("{:?}", s.status()) };
+    assert_eq!(pending.node, "question");
+    assert_eq!(pending.value, json!({"q": "Proceed?", "round": 0}));
+    assert!(pending.prompt.contains("Proceed?"));
+    assert!(s.answer("wrong-id", json!("x")).is_err());
+    s.answer(&pending.id, json!("again")).unwrap();
+    s.queue_answers([json!({"content": "stop", "additional_kwargs": {"who": "me"}})]);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+    assert_eq!(s.state()["rounds"], json!(2));
+    let msgs = s.state()["messages"].as_array().unwrap().clone();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[0]["type"], json!("human"));
+    assert_eq!(msgs[1]["additional_kwargs"], json!({"who": "me"}), "structured answers keep their fields");
+    let kinds: Vec<&str> = s.events().iter().map(|e| e.kind()).filter(|k| *k == "interrupt").collect();
+    assert_eq!(kinds.len(), 2);
+}
+
+#[test]
+fn an_unanswered_interrupt_can_end_the_run_as_interrupted() {
+    let mut s = session(ASK);
+    s.run();
+    s.give_up_interrupted();
+    assert_eq!(finished(&s), RunStatus::Interrupted);
+}
+
+const LLM: &str = r#"
+manifest_version: 1
+llms:
+  - id: m
+    provider: openai
+    model_name: test
+prompts:
+  - id: sys
+    instructions: "Be brief."
+agents:
+  chat:
+    state:
+      fields:
+        - name: messages
+          type: list
+        - name: last
+          type: str
+    graph:
+      entry_point: talk
+      nodes:
+        - name: talk
+          type: call_llm
+          args:
+            llm: { id: m }
+            prompt:
+              - role: system
+                content: 'prompts["sys"]["instructions"] + " Model: " + llms["m"]["model_name"]'
+              - role: messages
+                content: state.messages
+            state_updates:
+              messages: "[llm_response]"
+              last: "llm_response.content"
+          on_error:
+            retry:
+              max_attempts: 3
+              strategy: exponential
+              delay: 1.0
+            fallback: sorry
+        - name: sorry
+          type: set_state
+          args:
+            values:
+              last: '"failed: " + state.__sherma__.last_error.message'
+      edges:
+        - source: talk
+          target: __end__
+"#;
+
+#[test]
+fn call_llm_builds_the_prompt_and_applies_state_updates() {
+    let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), LLM));
+    let m = ShermaMachine::new(doc, None, json!("hello"), ShermaOptions { retry_delay_scale: 0.0, ..Default::default() }).unwrap();
+    let mut s = RunSession::new(Box::new(m), Value::Null, scripted("replies:\n  - content: hi there\n"));
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+    assert_eq!(s.state()["last"], json!("hi there"));
+    let req = s.events().into_iter().find_map(|e| match e.body {
+        EventBody::LlmRequest { messages, .. } => Some(messages),
+        _ => None,
+    });
+    let req = req.unwrap();
+    assert_eq!(req[0]["type"], json!("system"));
+    assert_eq!(req[0]["content"], json!("Be brief. Model: test"));
+    assert_eq!(req[1]["content"], json!("hello"));
+    assert_eq!(s.events().last().map(|e| e.kind()), Some("run_finished"));
+    match s.status() {
+        Status::Finished { output, .. } => assert_eq!(output, &json!("hi there")),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn retries_then_falls_back_with_the_last_error() {
+    let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), LLM));
+    let m = ShermaMachine::new(doc, None, json!("hello"), ShermaOptions { retry_delay_scale: 0.0, ..Default::default() }).unwrap();
+    let replies = "replies:\n  - error: 503 overloaded\n  - error: 503 overloaded\n  - error: 503 still overloaded\n  - content: never\n";
+    let mut s = RunSession::new(Box::new(m), Value::Null, scripted(replies));
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+    assert_eq!(visited(&s), vec!["talk", "sorry"]);
+    let internal = &s.state()["__sherma__"];
+    assert_eq!(internal["last_error"]["node"], json!("talk"));
+    assert_eq!(internal["last_error"]["attempt"], json!(3));
+    assert!(internal.get("error_fallback").is_none(), "cleared when the fallback branch fired");
+    assert!(s.state()["last"].as_str().unwrap().starts_with("failed: LLM call failed: 503 still overloaded"));
+    let retries = s.events().iter().filter(|e| matches!(&e.body, EventBody::Error { message, .. } if message.contains("retrying"))).count();
+    assert_eq!(retries, 2);
+    let route = s.events().into_iter().find_map(|e| match e.body {
+        EventBody::Route { to, reason, .. } if to == "sorry" => Some(reason),
+        _ => None,
+    });
+    assert_eq!(route, Some(RouteReason::Branch { index: 0, condition: "has_error_fallback".into() }));
+}
+
+#[test]
+fn running_out_of_scripted_replies_names_the_node() {
+    let yaml = LLM.replace("            fallback: sorry\n", "");
+    let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), &yaml));
+    let m = ShermaMachine::new(doc, None, json!("hello"), ShermaOptions { retry_delay_scale: 0.0, ..Default::default() }).unwrap();
+    let mut s = RunSession::new(Box::new(m), Value::Null, scripted("replies:\n  - node: other\n    content: x\n"));
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Failed);
+    let (node, msg) = s.failure().unwrap().clone();
+    assert_eq!(node.as_deref(), Some("talk"));
+    assert!(msg.contains("no reply left for node `talk`"), "{msg}");
+}
+
+#[test]
+fn rewind_gives_scripted_replies_back() {
+    let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), LLM));
+    let m = ShermaMachine::new(doc, None, json!("hello"), ShermaOptions::default()).unwrap();
+    let mut s = RunSession::new(Box::new(m), Value::Null, scripted("replies:\n  - content: first\n"));
+    s.run();
+    assert_eq!(s.state()["last"], json!("first"));
+    s.rewind(0).unwrap();
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed);
+    assert_eq!(s.state()["last"], json!("first"), "the reply is available again after the rewind");
+}
+
+#[test]
+fn bad_cel_on_an_edge_fails_the_run_naming_the_edge() {
+    let yaml = COUNTER.replace("state.count < 5", "state.count < 'five'");
+    let mut s = session(&yaml);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Failed);
+    let errors: Vec<String> = s
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::Error { message, .. } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert!(errors.iter().any(|m| m.contains("edge from `note`, branch 1")), "{errors:?}");
+}
+
+#[test]
+fn unknown_agent_and_non_sherma_files_are_refused_clearly() {
+    let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), COUNTER));
+    let e = ShermaMachine::new(doc, Some("nope"), Value::Null, ShermaOptions::default()).err().unwrap();
+    assert!(e.contains("no agent `nope`") && e.contains("counter"), "{e}");
+    let doc = Arc::new(load_str(Path::new("/virtual/graph.yaml"), "version: \"1.0\"\nname: x\nstart: a\nnodes:\n  a: {type: end}\n"));
+    let e = ShermaMachine::new(doc, None, Value::Null, ShermaOptions::default()).err().unwrap();
+    assert!(e.contains("not a sherma agent file"), "{e}");
+}
