@@ -792,8 +792,11 @@ fn example_agent(graph: &str) -> PathBuf {
     write_agent(
         &root,
         "deep-research",
-        "name: deep-research\nstart: done\nnodes:\n  done: { type: end, output: '{\"summary\": \"deep {{initial_prompt}}\", \"findings\": [\"f1\"]}' }\n",
-        &[],
+        "name: deep-research\nstart: work\nnodes:\n  work: { type: script, script: work.sh, next: done }\n  done: { type: end, output: \"{{report}}\" }\n",
+        &[(
+            "work.sh",
+            "python3 -c 'import json,os; p=json.loads(os.environ[\"GRAPH_STATE\"])[\"initial_prompt\"]; print(json.dumps({\"report\": json.dumps({\"summary\": \"deep \" + p.splitlines()[0], \"findings\": [\"f1\"]})}))'\n",
+        )],
     );
     write_agent(
         &root,
@@ -820,19 +823,23 @@ fn conformance_graph_example_as_is_stops_at_rag() {
     assert_eq!(st["needs_deep_dive"], json!(false));
 }
 
+fn example_patched() -> String {
+    let text = example_graph();
+    let start = text.find("  retrieve:\n").unwrap();
+    let end = text.find("  # --- llm node (parallel branch 2").unwrap();
+    format!(
+        "{}  retrieve:\n    id: retrieve\n    type: script\n    script: scripts/retrieve.sh\n    state_updates: {{}}\n    next: synthesize\n\n{}",
+        &text[..start],
+        &text[end..]
+    )
+}
+
 /// With `retrieve` swapped for a script stand-in (in the copy), the whole graph runs: the
 /// diamond joins through the reducers, `synthesize` routes by `_next` to the map, the approval
 /// answer goes to `on_other`, the input takes its default.
 #[test]
 fn conformance_graph_example_full_run() {
-    let text = example_graph();
-    let start = text.find("  retrieve:\n").unwrap();
-    let end = text.find("  # --- llm node (parallel branch 2").unwrap();
-    let patched = format!(
-        "{}  retrieve:\n    id: retrieve\n    type: script\n    script: scripts/retrieve.sh\n    state_updates: {{}}\n    next: synthesize\n\n{}",
-        &text[..start],
-        &text[end..]
-    );
+    let patched = example_patched();
     let g = example_agent(&patched);
     let mut s = session(&g, "Research WebAssembly outside the browser", &fixture("replies.yaml"), &["needs more", ""]);
     s.run();
@@ -868,4 +875,82 @@ fn conformance_graph_example_full_run() {
     let r = routes(&s.events());
     assert!(r.contains(&("synthesize".into(), "subjects_map".into(), RouteReason::Next)));
     assert!(r.contains(&("review".into(), "refine".into(), RouteReason::OnOther)));
+}
+
+/// `agents/coder` (v0.4.0) with stand-in scripts: planner with schema auto-merge, `_next`
+/// routing to the approval gate, an llm tool loop (tool calls answered with errors), a build
+/// failure routed by `fallback` into the fix loop, and the loop back to `implement`.
+#[test]
+fn conformance_coder_agent_fix_loop() {
+    let graph = switchyard::testdata::conformance_dir().join("loki/v0.4.0/agents/coder/graph.yaml");
+    let text = std::fs::read_to_string(&graph).unwrap_or_else(|e| panic!("{}: {e}", graph.display()));
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/loki_runs/coder");
+    let scripts: Vec<(String, String)> = std::fs::read_dir(fixtures.join("scripts"))
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (format!("scripts/{}", p.file_name().unwrap().to_string_lossy()), std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = scripts.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let g = write_agent(&agents_root(), "coder", &text, &files);
+    let replies = std::fs::read_to_string(fixtures.join("replies.yaml")).unwrap();
+    let mut s = session(&g, "Add a greet command", &replies, &["yes"]);
+    s.run();
+    let out = output(&s);
+    assert_eq!(
+        visited(&s.events()),
+        [
+            "resolve_paths",
+            "analyze_request",
+            "route_complexity",
+            "gate_approval",
+            "implement",
+            "verify_build",
+            "fix_loop_gate",
+            "implement",
+            "verify_build",
+            "verify_tests",
+            "end_success"
+        ]
+    );
+    let st = s.state();
+    assert_eq!(st["complexity_score"], json!(8));
+    assert_eq!(st["files_to_create"], json!(["src/greet.rs"]));
+    assert_eq!(st["fix_attempts"], json!(1));
+    assert_eq!(st["last_node_output"], json!("Fixed the build."));
+    assert_eq!(st["tests_output"], json!("2 passed"));
+    assert_eq!(
+        out,
+        json!(
+            "CODER_COMPLETE\nPlan: Add a greet command\nFiles modified: [\"src/main.rs\"]\nFiles created: [\"src/greet.rs\"]\nBuild: passed\nTests: passed\n"
+        )
+    );
+    let r = routes(&s.events());
+    assert!(r.contains(&("verify_build".into(), "fix_loop_gate".into(), RouteReason::Fallback)));
+    assert!(r.contains(&("gate_approval".into(), "implement".into(), RouteReason::RouteOption { option: "yes".into() })));
+    let tool_errors = s.events().iter().filter(|e| matches!(&e.body, EventBody::ToolResult { error: Some(_), .. })).count();
+    assert_eq!(tool_errors, 1);
+}
+
+/// The example's other branch: `synthesize` routes to the agent node `deep_dive`, which runs the
+/// sibling agent `deep-research` (a stand-in graph) as a nested run; its output goes through
+/// the output_schema extraction and auto-merge.
+#[test]
+fn conformance_graph_example_agent_branch() {
+    let g = example_agent(&example_patched());
+    let mut s = session(&g, "Research WebAssembly in depth", &fixture("replies.yaml"), &["yes"]);
+    s.run();
+    let out = output(&s);
+    assert_eq!(
+        visited(&s.events()),
+        ["triage", "retrieve", "web_search", "synthesize", "deep_dive", "review", "finalize", "done"]
+    );
+    let st = s.state();
+    assert_eq!(st["findings"], json!(["f1"]));
+    assert_eq!(st["summary"], json!("deep Research WebAssembly outside the browser in depth. Existing context:"));
+    assert_eq!(st["decision"], json!("yes"));
+    assert!(out.as_str().unwrap().starts_with("[completed] FINAL REPORT"));
+    let nested = format!("{}/deep_dive", s.events()[0].run);
+    assert!(s.events().iter().any(|e| e.run == nested && matches!(e.body, EventBody::RunFinished { status: RunStatus::Completed, .. })));
 }
