@@ -954,3 +954,83 @@ fn conformance_graph_example_agent_branch() {
     let nested = format!("{}/deep_dive", s.events()[0].run);
     assert!(s.events().iter().any(|e| e.run == nested && matches!(e.body, EventBody::RunFinished { status: RunStatus::Completed, .. })));
 }
+
+/// Run-level failures, data-driven: (graph, scripts, answers, expected message).
+#[test]
+fn run_failures() {
+    let cases: &[(&str, &[(&str, &str)], &[&str], &str)] = &[
+        (
+            "name: ends\nsettings: { validate_before_run: false }\nstart: s\nnodes:\n  s: { type: script, script: s.sh, next: [x, y] }\n  x: { type: end }\n  y: { type: end }\n",
+            &[("s.sh", "echo '{}'\n")],
+            &[],
+            "super-step ended with multiple End targets (x, y). Fan-out branches must converge on a single node before ending.",
+        ),
+        (
+            "name: empty\nsettings: { validate_before_run: false }\nstart: s\nnodes:\n  s: { type: script, script: s.sh, next: [] }\n  x: { type: end }\n",
+            &[("s.sh", "echo '{}'\n")],
+            &[],
+            "Graph 'empty' frontier emptied without reaching an End node",
+        ),
+        (
+            "name: lost\nstart: s\nnodes:\n  s: { type: script, script: s.sh, next: x }\n  x: { type: end }\n",
+            &[("s.sh", "echo '{\"_next\": \"nowhere\"}'\n")],
+            &[],
+            "Node 'nowhere' not found in graph 'lost'",
+        ),
+        (
+            "name: q\nstart: a\nnodes:\n  a: { type: approval, question: \"ok {{nope}}?\", options: [y], routes: { y: x }, on_other: x }\n  x: { type: end }\n",
+            &[],
+            &[],
+            "Failed to interpolate approval question: Template interpolation failed: 'nope' not found in state",
+        ),
+        (
+            "name: nonext\nsettings: { validate_before_run: false }\nstart: s\nnodes:\n  s: { type: script, script: s.sh }\n  x: { type: end }\n",
+            &[("s.sh", "echo '{}'\n")],
+            &[],
+            "script node 's' has no `next` and is not an end node",
+        ),
+    ];
+    for (graph, files, answers, want) in cases {
+        let g = agent(graph, files);
+        let mut s = session(&g, "", NO_REPLIES, answers);
+        s.run();
+        assert_eq!(failure(&s), *want, "{graph}");
+    }
+}
+
+#[test]
+fn fan_out_branches_run_in_parallel_and_questions_come_first() {
+    let g = agent(
+        r#"
+name: par
+# upstream's validator refuses input nodes in a fan-out (it cannot ask from a branch); this
+# engine asks every question of a super-step before running it.
+settings: { validate_before_run: false }
+start: s
+reducers: { done: append }
+nodes:
+  s: { type: script, script: s.sh, next: [a, b, q1, q2] }
+  a: { type: script, script: nap.sh, state_updates: { done: a }, next: j }
+  b: { type: script, script: nap.sh, state_updates: { done: b }, next: j }
+  q1: { type: input, question: "first?", state_updates: { one: "{{input}}" }, next: j }
+  q2: { type: input, question: "second?", state_updates: { two: "{{input}}" }, next: j }
+  j: { type: end, output: "{{one}}{{two}} {{done}}" }
+"#,
+        &[("s.sh", "echo '{}'\n"), ("nap.sh", "sleep 0.6\necho '{}'\n")],
+    );
+    let t0 = std::time::Instant::now();
+    let mut s = session(&g, "", NO_REPLIES, &["1", "2"]);
+    s.run();
+    assert_eq!(output(&s), json!(r#"12 ["a","b"]"#));
+    assert!(t0.elapsed().as_secs_f64() < 1.1, "a and b slept concurrently: {:?}", t0.elapsed());
+    let asked: Vec<String> = s
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::Interrupt { node, .. } => Some(node),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, ["q1", "q2"]);
+    assert_eq!(visited(&s.events()), ["s", "a", "b", "q1", "q2", "j"]);
+}

@@ -327,6 +327,12 @@ impl LokiMachine {
             self.output = Value::String(out.clone());
             return StepOutcome::Finished { output: Value::String(out) };
         }
+        if next.is_empty() {
+            // Upstream fails one iteration later; failing now keeps the session from seeing an
+            // empty frontier as a finished run.
+            self.frontier.clear();
+            return Self::failed(None, format!("Graph '{g}' frontier emptied without reaching an End node"));
+        }
         self.frontier = next;
         StepOutcome::Continue
     }
