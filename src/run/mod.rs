@@ -7,4 +7,7 @@ pub mod pybridge;
 pub mod script;
 pub mod sherma_state;
 pub mod session;
+pub mod sherma;
+pub mod launch;
+pub mod narrate;
 pub mod loki;
