@@ -29,6 +29,9 @@
 //! | rag nodes retrieve from a knowledge base | rag is not supported until a later version: the node fails with a message saying so |
 //! | agent nodes run any Loki agent | only graph agents (`graph.yaml`) beside this agent or under `<agent_dir>/agents/`; an LLM-loop agent (`config.yaml`) is a clear error |
 //! | graph-level `temperature` etc. ignored by llm nodes | same (not sent: providers take no sampling options yet) |
+//! | an approval/input node in a fan-out asks from its branch (the validator refuses it) | every question of a super-step is asked before any of its nodes runs (validator rule unchanged) |
+//! | a step with no targets empties the frontier and fails one iteration later | fails in the step that emptied it (same message) |
+//! | scripts get `LLM_AGENT_VAR_*`, `LLM_ROOT_DIR`, ... | only what [`run_script`] sets (`GRAPH_STATE*`, `LLM_AGENT_DATA_DIR`); cwd is the agent dir |
 //! | `{{.}}` renders the whole state | not found (whole-state references are not resolved) |
 //! | narration times are local time | UTC (no time-zone database in the engine) |
 
