@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use switchyard::run::events::{Event, EventBody, PauseReason, RouteReason, RunStatus};
-use switchyard::run::loki::{LokiMachine, narrate, perf_summary};
+use switchyard::run::loki::LokiMachine;
+use switchyard::run::narrate::{Narrator, perf_summary};
 use switchyard::run::provider::ScriptedProvider;
 use switchyard::run::session::{Breakpoint, RunOptions, RunSession, Status};
 
@@ -645,7 +646,9 @@ nodes:
     assert_eq!(inner, ["work", "confirm", "done"]);
     assert!(events.iter().all(|e| e.run == events[0].run || e.run == nested));
     // Nested runs are not narrated.
-    assert!(events.iter().filter(|e| e.run == nested).all(|e| narrate(e).is_none()));
+    let mut n = Narrator::new();
+    let _ = n.feed(&events[0]);
+    assert!(events.iter().filter(|e| e.run == nested).all(|e| n.feed(e).is_empty()));
 
     // Not found: the error names the paths tried.
     let lost = write_agent(
@@ -763,15 +766,16 @@ fn narration_and_perf_summary_of_a_run() {
     let mut s = session(&g, "", CHAIN_REPLIES, &[]);
     s.run();
     output(&s);
-    let lines: Vec<String> = s.events().iter().filter_map(narrate).collect();
-    assert_eq!(lines[0], "▸ graph: t");
+    let mut n = Narrator::new();
+    let mut lines: Vec<String> = s.events().iter().flat_map(|e| n.feed(e)).collect();
+    lines.extend(n.finish());
+    assert_eq!(lines[0], "▸ run: t");
     assert!(lines.iter().any(|l| l.ends_with(" a (script) start")), "{lines:?}");
-    assert!(lines.iter().any(|l| l.ends_with(" a -> b")), "{lines:?}");
-    assert_eq!(lines.last().unwrap(), "▸ graph done");
+    assert!(lines.iter().any(|l| l.contains(" a (script) done in ") && l.ends_with(" -> b")), "{lines:?}");
+    assert!(lines.last().unwrap().starts_with("▸ run done in "), "{lines:?}");
     let perf = perf_summary(&s.events());
-    assert!(perf.starts_with("[graph:t] performance summary (slowest first):\n"), "{perf}");
-    assert_eq!(perf.lines().count(), 5, "{perf}");
-    assert!(perf.contains("  done: 1 visit(s), total "), "{perf}");
+    assert_eq!(perf.len(), 4, "{perf:?}");
+    assert!(perf.iter().any(|l| l.starts_with("done: 1 visit(s), total ")), "{perf:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

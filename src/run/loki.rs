@@ -38,7 +38,7 @@
 use crate::doc::loki::{AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody, Reducer};
 use crate::doc::{Document, load_path};
 use crate::expr::template::{self, TemplateError};
-use crate::run::events::{Event, EventBody, InterruptKind, RouteReason, RunStatus};
+use crate::run::events::{EventBody, InterruptKind, RouteReason, RunStatus};
 use crate::run::provider::LlmRequest;
 use crate::run::script::run_script;
 use crate::run::session::{Cx, Machine, Pending, StepOutcome};
@@ -1223,104 +1223,6 @@ fn par_map<T: Sync, R: Send>(items: &[T], limit: usize, f: &(dyn Fn(usize, &T) -
         .collect()
 }
 
-// ---------------------------------------------------------------------------------------------
-// Narration
-// ---------------------------------------------------------------------------------------------
-
-fn clock(ts_ms: u64) -> String {
-    let s = (ts_ms / 1000) % 86_400;
-    format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
-}
-
-/// `<n>ms` below one second, else `<s.ss>s` (as upstream narrates durations).
-pub fn fmt_ms(ms: u64) -> String {
-    if ms < 1000 { format!("{ms}ms") } else { format!("{:.2}s", ms as f64 / 1000.0) }
-}
-
-/// One Loki-style narration line (`▸ …`, reference §8) for an event, or `None` for events that
-/// are not narrated. Nested runs (run ids containing `/`) are silent, as upstream. Times are
-/// UTC. Each node's lines are its `start`, its `done in <dur>`, then one line per route taken
-/// (`-> target`, with the reason when it is not a plain `next`).
-pub fn narrate(event: &Event) -> Option<String> {
-    if event.run.contains('/') {
-        return None;
-    }
-    let t = clock(event.ts_ms);
-    Some(match &event.body {
-        EventBody::RunStarted { agent, .. } => format!("▸ graph: {agent}"),
-        EventBody::NodeEnter { node, kind, .. } => format!("▸ {t} {node} ({kind}) start"),
-        EventBody::NodeExit { node, duration_ms, .. } => format!("▸ {t} {node} done in {}", fmt_ms(*duration_ms)),
-        EventBody::Route { from, to, reason } => {
-            let why = match reason {
-                RouteReason::Static => String::new(),
-                RouteReason::Next => " (_next)".into(),
-                RouteReason::Fallback => " (fallback)".into(),
-                RouteReason::OnOther => " (on_other)".into(),
-                RouteReason::RouteOption { option } => format!(" (answer '{option}')"),
-                RouteReason::Default => " (default)".into(),
-                RouteReason::Branch { index, .. } => format!(" (branch {index})"),
-            };
-            format!("▸ {t} {from} -> {to}{why}")
-        }
-        EventBody::Interrupt { node, kind, prompt, .. } => {
-            let what = match kind {
-                InterruptKind::Approval => "approval",
-                InterruptKind::Input => "input",
-                InterruptKind::Interrupt => "interrupt",
-            };
-            format!("▸ {t} {node} waits for {what}: {}", prompt.lines().next().unwrap_or(""))
-        }
-        EventBody::Error { node, message } => {
-            let excerpt: String = message.lines().next().unwrap_or("").chars().take(120).collect();
-            match node {
-                Some(n) => format!("▸ {t} {n} FAILED -- {excerpt}"),
-                None => format!("▸ {t} FAILED -- {excerpt}"),
-            }
-        }
-        EventBody::RunFinished { status, .. } => match status {
-            RunStatus::Completed => "▸ graph done".to_string(),
-            RunStatus::Failed => "▸ graph failed".to_string(),
-            RunStatus::Stopped => "▸ graph stopped".to_string(),
-            RunStatus::Interrupted => "▸ graph interrupted (no answer)".to_string(),
-        },
-        _ => return None,
-    })
-}
-
-/// The performance summary (reference §8): per node of the top-level run, visits, total, avg
-/// and max milliseconds, slowest total first (ties keep first-recorded order).
-pub fn perf_summary(events: &[Event]) -> String {
-    let Some(top) = events.first().map(|e| e.run.clone()) else { return String::new() };
-    let agent = events
-        .iter()
-        .find_map(|e| match &e.body {
-            EventBody::RunStarted { agent, .. } if e.run == top => Some(agent.clone()),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let mut rows: Vec<(String, u64, u64, u64)> = Vec::new();
-    for e in events.iter().filter(|e| e.run == top) {
-        if let EventBody::NodeExit { node, duration_ms, .. } = &e.body {
-            match rows.iter_mut().find(|r| &r.0 == node) {
-                Some(r) => {
-                    r.1 += 1;
-                    r.2 += duration_ms;
-                    r.3 = r.3.max(*duration_ms);
-                }
-                None => rows.push((node.clone(), 1, *duration_ms, *duration_ms)),
-            }
-        }
-    }
-    rows.sort_by_key(|r| std::cmp::Reverse(r.2));
-    let mut out = format!("[graph:{agent}] performance summary (slowest first):\n");
-    for (node, n, total, max) in rows {
-        out.push_str(&format!(
-            "[graph:{agent}]   {node}: {n} visit(s), total {total}ms, avg {}ms, max {max}ms\n",
-            total / n
-        ));
-    }
-    out
-}
 
 #[cfg(test)]
 mod tests {
@@ -1446,29 +1348,5 @@ mod tests {
         assert_eq!(parse_json_loose("<think>a</think><think>b</think> [1]"), Some(json!([1])));
         assert_eq!(parse_json_loose("<think>open {\"a\":1}"), None);
         assert_eq!(parse_json_loose("Sure: {\"a\":1}"), None);
-    }
-
-    #[test]
-    fn narration_and_perf_summary() {
-        let ev = |run: &str, body: EventBody| Event::new(run, 3_600_000 + 61_000, body);
-        let events = vec![
-            ev("r", EventBody::RunStarted { agent: "g".into(), input: json!("hi") }),
-            ev("r", EventBody::NodeEnter { step: 1, node: "a".into(), kind: "script".into() }),
-            ev("r", EventBody::NodeExit { step: 1, node: "a".into(), update: Value::Null, duration_ms: 1206 }),
-            ev("r", EventBody::Route { from: "a".into(), to: "b".into(), reason: RouteReason::Fallback }),
-            ev("r", EventBody::NodeExit { step: 2, node: "b".into(), update: Value::Null, duration_ms: 3 }),
-            ev("r", EventBody::NodeExit { step: 3, node: "b".into(), update: Value::Null, duration_ms: 5 }),
-            ev("r/x", EventBody::NodeExit { step: 1, node: "z".into(), update: Value::Null, duration_ms: 9000 }),
-        ];
-        assert_eq!(narrate(&events[1]).unwrap(), "▸ 01:01:01 a (script) start");
-        assert_eq!(narrate(&events[2]).unwrap(), "▸ 01:01:01 a done in 1.21s");
-        assert_eq!(narrate(&events[3]).unwrap(), "▸ 01:01:01 a -> b (fallback)");
-        assert_eq!(narrate(&events[6]), None);
-        assert_eq!(
-            perf_summary(&events),
-            "[graph:g] performance summary (slowest first):\n\
-             [graph:g]   a: 1 visit(s), total 1206ms, avg 1206ms, max 1206ms\n\
-             [graph:g]   b: 2 visit(s), total 8ms, avg 4ms, max 5ms\n"
-        );
     }
 }

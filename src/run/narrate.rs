@@ -2,7 +2,7 @@
 //! dialects: `▸ HH:MM:SS node (kind) start`, `... done in 3ms -> next`, `FAILED in ... -- why`,
 //! and a per-node performance summary. Text only; the CLI decides where to print it.
 
-use crate::run::events::{Event, EventBody, RunStatus};
+use crate::run::events::{Event, EventBody, RouteReason, RunStatus};
 use std::collections::BTreeMap;
 
 /// Turns events into narration lines. Stateful: a node's `done` line waits for its routes.
@@ -45,9 +45,19 @@ impl Narrator {
             return Vec::new();
         }
         let mut out = Vec::new();
-        if let EventBody::Route { to, .. } = &ev.body {
+        if let EventBody::Route { to, reason, .. } = &ev.body {
             if let Some((_, targets)) = &mut self.pending {
-                targets.push(if to == crate::graph::END { "END".into() } else { to.clone() });
+                let to = if to == crate::graph::END { "END" } else { to.as_str() };
+                let why = match reason {
+                    RouteReason::Static => String::new(),
+                    RouteReason::Next => " (_next)".into(),
+                    RouteReason::Fallback => " (fallback)".into(),
+                    RouteReason::OnOther => " (on_other)".into(),
+                    RouteReason::RouteOption { option } => format!(" (answer '{option}')"),
+                    RouteReason::Default => " (default)".into(),
+                    RouteReason::Branch { index, .. } => format!(" (branch {})", index + 1),
+                };
+                targets.push(format!("{to}{why}"));
                 return out;
             }
         }
@@ -134,7 +144,6 @@ pub fn perf_summary(events: &[Event]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::events::RouteReason;
     use serde_json::json;
 
     fn ev(run: &str, ts: u64, body: EventBody) -> Event {
@@ -152,7 +161,7 @@ mod tests {
             ev("r/s0", t, EventBody::NodeEnter { step: 1, node: "child".into(), kind: "llm".into() }),
             ev("r", t, EventBody::NodeExit { step: 1, node: "s0".into(), update: json!({}), duration_ms: 1210 }),
             ev("r", t, EventBody::Route { from: "s0".into(), to: "a".into(), reason: RouteReason::Static }),
-            ev("r", t, EventBody::Route { from: "s0".into(), to: "b".into(), reason: RouteReason::Static }),
+            ev("r", t, EventBody::Route { from: "s0".into(), to: "b".into(), reason: RouteReason::Fallback }),
             ev("r", t + 2000, EventBody::RunFinished { status: RunStatus::Completed, state: json!({}), output: json!("x") }),
         ] {
             lines.extend(n.feed(&e));
@@ -163,7 +172,7 @@ mod tests {
             vec![
                 "▸ run: a",
                 "▸ 01:01:01 s0 (script) start",
-                "▸ 01:01:01 s0 (script) done in 1.21s -> a, b",
+                "▸ 01:01:01 s0 (script) done in 1.21s -> a, b (fallback)",
                 "▸ run done in 2.00s",
             ]
         );
