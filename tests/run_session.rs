@@ -400,7 +400,8 @@ fn call_llm_builds_the_prompt_and_applies_state_updates() {
         _ => None,
     });
     let req = req.unwrap();
-    assert_eq!(req[0]["type"], json!("system"));
+    assert_eq!(req[0]["role"], json!("system"));
+    assert_eq!(req[1]["role"], json!("user"));
     assert_eq!(req[0]["content"], json!("Be brief. Model: test"));
     assert_eq!(req[1]["content"], json!("hello"));
     assert_eq!(s.events().last().map(|e| e.kind()), Some("run_finished"));

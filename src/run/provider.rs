@@ -31,7 +31,9 @@ use std::path::{Path, PathBuf};
 pub struct LlmRequest {
     /// The node making the call.
     pub node: String,
-    /// The conversation, as JSON (`[{"role": ..., "content": ...}, ...]`).
+    /// The conversation, as JSON, in one wire format for both dialects:
+    /// `[{"role": "system"|"user"|"assistant"|"tool", "content": ..., "tool_calls"?: [...],
+    /// "tool_call_id"?: ..., "name"?: ...}, ...]`.
     pub messages: Value,
     /// The tools offered, as JSON (`[]` when none).
     pub tools: Value,
