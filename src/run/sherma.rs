@@ -226,12 +226,15 @@ impl ShermaMachine {
             since_resume: 0,
             output: Value::Null,
         };
-        let entry = m.route_from(START, None);
+        let entry = m.route_from(START);
         if entry.is_empty() {
             return Err(format!(
                 "agent `{}` has no entry: add `entry_point: <node>` under `graph:`",
                 m.shared.agent().name.value
             ));
+        }
+        if let Some(msg) = entry.iter().find_map(|(to, _)| to.strip_prefix(ROUTE_ERROR)) {
+            return Err(format!("agent `{}` cannot start: {msg}", m.shared.agent().name.value));
         }
         m.queue = entry.into_iter().map(|(to, _)| to).collect();
         Ok(m)
@@ -243,7 +246,7 @@ impl ShermaMachine {
 
     /// Where `from` goes next, given the current state, with the reason for each target.
     /// Clears `__sherma__.error_fallback` when a `has_error_fallback` branch fires.
-    fn route_from(&mut self, from: &str, cx: Option<&Cx<'_>>) -> Vec<(String, RouteReason)> {
+    fn route_from(&mut self, from: &str) -> Vec<(String, RouteReason)> {
         let shared = self.shared.clone();
         let mut out = Vec::new();
         for e in shared.eff.outgoing(from) {
@@ -258,14 +261,19 @@ impl ShermaMachine {
                             Cond::Cel(expr) => match self.eval_bool(&expr.text) {
                                 Ok(v) => v,
                                 Err(e) => {
-                                    if let Some(cx) = cx {
-                                        cx.emit(EventBody::Error {
-                                            node: Some(from.to_string()),
-                                            message: format!("edge from `{from}`, branch {}: {e}", i + 1),
-                                        });
+                                    let mut msg =
+                                        format!("edge from `{from}`, branch {} (to `{}`): {e}", i + 1, b.target);
+                                    let is_interrupt =
+                                        shared.decl(from).is_some_and(|d| matches!(d.args, NodeArgs::Interrupt { .. }));
+                                    if let (true, Some(key)) = (is_interrupt, missing_key(&e)) {
+                                        msg.push_str(&format!(
+                                            "; the answer to the interrupt `{from}` has no `{key}`: this edge expects a \
+                                             structured answer, a message such as \
+                                             {{\"content\": \"...\", \"additional_kwargs\": {{\"{key}\": ...}}}}, not plain text"
+                                        ));
                                     }
-                                    // Routing cannot go on: end here (the error is reported).
-                                    return vec![(ROUTE_ERROR.into(), RouteReason::Default)];
+                                    // Routing cannot go on: the step fails with this message.
+                                    return vec![(format!("{ROUTE_ERROR}{msg}"), RouteReason::Default)];
                                 }
                             },
                             Cond::Missing => false,
@@ -619,11 +627,11 @@ impl ShermaMachine {
                 }
             }
             // Skill tracking for tool-driven loads (§7.2 step 6).
-            if matches!(call.name.as_str(), "load_skill_md" | "unload_skill") {
-                if let Some(id) = call.args.get("skill_id").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-                    let version = call.args.get("version").and_then(Value::as_str).unwrap_or("*").to_string();
-                    internal_changed |= self.track_skill(&mut internal, &call.name, id, &version);
-                }
+            if matches!(call.name.as_str(), "load_skill_md" | "unload_skill")
+                && let Some(id) = call.args.get("skill_id").and_then(Value::as_str).filter(|s| !s.is_empty())
+            {
+                let version = call.args.get("version").and_then(Value::as_str).unwrap_or("*").to_string();
+                internal_changed |= self.track_skill(&mut internal, &call.name, id, &version);
             }
         }
         let mut up = Map::new();
@@ -850,8 +858,16 @@ impl ShermaMachine {
     }
 }
 
-/// A value routing could not be computed for (a CEL error on an edge).
-const ROUTE_ERROR: &str = "\u{0}route-error";
+/// Prefix of the target routing could not be computed for (a CEL error on an edge); the rest
+/// is the error message.
+const ROUTE_ERROR: &str = "\u{0}route-error:";
+
+/// The key a CEL "no such key: <k>" error names.
+fn missing_key(err: &str) -> Option<&str> {
+    let rest = &err[err.find("no such key: ")? + "no such key: ".len()..];
+    let key = rest.split(|c: char| c.is_whitespace() || c == ')' || c == ',' || c == ';').next()?;
+    (!key.is_empty()).then_some(key)
+}
 
 enum NodeResult {
     Update(Map<String, Value>),
@@ -951,16 +967,13 @@ impl Machine for ShermaMachine {
             duration_ms: t0.elapsed().as_millis() as u64,
         });
         self.queue.pop_front();
-        let targets = self.route_from(&node, Some(cx));
+        let targets = self.route_from(&node);
         if targets.is_empty() {
             // A node without outgoing edges ends the run (sherma).
         }
         for (to, reason) in targets {
-            if to == ROUTE_ERROR {
-                return StepOutcome::Failed {
-                    node: Some(node.clone()),
-                    message: format!("routing after `{node}` failed (see the previous error)"),
-                };
+            if let Some(msg) = to.strip_prefix(ROUTE_ERROR) {
+                return StepOutcome::Failed { node: Some(node.clone()), message: format!("routing after `{node}` failed: {msg}") };
             }
             cx.emit(EventBody::Route { from: node.clone(), to: to.clone(), reason });
             if to != END {
@@ -1035,7 +1048,7 @@ impl ShermaMachine {
 /// Load diagnostics that do not stop a run (warnings are never errors; these codes are
 /// errors only for the editor's benefit).
 fn is_soft(code: &str) -> bool {
-    matches!(code, "manifest-version")
+    matches!(code, "manifest-version" | "manifest-version-missing")
 }
 
 fn last_has_tool_calls(state: &State) -> bool {

@@ -261,7 +261,7 @@ pub fn eval(state: &State, expr: &str, extra: &[(&str, &Value)]) -> Result<Value
         b.set(*name, *value);
     }
     engine.eval(&prog, &b).map_err(|e| {
-        let mut m = format!("expression `{expr}` failed: {e}");
+        let mut m = format!("expression `{}` failed: {e}", expr.trim_end());
         if e.hint.is_none() {
             m.push_str(
                 "; check the field names against the agent's `state.fields` \
@@ -282,7 +282,7 @@ pub fn compiled(expr: &str) -> Result<Arc<CelProgram>, String> {
     }
     let prog = CelEngine::shared()
         .compile(expr)
-        .map_err(|e| format!("expression `{expr}` does not compile: {e}; fix the CEL syntax"))?;
+        .map_err(|e| format!("expression `{}` does not compile: {e}; fix the CEL syntax", expr.trim_end()))?;
     let prog = Arc::new(prog);
     let mut w = cache.write().unwrap_or_else(|p| p.into_inner());
     if w.len() > 50_000 {
