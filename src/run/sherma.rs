@@ -432,6 +432,7 @@ impl ShermaMachine {
                 }
             }
         }
+        let messages = messages.iter().map(to_wire).collect();
         let request = LlmRequest { node: node.to_string(), messages: Value::Array(messages), tools: Value::Array(tools_json) };
         // 3. the model call, with on_error.retry
         let retry = decl.on_error.as_ref().and_then(|o| o.retry.clone());
@@ -1059,6 +1060,29 @@ fn last_has_tool_calls(state: &State) -> bool {
         .and_then(|m| m.get("tool_calls"))
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty())
+}
+
+/// A stored (LangChain-shaped) message in the provider wire format shared by both dialects:
+/// `{role: system|user|assistant|tool, content, tool_calls?, tool_call_id?, name?}`.
+fn to_wire(m: &Value) -> Value {
+    let role = match m.get("type").and_then(Value::as_str).unwrap_or("human") {
+        "human" => "user",
+        "ai" => "assistant",
+        other => other,
+    };
+    let mut out = Map::new();
+    out.insert("role".into(), Value::String(role.into()));
+    out.insert("content".into(), m.get("content").cloned().unwrap_or(Value::String(String::new())));
+    for key in ["tool_calls", "tool_call_id", "name"] {
+        match m.get(key) {
+            Some(Value::Array(a)) if a.is_empty() => {}
+            Some(Value::Null) | None => {}
+            Some(v) => {
+                out.insert(key.into(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 /// What an interrupt answer appends to `messages`.
