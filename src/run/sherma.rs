@@ -323,9 +323,8 @@ impl ShermaMachine {
     fn run_node(&mut self, node: &str, cx: &Cx<'_>) -> Result<NodeResult, NodeError> {
         let shared = self.shared.clone();
         let eff = shared.eff.node(node).ok_or_else(|| NodeError::plain(format!("no node `{node}` in the agent")))?;
-        if let Some(for_llm) = &eff.tools_for {
+        if eff.tools_for.is_some() {
             // A derived tool node: all registry tools (upstream behaviour, §7.2).
-            let _ = for_llm;
             return self.tool_node(node, None, cx).map(NodeResult::Update);
         }
         let decl = shared.decl(node).ok_or_else(|| NodeError::plain(format!("no node `{node}` in the agent")))?;
@@ -969,9 +968,7 @@ impl Machine for ShermaMachine {
         });
         self.queue.pop_front();
         let targets = self.route_from(&node);
-        if targets.is_empty() {
-            // A node without outgoing edges ends the run (sherma).
-        }
+        // A node without outgoing edges ends the run (sherma): no targets are added.
         for (to, reason) in targets {
             if let Some(msg) = to.strip_prefix(ROUTE_ERROR) {
                 return StepOutcome::Failed { node: Some(node.clone()), message: format!("routing after `{node}` failed: {msg}") };
@@ -1200,9 +1197,7 @@ fn build_tools(sd: &ShermaDoc) -> Vec<Tool> {
     for (i, s) in sd.sub_agents.iter().enumerate() {
         add(Tool { name: s.id_str().to_string(), kind: ToolKind::SubAgent(i) }, &mut tools);
     }
-    for m in &sd.mcp_servers {
-        let _ = m; // MCP tools are listed by the server at run time (issue 6).
-    }
+    // MCP tools are listed by their servers at run time (issue 6), so none are added here.
     tools
 }
 
