@@ -3,7 +3,7 @@
 Usage (with the venv python, see bench/README.md):
 
     python bench/sherma_peer.py loop --limit 5000 [--runs 3]
-    python bench/sherma_peer.py tool_loop --calls 500 [--runs 3]
+    python bench/sherma_peer.py tool_loop --calls 100 [--runs 3]
 
 Prints one JSON object per line: {"name", "steps", "seconds", ...} where `seconds` is the
 median wall time of `graph.ainvoke` alone (imports, YAML loading and graph compilation are
@@ -91,7 +91,7 @@ async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("bench", choices=["loop", "tool_loop"])
     ap.add_argument("--limit", type=int, default=5000, help="loop iterations (loop.yaml)")
-    ap.add_argument("--calls", type=int, default=500, help="tool calls (tool_loop.yaml)")
+    ap.add_argument("--calls", type=int, default=100, help="tool calls (tool_loop.yaml)")
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
 
