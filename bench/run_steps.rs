@@ -255,7 +255,9 @@ fn main() {
         println!("run_steps: not a test (needs Python, takes minutes); run `cargo bench --bench run_steps`");
         return;
     }
-    let (limit, calls) = (LIMIT, CALLS);
+    // Overrides, e.g. to see how the cost per step grows with the history.
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (limit, calls) = (env("RUN_STEPS_LIMIT", LIMIT), env("RUN_STEPS_CALLS", CALLS));
     // One bridge for every run (plain `python3`, or SWITCHYARD_PYTHON), like sherma's tools
     // that are imported once when the graph is built.
     let bridge = PyBridge::start(None, &[steps_dir()]).unwrap_or_else(|e| panic!("python bridge: {e}"));
