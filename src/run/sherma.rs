@@ -113,6 +113,8 @@ struct Shared {
     tools: Vec<Tool>,
     opts: ShermaOptions,
     runner: Mutex<Option<Arc<Mutex<dyn ToolRunner>>>>,
+    /// Python tools' (description, JSON Schema), asked once per run.
+    described: Mutex<std::collections::HashMap<String, (String, Value)>>,
     /// Nodes with `on_error.fallback` (they record errors instead of failing).
     recursion_limit: i64,
 }
@@ -216,7 +218,8 @@ impl ShermaMachine {
         let tools = build_tools(sd);
         let recursion_limit = agent_def.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT);
         let runner = Mutex::new(opts.tools.clone());
-        let shared = Shared { doc: doc.clone(), agent_index, eff, extras, tools, opts, runner, recursion_limit };
+        let described = Mutex::new(Default::default());
+        let shared = Shared { doc: doc.clone(), agent_index, eff, extras, tools, opts, runner, described, recursion_limit };
         let mut m = ShermaMachine {
             shared: Arc::new(shared),
             state,
@@ -398,7 +401,13 @@ impl ShermaMachine {
         for item in &c.prompt {
             let role = item.role.value.as_str();
             let Some(content) = &item.content else { continue };
-            let v = self.eval(&content.text, None).map_err(|e| NodeError::plain(format!("prompt ({role}): {e}")))?;
+            // `state.messages` / `state["messages"]` is spliced straight from the state (as
+            // upstream does), without a round trip through CEL.
+            let direct = (role == "messages").then(|| direct_field(&content.text)).flatten().and_then(|f| self.state.get(f));
+            let v = match direct {
+                Some(v) => v.clone(),
+                None => self.eval(&content.text, None).map_err(|e| NodeError::plain(format!("prompt ({role}): {e}")))?,
+            };
             match role {
                 "messages" => match v {
                     Value::Array(items) => {
@@ -550,12 +559,20 @@ impl ShermaMachine {
     fn tool_schema(&self, t: &Tool) -> Value {
         let (description, parameters) = match &t.kind {
             ToolKind::Python(path) => {
-                let described = self
-                    .shared
-                    .runner()
-                    .ok()
-                    .and_then(|r| r.lock().unwrap_or_else(|p| p.into_inner()).describe(path));
-                described.unwrap_or_else(|| (format!("Python tool {path}"), json!({"type": "object"})))
+                let cached = self.shared.described.lock().unwrap_or_else(|p| p.into_inner()).get(path).cloned();
+                match cached {
+                    Some(d) => d,
+                    None => {
+                        let described = self
+                            .shared
+                            .runner()
+                            .ok()
+                            .and_then(|r| r.lock().unwrap_or_else(|p| p.into_inner()).describe(path));
+                        let d = described.unwrap_or_else(|| (format!("Python tool {path}"), json!({"type": "object"})));
+                        self.shared.described.lock().unwrap_or_else(|p| p.into_inner()).insert(path.clone(), d.clone());
+                        d
+                    }
+                }
             }
             ToolKind::Skill(name) => (skill_tool_doc(name).into(), skill_tool_params(name)),
             ToolKind::SubAgent(i) => (
@@ -1057,6 +1074,16 @@ fn last_has_tool_calls(state: &State) -> bool {
         .and_then(|m| m.get("tool_calls"))
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty())
+}
+
+/// The field an expression names when it is exactly `state.<key>` or `state["<key>"]`.
+fn direct_field(expr: &str) -> Option<&str> {
+    let e = expr.trim();
+    let key = e
+        .strip_prefix("state.")
+        .or_else(|| e.strip_prefix("state[\"").and_then(|r| r.strip_suffix("\"]")))
+        .or_else(|| e.strip_prefix("state['").and_then(|r| r.strip_suffix("']")))?;
+    (!key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(key)
 }
 
 /// A stored (LangChain-shaped) message in the provider wire format shared by both dialects:

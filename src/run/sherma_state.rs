@@ -162,6 +162,17 @@ impl State {
         })
     }
 
+    /// Only these fields (those present), as a JSON object.
+    pub fn subset(&self, names: &[String]) -> Value {
+        let mut m = Map::new();
+        for n in names {
+            if let Some(v) = self.fields.get(n) {
+                m.insert(n.clone(), v.as_ref().clone());
+            }
+        }
+        Value::Object(m)
+    }
+
     /// The whole state as an owned JSON object.
     pub fn to_json(&self) -> Value {
         self.json().clone()
@@ -254,13 +265,23 @@ pub fn normalize_message(m: &Map<String, Value>) -> Value {
 /// `data`, ... (an extra binding wins over a bare field of the same name).
 pub fn eval(state: &State, expr: &str, extra: &[(&str, &Value)]) -> Result<Value, String> {
     let engine = CelEngine::shared();
-    let prog = compiled(expr)?;
-    let mut b = Bindings::with_state(state.json());
+    let c = compiled(expr)?;
+    // Only the fields the expression can read are handed over: a state with a long message
+    // history is not copied for `state.count + 1`.
+    let partial;
+    let state_json = match &c.fields {
+        None => state.json(),
+        Some(names) => {
+            partial = state.subset(names);
+            &partial
+        }
+    };
+    let mut b = Bindings::with_state(state_json);
     b.all_fields_bare();
     for (name, value) in extra {
         b.set(*name, *value);
     }
-    engine.eval(&prog, &b).map_err(|e| {
+    engine.eval(&c.program, &b).map_err(|e| {
         let mut m = format!("expression `{}` failed: {e}", expr.trim_end());
         if e.hint.is_none() {
             m.push_str(
@@ -272,24 +293,43 @@ pub fn eval(state: &State, expr: &str, extra: &[(&str, &Value)]) -> Result<Value
     })
 }
 
+/// A compiled expression and the state fields it may read.
+pub struct Compiled {
+    pub program: CelProgram,
+    /// `None`: the whole state (`size(state)`, `"x" in state`, ...); else these fields
+    /// (read as `state.x` or as bare names).
+    pub fields: Option<Vec<String>>,
+}
+
 /// A compiled expression from a process-wide cache (runs evaluate the same few expressions
 /// thousands of times; compiling is most of an evaluation's cost).
-pub fn compiled(expr: &str) -> Result<Arc<CelProgram>, String> {
-    static CACHE: OnceLock<RwLock<HashMap<String, Arc<CelProgram>>>> = OnceLock::new();
+pub fn compiled(expr: &str) -> Result<Arc<Compiled>, String> {
+    static CACHE: OnceLock<RwLock<HashMap<String, Arc<Compiled>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(p) = cache.read().unwrap_or_else(|p| p.into_inner()).get(expr) {
         return Ok(p.clone());
     }
-    let prog = CelEngine::shared()
+    let program = CelEngine::shared()
         .compile(expr)
         .map_err(|e| format!("expression `{}` does not compile: {e}; fix the CEL syntax", expr.trim_end()))?;
-    let prog = Arc::new(prog);
+    let refs = program.references();
+    let fields = if refs.whole_state {
+        None
+    } else {
+        let mut names: Vec<String> = refs.state_fields.iter().map(|(n, _)| n.clone()).collect();
+        // Bare field names (older files) are free variables.
+        names.extend(refs.variables.iter().filter(|v| v.as_str() != "state").cloned());
+        names.sort();
+        names.dedup();
+        Some(names)
+    };
+    let c = Arc::new(Compiled { program, fields });
     let mut w = cache.write().unwrap_or_else(|p| p.into_inner());
     if w.len() > 50_000 {
         w.clear(); // bounded: generated expressions must not grow the cache forever
     }
-    w.insert(expr.to_string(), prog.clone());
-    Ok(prog)
+    w.insert(expr.to_string(), c.clone());
+    Ok(c)
 }
 
 /// The update of a `set_state` node: each `values` entry evaluated against the pre-node state.
