@@ -233,7 +233,7 @@ impl LlmProvider for ScriptedProvider {
             .collect();
         // No real tokenizer here: an estimate of one token per four characters, so traces and
         // the UI have plausible, deterministic numbers.
-        let input_chars = request.messages.to_string().chars().count() + request.tools.to_string().chars().count();
+        let input_chars = text_len(&request.messages) + text_len(&request.tools);
         let output_chars = r.content.as_deref().map_or(0, |c| c.chars().count())
             + tool_calls.iter().map(|c| c.name.len() + c.args.to_string().len()).sum::<usize>();
         Ok(LlmResponse {
@@ -250,6 +250,17 @@ impl LlmProvider for ScriptedProvider {
     }
     fn describe(&self) -> String {
         format!("scripted replies from {}", self.path.display())
+    }
+}
+
+/// Characters of text in a JSON value (strings and keys), without serialising it.
+fn text_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => a.iter().map(text_len).sum::<usize>() + a.len() + 2,
+        Value::Object(m) => m.iter().map(|(k, v)| k.len() + 3 + text_len(v)).sum::<usize>() + 2,
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 4,
     }
 }
 

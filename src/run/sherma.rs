@@ -397,24 +397,36 @@ impl ShermaMachine {
         let tools = self.bound_tools(c).map_err(NodeError::plain)?;
         let tools_json: Vec<Value> = tools.iter().map(|t| self.tool_schema(t)).collect();
         // 2. prompt
-        let mut messages = Vec::new();
+        let mut wire: Vec<Value> = Vec::new();
         for item in &c.prompt {
             let role = item.role.value.as_str();
             let Some(content) = &item.content else { continue };
             // `state.messages` / `state["messages"]` is spliced straight from the state (as
-            // upstream does), without a round trip through CEL.
-            let direct = (role == "messages").then(|| direct_field(&content.text)).flatten().and_then(|f| self.state.get(f));
-            let v = match direct {
-                Some(v) => v.clone(),
-                None => self.eval(&content.text, None).map_err(|e| NodeError::plain(format!("prompt ({role}): {e}")))?,
-            };
+            // upstream does), without a round trip through CEL; stored messages are already in
+            // the stored shape.
+            if role == "messages" {
+                match direct_field(&content.text) {
+                    Some(MESSAGES) => {
+                        wire.extend(self.state.messages().iter().map(|m| to_wire(m)));
+                        continue;
+                    }
+                    Some(f) => {
+                        if let Some(Value::Array(items)) = self.state.get(f) {
+                            wire.extend(items.iter().map(to_wire));
+                            continue;
+                        }
+                    }
+                    None => {}
+                }
+            }
+            let v = self.eval(&content.text, None).map_err(|e| NodeError::plain(format!("prompt ({role}): {e}")))?;
             match role {
                 "messages" => match v {
                     Value::Array(items) => {
                         for m in items {
                             match m {
-                                Value::Object(o) => messages.push(normalize_message(&o)),
-                                Value::String(s) => messages.push(message("human", Value::String(s))),
+                                Value::Object(o) => wire.push(to_wire(&normalize_message(&o))),
+                                Value::String(s) => wire.push(to_wire(&message("human", Value::String(s)))),
                                 other => {
                                     return Err(NodeError::plain(format!(
                                         "prompt (messages): `{}` gave a list with {other}, which is not a message",
@@ -432,7 +444,7 @@ impl ShermaMachine {
                         )));
                     }
                 },
-                "system" | "human" | "ai" => messages.push(message(role, Value::String(display(&v)))),
+                "system" | "human" | "ai" => wire.push(to_wire(&message(role, Value::String(display(&v))))),
                 other => {
                     return Err(NodeError::plain(format!(
                         "prompt role `{other}` is not one of system, human, ai, messages"
@@ -440,8 +452,7 @@ impl ShermaMachine {
                 }
             }
         }
-        let messages = messages.iter().map(to_wire).collect();
-        let request = LlmRequest { node: node.to_string(), messages: Value::Array(messages), tools: Value::Array(tools_json) };
+        let request = LlmRequest { node: node.to_string(), messages: Value::Array(wire), tools: Value::Array(tools_json) };
         // 3. the model call, with on_error.retry
         let retry = decl.on_error.as_ref().and_then(|o| o.retry.clone());
         let max_attempts = retry.as_ref().map_or(1, |r| r.max_attempts.max(1));
@@ -588,9 +599,8 @@ impl ShermaMachine {
     fn tool_node(&mut self, node: &str, only: Option<Vec<String>>, cx: &Cx<'_>) -> Result<Map<String, Value>, NodeError> {
         let calls: Vec<ToolCall> = self
             .state
-            .get(MESSAGES)
-            .and_then(Value::as_array)
-            .and_then(|m| m.last())
+            .messages()
+            .last()
             .and_then(|m| m.get("tool_calls"))
             .and_then(|t| serde_json::from_value::<Vec<ToolCall>>(t.clone()).ok())
             .unwrap_or_default();
@@ -767,8 +777,7 @@ impl ShermaMachine {
 
     fn last_ai_text(&self) -> Option<String> {
         self.state
-            .get(MESSAGES)?
-            .as_array()?
+            .messages()
             .iter()
             .rev()
             .find(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
@@ -1068,9 +1077,8 @@ fn is_soft(code: &str) -> bool {
 
 fn last_has_tool_calls(state: &State) -> bool {
     state
-        .get(MESSAGES)
-        .and_then(Value::as_array)
-        .and_then(|m| m.last())
+        .messages()
+        .last()
         .and_then(|m| m.get("tool_calls"))
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty())

@@ -32,17 +32,22 @@ use std::sync::{Arc, OnceLock};
 /// The field that uses the add-messages reducer.
 pub const MESSAGES: &str = "messages";
 
-/// A run's state: field name → value, each value shared between snapshots.
+/// A run's state: field name → value, each value shared between snapshots. `messages` is kept
+/// as a list of individually shared messages, so appending to a long history after a
+/// checkpoint copies pointers, not messages.
 #[derive(Clone, Debug, Default)]
 pub struct State {
     fields: BTreeMap<String, Arc<Value>>,
+    messages: Option<Arc<Vec<Arc<Value>>>>,
+    /// `messages` as one JSON list, built on first use after each change.
+    messages_json: OnceLock<Value>,
     /// The whole state as one JSON object, built on first use after each change.
     json: OnceLock<Arc<Value>>,
 }
 
 impl PartialEq for State {
     fn eq(&self, other: &Self) -> bool {
-        self.fields == other.fields
+        self.fields == other.fields && self.messages == other.messages
     }
 }
 
@@ -74,7 +79,7 @@ impl State {
                 Some(d) => d.clone(),
                 None => type_default(f.ty.as_ref().map(|t| t.value.as_str())),
             };
-            state.fields.insert(name, Arc::new(value));
+            state.replace(&name, value);
         }
         match input {
             Value::Null => {}
@@ -93,14 +98,33 @@ impl State {
         Ok(state)
     }
 
-    /// A field's value.
+    /// A field's value (`messages` is assembled into one list on first use after a change;
+    /// hot paths use [`State::messages`]).
     pub fn get(&self, name: &str) -> Option<&Value> {
+        if name == MESSAGES {
+            let list = self.messages.as_ref()?;
+            return Some(self.messages_json.get_or_init(|| Value::Array(list.iter().map(|m| m.as_ref().clone()).collect())));
+        }
         self.fields.get(name).map(|v| v.as_ref())
+    }
+
+    /// The messages, each shared (empty when there are none).
+    pub fn messages(&self) -> &[Arc<Value>] {
+        self.messages.as_deref().map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// Field names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.fields.keys().map(String::as_str)
+        let mut names: Vec<&str> = self.fields.keys().map(String::as_str).collect();
+        if self.messages.is_some() {
+            names.push(MESSAGES);
+            names.sort_unstable();
+        }
+        names.into_iter()
+    }
+
+    fn changed(&mut self) {
+        self.json = OnceLock::new();
     }
 
     /// Applies a node's update with sherma's reducers. Nothing changes if the update is
@@ -114,7 +138,7 @@ impl State {
         if update.is_empty() {
             return Ok(());
         }
-        self.json = OnceLock::new();
+        self.changed();
         for (key, value) in update {
             if key == MESSAGES {
                 continue;
@@ -122,42 +146,42 @@ impl State {
             self.fields.insert(key.clone(), Arc::new(value.clone()));
         }
         if let Some(new) = incoming {
-            let slot = self
-                .fields
-                .entry(MESSAGES.to_owned())
-                .or_insert_with(|| Arc::new(Value::Array(Vec::new())));
-            let current = Arc::make_mut(slot);
-            if !current.is_array() {
-                // A non-list default or an earlier overwrite: start the list from scratch.
-                *current = Value::Array(Vec::new());
-            }
-            let list = current.as_array_mut().expect("just made a list");
+            self.messages_json = OnceLock::new();
+            let list = Arc::make_mut(self.messages.get_or_insert_with(Default::default));
             for msg in new {
                 let id = msg.get("id").filter(|i| !i.is_null());
                 let pos = id.and_then(|id| list.iter().position(|m| m.get("id") == Some(id)));
                 match pos {
-                    Some(i) => list[i] = msg,
-                    None => list.push(msg),
+                    Some(i) => list[i] = Arc::new(msg),
+                    None => list.push(Arc::new(msg)),
                 }
             }
         }
         Ok(())
     }
 
-    /// Set a field directly, bypassing reducers (debugger edits).
+    /// Set a field directly, bypassing reducers (declared defaults, debugger edits). For
+    /// `messages`, a list replaces the history (anything else empties it).
     pub fn replace(&mut self, name: &str, value: Value) {
-        self.json = OnceLock::new();
+        self.changed();
+        if name == MESSAGES {
+            self.messages_json = OnceLock::new();
+            let items = coerce_messages(&value).unwrap_or_default();
+            self.messages = Some(Arc::new(items.into_iter().map(Arc::new).collect()));
+            return;
+        }
         self.fields.insert(name.to_string(), Arc::new(value));
     }
 
     /// The whole state as a JSON object (shared; built once per state version).
     pub fn json(&self) -> &Value {
         self.json.get_or_init(|| {
-            let map: Map<String, Value> = self
-                .fields
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_ref().clone()))
-                .collect();
+            let mut map: Map<String, Value> = Map::new();
+            for name in self.names() {
+                if let Some(v) = self.get(name) {
+                    map.insert(name.to_string(), v.clone());
+                }
+            }
             Arc::new(Value::Object(map))
         })
     }
@@ -166,8 +190,8 @@ impl State {
     pub fn subset(&self, names: &[String]) -> Value {
         let mut m = Map::new();
         for n in names {
-            if let Some(v) = self.fields.get(n) {
-                m.insert(n.clone(), v.as_ref().clone());
+            if let Some(v) = self.get(n) {
+                m.insert(n.clone(), v.clone());
             }
         }
         Value::Object(m)
@@ -179,9 +203,9 @@ impl State {
     }
 
     /// A copy that later [`State::apply`] calls do not affect. Cheap: clones `Arc`s only, and
-    /// leaves the JSON view behind (a checkpoint must not pin a whole-state copy).
+    /// leaves the JSON views behind (a checkpoint must not pin whole-state copies).
     pub fn snapshot(&self) -> State {
-        State { fields: self.fields.clone(), json: OnceLock::new() }
+        State { fields: self.fields.clone(), messages: self.messages.clone(), messages_json: OnceLock::new(), json: OnceLock::new() }
     }
 }
 
