@@ -60,7 +60,20 @@ def _traceback_tail(e):
     return "\n".join(lines[-_TRACEBACK_LINES:])
 
 
+_RESOLVED = {}
+
+
 def resolve(path):
+    # Modules are imported once per process anyway; remember what a path named.
+    hit = _RESOLVED.get(path)
+    if hit is not None:
+        return hit
+    obj = _resolve(path)
+    _RESOLVED[path] = obj
+    return obj
+
+
+def _resolve(path):
     parts = path.split(".")
     if len(parts) < 2 or not all(p.isidentifier() for p in parts):
         raise ImportFail(
