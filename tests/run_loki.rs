@@ -497,6 +497,68 @@ replies:
 }
 
 #[test]
+fn llm_runs_python_agent_tools_from_tools_py() {
+    let g = agent(
+        r#"
+name: pytools
+start: think
+nodes:
+  think: { type: llm, prompt: hi, tools: [lookup], max_iterations: 3, next: done }
+  done: { type: end, output: "{{output}}" }
+"#,
+        &[(
+            "tools.py",
+            "def lookup(q: str, limit: int = 2) -> dict:\n    \"\"\"Find things.\"\"\"\n    return {'found': q.upper(), 'limit': limit}\n\n\ndef broken(q: str) -> str:\n    raise ValueError('no index')\n",
+        )],
+    );
+    let replies = r#"
+replies:
+  - tool_calls: [{ name: lookup, args: { q: rust } }]
+  - content: "Found it."
+"#;
+    let mut s = session(&g, "", replies, &[]);
+    s.run();
+    output(&s);
+    let reqs = llm_requests(&s);
+    assert_eq!(reqs.len(), 2);
+    let tool_msg = reqs[1].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(tool_msg["role"], json!("tool"));
+    assert_eq!(tool_msg["content"], json!(r#"{"found":"RUST","limit":2}"#));
+    let offered = s.events().into_iter().find_map(|e| match e.body {
+        EventBody::LlmRequest { tools, .. } => Some(tools),
+        _ => None,
+    });
+    let offered = offered.unwrap();
+    assert_eq!(offered[0]["description"], json!("Find things."));
+    assert_eq!(offered[0]["parameters"]["required"], json!(["q"]));
+    let result = s.events().into_iter().find_map(|e| match e.body {
+        EventBody::ToolResult { result, error, .. } => Some((result, error)),
+        _ => None,
+    });
+    assert_eq!(result, Some((json!({"found": "RUST", "limit": 2}), None)));
+
+    // A tool that raises: the model sees the error, the run goes on.
+    let g = agent(
+        r#"
+name: pytools2
+start: think
+nodes:
+  think: { type: llm, prompt: hi, tools: [broken], max_iterations: 3, next: done }
+  done: { type: end, output: "{{output}}" }
+"#,
+        &[("tools.py", "def broken(q: str) -> str:\n    raise ValueError('no index')\n")],
+    );
+    let replies = "replies:\n  - tool_calls: [{ name: broken, args: { q: x } }]\n  - content: ok\n";
+    let mut s = session(&g, "", replies, &[]);
+    s.run();
+    output(&s);
+    let reqs = llm_requests(&s);
+    let tool_msg = reqs[1].as_array().unwrap().last().unwrap().clone();
+    let text = tool_msg["content"].as_str().unwrap();
+    assert!(text.starts_with("Error: ") && text.contains("ValueError: no index"), "{text}");
+}
+
+#[test]
 fn script_failure_routes_to_fallback() {
     let g = agent(
         r#"

@@ -25,7 +25,7 @@
 //! | a map llm/agent branch can never deliver its own output (§9.2); a stale parent value of `output_key` is collected | the item's own write of `output_key` is collected; else, for llm/agent branches with `output_key: output`, the node's output; a value that was already in the parent state does not count |
 //! | `settings.timeout` is wall clock since the run started | only time spent running steps counts: time paused at a breakpoint or waiting for an answer is not charged |
 //! | approval/input ask interactively (no way to pre-supply answers headless) | they interrupt the run; answers come from the session (`--answer`, the debugger); nested runs take them from the answer queue only |
-//! | llm tools are executed | tools are offered to the model but not executed yet: every tool call gets an error tool message |
+//! | llm tools are executed | Python agent tools (`tools.py`) run through the Python bridge; shell/TypeScript tools (llm-functions/argc) and global tools get an error tool message saying so |
 //! | rag nodes retrieve from a knowledge base | rag is not supported until a later version: the node fails with a message saying so |
 //! | agent nodes run any Loki agent | only graph agents (`graph.yaml`) beside this agent or under `<agent_dir>/agents/`; an LLM-loop agent (`config.yaml`) is a clear error |
 //! | graph-level `temperature` etc. ignored by llm nodes | same (not sent: providers take no sampling options yet) |
@@ -38,6 +38,7 @@
 use crate::doc::loki::{AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody, Reducer};
 use crate::doc::{Document, load_path};
 use crate::expr::template::{self, TemplateError};
+use crate::run::pybridge::PyBridge;
 use crate::run::events::{EventBody, InterruptKind, RouteReason, RunStatus};
 use crate::run::provider::LlmRequest;
 use crate::run::script::run_script;
@@ -80,6 +81,8 @@ pub struct LokiMachine {
     outer_deadline: Option<Instant>,
     output: Value,
     done: bool,
+    /// Python agent tools (`tools.py`), one bridge shared by every fork of the run.
+    py: Arc<Mutex<Option<PyBridge>>>,
 }
 
 impl std::fmt::Debug for LokiMachine {
@@ -158,6 +161,7 @@ impl LokiMachine {
             outer_deadline: None,
             output: Value::Null,
             done: false,
+            py: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -274,7 +278,7 @@ impl LokiMachine {
             deadline = Some(deadline.map_or(o, |d| d.min(o)));
         }
         let answers = std::mem::take(&mut self.answers);
-        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline };
+        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline, py: &self.py };
         let snapshot = &self.state;
         let results: Vec<(String, NodeResult)> = if frontier.len() == 1 {
             vec![(frontier[0].clone(), ex.run_node(&frontier[0], snapshot))]
@@ -661,9 +665,61 @@ struct Exec<'a, 'c> {
     cx: &'a Cx<'c>,
     answers: &'a BTreeMap<String, String>,
     deadline: Option<Instant>,
+    py: &'a Mutex<Option<PyBridge>>,
+}
+
+/// Whether the agent's `tools.py` defines `name` at the top level.
+fn python_tool(agent_dir: &std::path::Path, name: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(agent_dir.join("tools.py")) else { return false };
+    text.lines().any(|l| {
+        let rest = l.strip_prefix("def ").or_else(|| l.strip_prefix("async def "));
+        rest.is_some_and(|r| r.trim_start().strip_prefix(name).is_some_and(|t| t.trim_start().starts_with('(')))
+    })
 }
 
 impl Exec<'_, '_> {
+    /// A tool as offered to the model: Python agent tools with their description and JSON
+    /// Schema from the bridge, others with a bare object schema.
+    fn describe_tool(&self, name: &str) -> Value {
+        let bare = json!({"name": name, "parameters": {"type": "object"}});
+        if !python_tool(&self.l.agent_dir, name) {
+            return bare;
+        }
+        let mut slot = self.py.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            match PyBridge::start(None, std::slice::from_ref(&self.l.agent_dir)) {
+                Ok(b) => *slot = Some(b),
+                Err(_) => return bare,
+            }
+        }
+        match slot.as_mut().expect("started above").describe(&format!("tools.{name}")) {
+            Ok(info) => json!({"name": name, "description": info.description, "parameters": info.schema}),
+            Err(_) => bare,
+        }
+    }
+
+    /// Run an agent tool the model called. Python tools (`tools.py`) run through the Python
+    /// bridge with the agent's directory on `sys.path`; others are refused with a message.
+    fn run_tool(&self, name: &str, args: &Value) -> Result<Value, String> {
+        let dir = &self.l.agent_dir;
+        if !python_tool(dir, name) {
+            return Err(format!(
+                "tool '{name}' cannot be executed: Switchyard runs Python agent tools (`tools.py`) but \
+                 not yet shell or TypeScript tools (llm-functions/argc) or global tools"
+            ));
+        }
+        let timeout = match self.deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => Duration::from_secs(120),
+        };
+        let mut slot = self.py.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(PyBridge::start(None, std::slice::from_ref(dir)).map_err(|e| e.to_string())?);
+        }
+        let bridge = slot.as_mut().expect("started above");
+        bridge.call(&format!("tools.{name}"), args, timeout).map_err(|e| e.to_string())
+    }
+
     fn past_deadline(&self) -> bool {
         self.deadline.is_some_and(|d| Instant::now() >= d)
     }
@@ -925,7 +981,7 @@ impl Exec<'_, '_> {
                     if provides.is_empty() { "(nothing)".to_string() } else { provides.join(", ") }
                 ));
             }
-            out.push(json!({"name": name, "parameters": {"type": "object"}}));
+            out.push(self.describe_tool(name));
         }
         Ok(out)
     }
@@ -1031,19 +1087,28 @@ impl Exec<'_, '_> {
             messages.push(json!({"role": "assistant", "content": content, "tool_calls": resp.tool_calls}));
             for call in &resp.tool_calls {
                 self.cx.emit(EventBody::ToolCall { node: id.to_string(), call: call.clone() });
-                let error = if offered.contains(&call.name.as_str()) {
-                    format!("tool '{}' cannot be executed: Switchyard does not run agent tools yet", call.name)
+                let outcome = if offered.contains(&call.name.as_str()) {
+                    self.run_tool(&call.name, &call.args)
                 } else {
-                    format!("tool '{}' is not available to this node", call.name)
+                    Err(format!("tool '{}' is not available to this node", call.name))
+                };
+                let (result, error) = match outcome {
+                    Ok(v) => (v, None),
+                    Err(e) => (Value::Null, Some(e)),
                 };
                 self.cx.emit(EventBody::ToolResult {
                     node: id.to_string(),
                     id: call.id.clone(),
                     name: call.name.clone(),
-                    result: Value::Null,
-                    error: Some(error.clone()),
+                    result: result.clone(),
+                    error: error.clone(),
                 });
-                messages.push(json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": format!("Error: {error}")}));
+                let content = match (&error, &result) {
+                    (Some(e), _) => format!("Error: {e}"),
+                    (None, Value::String(s)) => s.clone(),
+                    (None, v) => v.to_string(),
+                };
+                messages.push(json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}));
             }
         }
         Err((LlmErr::plain(format!("llm node hit max_iterations ({max}) before LLM concluded")), false))
