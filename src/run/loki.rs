@@ -39,10 +39,10 @@ use crate::doc::loki::{AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody,
 use crate::doc::{Document, load_path};
 use crate::expr::template::{self, TemplateError};
 use crate::run::pybridge::PyBridge;
-use crate::run::events::{EventBody, InterruptKind, RouteReason, RunStatus};
+use crate::run::events::{EventBody, InterruptKind, RouteReason};
 use crate::run::provider::LlmRequest;
 use crate::run::script::run_script;
-use crate::run::session::{Cx, Machine, Pending, StepOutcome};
+use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -1172,65 +1172,18 @@ impl Exec<'_, '_> {
             deadline = deadline.min(d);
         }
         child.outer_deadline = Some(deadline);
-        let ccx = self.cx.child(id);
-        ccx.emit(EventBody::RunStarted { agent: child.agent.clone(), input: Value::String(prompt) });
-        let mut step = 0u64;
-        let mut asked = 0u64;
-        loop {
-            if self.cx.stopped() {
-                return Err(format!("Agent '{name}' aborted"));
+        match run_nested(&mut child, self.cx, id, Value::String(prompt), Some(deadline)) {
+            NestedEnd::Completed(output) => Ok(output),
+            NestedEnd::Unanswered(p) => Err(format!(
+                "Agent '{name}' asks at its node '{}' ({:?}) but no answer is queued: a nested agent takes answers only from the queue (--answer)",
+                p.node, p.prompt
+            )),
+            NestedEnd::Failed { node, message } => {
+                let at = node.map(|n| format!(" at node '{n}'")).unwrap_or_default();
+                Err(format!("Agent '{name}' failed{at}: {message}"))
             }
-            if Instant::now() >= deadline {
-                return Err(format!("Agent '{name}' timed out after {timeout}s"));
-            }
-            if child.due().is_empty() {
-                return Ok(child.output.clone());
-            }
-            step += 1;
-            let scx = Cx {
-                run: ccx.run.clone(),
-                step,
-                log: ccx.log,
-                provider: ccx.provider,
-                stop: ccx.stop,
-                answers: ccx.answers,
-                depth: ccx.depth,
-            };
-            match child.step(&scx) {
-                StepOutcome::Continue => {}
-                StepOutcome::Interrupt(mut p) => {
-                    asked += 1;
-                    p.id = format!("{}#{asked}", p.node);
-                    scx.emit(EventBody::Interrupt {
-                        id: p.id.clone(),
-                        node: p.node.clone(),
-                        kind: p.kind,
-                        prompt: p.prompt.clone(),
-                        options: p.options.clone(),
-                        value: p.value.clone(),
-                    });
-                    let queued = self.cx.answers.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-                    match queued {
-                        Some(ans) => child.answer(&p, ans)?,
-                        None => {
-                            return Err(format!(
-                                "Agent '{name}' asks at its node '{}' ({:?}) but no answer is queued: a nested agent takes answers only from the queue (--answer)",
-                                p.node, p.prompt
-                            ));
-                        }
-                    }
-                }
-                StepOutcome::Finished { output } => {
-                    scx.emit(EventBody::RunFinished { status: RunStatus::Completed, state: child.state(), output: output.clone() });
-                    return Ok(output);
-                }
-                StepOutcome::Failed { node, message } => {
-                    scx.emit(EventBody::Error { node: node.clone(), message: message.clone() });
-                    scx.emit(EventBody::RunFinished { status: RunStatus::Failed, state: child.state(), output: Value::Null });
-                    let at = node.map(|n| format!(" at node '{n}'")).unwrap_or_default();
-                    return Err(format!("Agent '{name}' failed{at}: {message}"));
-                }
-            }
+            NestedEnd::Stopped => Err(format!("Agent '{name}' aborted")),
+            NestedEnd::TimedOut => Err(format!("Agent '{name}' timed out after {timeout}s")),
         }
     }
 }

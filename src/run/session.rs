@@ -29,6 +29,7 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// Called with every event as it happens (from the thread running the step).
 pub type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -236,6 +237,83 @@ impl<'a> Cx<'a> {
             stop: self.stop,
             answers: self.answers,
             depth: self.depth + 1,
+        }
+    }
+}
+
+/// How a nested run ended (see [`run_nested`]).
+#[derive(Debug)]
+pub enum NestedEnd {
+    Completed(Value),
+    /// The child asked a question and no queued answer was left.
+    Unanswered(Pending),
+    Failed { node: Option<String>, message: String },
+    Stopped,
+    TimedOut,
+}
+
+/// Run a child agent to its end inside one step of its parent (a sherma sub-agent, a Loki
+/// agent node): its events carry the run id `<parent>/<node>`, its questions take queued
+/// answers, and `deadline` bounds it. Emits the child's `run_started` … `run_finished`.
+pub fn run_nested(child: &mut dyn Machine, cx: &Cx<'_>, node: &str, input: Value, deadline: Option<Instant>) -> NestedEnd {
+    let ccx = cx.child(node);
+    ccx.emit(EventBody::RunStarted { agent: child.agent().to_string(), input });
+    let finish = |status: RunStatus, child: &dyn Machine, output: Value| {
+        ccx.emit(EventBody::RunFinished { status, state: child.state(), output });
+    };
+    let (mut step, mut asked) = (0u64, 0u64);
+    loop {
+        if cx.stopped() {
+            finish(RunStatus::Stopped, child, Value::Null);
+            return NestedEnd::Stopped;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            finish(RunStatus::Failed, child, Value::Null);
+            return NestedEnd::TimedOut;
+        }
+        if child.due().is_empty() {
+            let output = child.output();
+            finish(RunStatus::Completed, child, output.clone());
+            return NestedEnd::Completed(output);
+        }
+        step += 1;
+        let scx = Cx { step, ..cx.child(node) };
+        match child.step(&scx) {
+            StepOutcome::Continue => {}
+            StepOutcome::Finished { output } => {
+                finish(RunStatus::Completed, child, output.clone());
+                return NestedEnd::Completed(output);
+            }
+            StepOutcome::Interrupt(mut p) => {
+                asked += 1;
+                p.id = format!("{}#{asked}", p.node);
+                scx.emit(EventBody::Interrupt {
+                    id: p.id.clone(),
+                    node: p.node.clone(),
+                    kind: p.kind,
+                    prompt: p.prompt.clone(),
+                    options: p.options.clone(),
+                    value: p.value.clone(),
+                });
+                let queued = cx.answers.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                let answered = match queued {
+                    Some(a) => child.answer(&p, a),
+                    None => {
+                        finish(RunStatus::Interrupted, child, Value::Null);
+                        return NestedEnd::Unanswered(p);
+                    }
+                };
+                if let Err(message) = answered {
+                    scx.emit(EventBody::Error { node: Some(p.node.clone()), message: message.clone() });
+                    finish(RunStatus::Failed, child, Value::Null);
+                    return NestedEnd::Failed { node: Some(p.node), message };
+                }
+            }
+            StepOutcome::Failed { node, message } => {
+                scx.emit(EventBody::Error { node: node.clone(), message: message.clone() });
+                finish(RunStatus::Failed, child, Value::Null);
+                return NestedEnd::Failed { node, message };
+            }
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::graph::lower_sherma::{self, Cond, EffKind, Effective};
 use crate::graph::{END, START};
 use crate::run::events::{EventBody, InterruptKind, RouteReason};
 use crate::run::provider::{LlmRequest, ToolCall};
-use crate::run::session::{Cx, Machine, Pending, StepOutcome};
+use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use crate::run::sherma_state::{self, MESSAGES, State, message, normalize_message};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, VecDeque};
@@ -737,42 +737,16 @@ impl ShermaMachine {
         let doc = Arc::new(crate::doc::load_path(&path));
         let mut child = ShermaMachine::new(doc, None, Value::String(request.to_string()), self.shared.opts.clone())
             .map_err(|e| format!("sub-agent `{id}`: {e}"))?;
-        let ccx = cx.child(node);
-        ccx.emit(EventBody::RunStarted { agent: child.shared.agent().name.value.clone(), input: Value::String(request.into()) });
-        let mut step = 0u64;
-        let (status, output) = loop {
-            if child.due().is_empty() {
-                break (crate::run::events::RunStatus::Completed, child.output());
+        match run_nested(&mut child, cx, node, Value::String(request.to_string()), None) {
+            NestedEnd::Completed(_) => Ok(child.last_ai_text()),
+            // Upstream: a sub-agent that ends waiting for input gives an empty result.
+            NestedEnd::Unanswered(_) => Ok(None),
+            NestedEnd::Failed { node: n, message } => {
+                Err(format!("sub-agent `{id}` failed at `{}`: {message}", n.unwrap_or_default()))
             }
-            step += 1;
-            let scx = Cx { step, ..cx.child(node) };
-            match child.step(&scx) {
-                StepOutcome::Continue => {}
-                StepOutcome::Finished { output } => break (crate::run::events::RunStatus::Completed, output),
-                StepOutcome::Interrupt(p) => {
-                    let queued = cx.answers.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                    match queued {
-                        Some(a) => child.answer(&p, a)?,
-                        // Upstream: a sub-agent that ends input-required gives an empty result.
-                        None => break (crate::run::events::RunStatus::Interrupted, Value::Null),
-                    }
-                }
-                StepOutcome::Failed { node: n, message } => {
-                    ccx.emit(EventBody::Error { node: n.clone(), message: message.clone() });
-                    ccx.emit(EventBody::RunFinished {
-                        status: crate::run::events::RunStatus::Failed,
-                        state: child.state(),
-                        output: Value::Null,
-                    });
-                    return Err(format!("sub-agent `{id}` failed at `{}`: {message}", n.unwrap_or_default()));
-                }
-            }
-        };
-        ccx.emit(EventBody::RunFinished { status, state: child.state(), output: output.clone() });
-        Ok(match status {
-            crate::run::events::RunStatus::Completed => child.last_ai_text(),
-            _ => None,
-        })
+            NestedEnd::Stopped => Err(format!("sub-agent `{id}`: the run was stopped")),
+            NestedEnd::TimedOut => Err(format!("sub-agent `{id}` timed out")),
+        }
     }
 
     fn last_ai_text(&self) -> Option<String> {
@@ -1142,12 +1116,10 @@ fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n { s.to_string() } else { format!("{}…", s.chars().take(n).collect::<String>()) }
 }
 
-/// A reply as a JSON object: the whole text, or inside ``` fences.
+/// A reply as a JSON object: the whole text, or inside ``` fences (after any leading
+/// `<think>` blocks), parsed the same way as Loki's structured output.
 fn parse_json_reply(text: &str) -> Option<Value> {
-    let t = text.trim();
-    let t = t.strip_prefix("```json").or_else(|| t.strip_prefix("```")).unwrap_or(t);
-    let t = t.strip_suffix("```").unwrap_or(t).trim();
-    serde_json::from_str::<Value>(t).ok().filter(Value::is_object)
+    crate::run::loki::parse_json_loose(text).filter(Value::is_object)
 }
 
 fn sleep_unless_stopped(d: Duration, cx: &Cx<'_>) {
