@@ -1,0 +1,124 @@
+// Types of the debugger contract (docs/app-contract.md §5). Keys are snake_case as serialised by
+// the engine (src/run/events.rs, src/run/driver.rs).
+
+export interface Breakpoint {
+  node: string;
+  /** CEL (sherma) or a `{{template}}` (Loki); null/absent = always. */
+  condition?: string | null;
+  enabled: boolean;
+}
+
+export type LlmMode =
+  | { mode: 'scripted'; script?: string | null }
+  | { mode: 'none' }
+  | { mode: 'replay'; cassette: string }
+  | { mode: 'live' };
+
+export interface RunConfig {
+  agent?: string | null;
+  input?: string | null;
+  /** Initial state as a JSON object (parsed by the UI before sending). */
+  state?: unknown;
+  llm: LlmMode;
+  /** Answers for interrupts to come, in order. */
+  answers?: unknown[];
+  breakpoints: Breakpoint[];
+  break_on_error: boolean;
+  /** `continue` (F5) runs to the first stop; `step` (F10) runs one step and pauses. */
+  start: 'continue' | 'step';
+}
+
+export interface RunInfo {
+  run: string;
+  /** Where the JSONL trace is written (null when it could not be created). */
+  trace: string | null;
+  agent: string;
+  dialect: 'sherma' | 'loki';
+  /** What answers LLM calls, for the status line: "scripted: replies.yaml (3 replies)". */
+  llm: string;
+}
+
+export type PauseReason = 'breakpoint' | 'step' | 'requested' | 'error';
+export type FinishStatus = 'completed' | 'failed' | 'stopped' | 'interrupted';
+export type InterruptKind = 'interrupt' | 'approval' | 'input';
+
+export interface Pending {
+  id: string;
+  node: string;
+  kind: InterruptKind;
+  prompt: string;
+  options: string[];
+  value: unknown;
+  default?: string | null;
+  /** Loki input `validation` rule text, shown as a hint. */
+  validation?: string | null;
+}
+
+/** The driver's status, sent with batches whenever it changes. */
+export interface RunStatusInfo {
+  state: 'running' | 'ready' | 'paused' | 'interrupted' | 'finished';
+  /** Steps completed so far. */
+  step: number;
+  /** Nodes due next. */
+  due: string[];
+  reason?: PauseReason | null;
+  pending?: Pending | null;
+  status?: FinishStatus | null;
+  output?: unknown;
+  /** The failure that ended (or, with break-on-error, paused) the run. */
+  error?: { node: string | null; message: string } | null;
+}
+
+export interface RunBatch {
+  run: string;
+  events: DebugEvent[];
+  status: RunStatusInfo | null;
+}
+
+export type RouteReason =
+  | { type: 'static' }
+  | { type: 'branch'; index: number; condition: string }
+  | { type: 'default' }
+  | { type: '_next' }
+  | { type: 'fallback' }
+  | { type: 'on_other' }
+  | { type: 'route_option'; option: string };
+
+export interface ToolCallInfo {
+  id: string;
+  name: string;
+  args: unknown;
+}
+
+export interface TokenUsage {
+  input: number;
+  output: number;
+}
+
+interface EventBase {
+  run: string;
+  ts_ms: number;
+}
+
+export type DebugEvent = EventBase &
+  (
+    | { event: 'run_started'; agent: string; input: unknown }
+    | { event: 'node_enter'; step: number; node: string; kind: string }
+    | { event: 'node_exit'; step: number; node: string; update: unknown; duration_ms: number }
+    | { event: 'route'; from: string; to: string; reason: RouteReason }
+    | { event: 'llm_request'; node: string; messages: unknown; tools: unknown }
+    | { event: 'llm_response'; node: string; content?: string | null; tool_calls?: ToolCallInfo[]; usage?: TokenUsage }
+    | { event: 'tool_call'; node: string; call: ToolCallInfo }
+    | { event: 'tool_result'; node: string; id: string; name: string; result?: unknown; error?: string | null }
+    | { event: 'interrupt'; id: string; node: string; kind: InterruptKind; prompt: string; options?: string[]; value?: unknown; default?: string | null; validation?: string | null }
+    | { event: 'state_edited'; key: string; value: unknown }
+    | { event: 'rewound'; step: number }
+    | { event: 'paused'; reason: PauseReason }
+    | { event: 'error'; node?: string | null; message: string }
+    | { event: 'run_finished'; status: FinishStatus; state: unknown; output: unknown }
+  );
+
+export interface TraceFile {
+  path: string;
+  events: DebugEvent[];
+}
