@@ -1,6 +1,10 @@
 // The only module that talks to Tauri. Everything else uses the `Backend` interface, so tests can
 // run the UI against `createFakeBackend()`.
 import type { DocumentChanged, EditOp, ExprError, Pos, View } from './types';
+import type { Breakpoint, RunBatch, RunConfig, RunInfo, TraceFile } from './debug/types';
+
+/** `run_control` actions (docs/app-contract.md §5.1). */
+export type RunAction = 'continue' | 'step' | 'pause' | 'stop' | 'restart';
 
 export interface Backend {
   openPath(path: string): Promise<View>;
@@ -24,6 +28,25 @@ export interface Backend {
   onDocumentChanged(cb: (e: DocumentChanged) => void): Promise<() => void>;
   /** Subscribe to OS file drops on the webview; returns an unsubscribe function. */
   onFileDrop(cb: (paths: string[]) => void): Promise<() => void>;
+
+  // The debugger (docs/app-contract.md §5).
+  /** Start a run of the open document's current text (stops any earlier run). */
+  runStart(config: RunConfig): Promise<RunInfo>;
+  runControl(action: RunAction): Promise<null>;
+  /** Replace the breakpoints; a bad condition is refused (works while running). */
+  runBreakpoints(bps: Breakpoint[], breakOnError: boolean): Promise<null>;
+  /** Answer the pending interrupt `id`; refused answers leave it pending. */
+  runAnswer(id: string, value: unknown): Promise<null>;
+  /** Change one top-level state value (paused / interrupted only). */
+  runEditState(key: string, value: unknown): Promise<null>;
+  /** The state after `step` steps (0 = initial). */
+  runStateAt(step: number): Promise<Record<string, unknown>>;
+  /** Go back to the checkpoint after `step` (a fork); the run is paused there. */
+  runRewind(step: number): Promise<null>;
+  /** Read a JSONL trace (`null` path = file dialog); null when the dialog was cancelled. */
+  openTrace(path: string | null): Promise<TraceFile | null>;
+  /** Subscribe to `run-events` batches; returns an unsubscribe function. */
+  onRunEvents(cb: (b: RunBatch) => void): Promise<() => void>;
 }
 
 /** Normalise whatever a command rejected with into `{message}`. */
@@ -84,6 +107,18 @@ export function createTauriBackend(): Backend {
         if (ev.payload.type === 'drop' && ev.payload.paths.length > 0) cb(ev.payload.paths);
       });
     },
+    runStart: (config) => call('run_start', { config }),
+    runControl: (action) => call('run_control', { action }),
+    runBreakpoints: (breakpoints, breakOnError) => call('run_breakpoints', { breakpoints, breakOnError }),
+    runAnswer: (id, value) => call('run_answer', { id, value }),
+    runEditState: (key, value) => call('run_edit_state', { key, value }),
+    runStateAt: (step) => call('run_state_at', { step }),
+    runRewind: (step) => call('run_rewind', { step }),
+    openTrace: (path) => call('open_trace', { path }),
+    async onRunEvents(cb) {
+      const { listen } = await import('@tauri-apps/api/event');
+      return listen<RunBatch>('run-events', (ev) => cb(ev.payload));
+    },
   };
 }
 
@@ -108,6 +143,18 @@ export interface FakeBackend extends Backend {
   drop(paths: string[]): void;
   disk: string | null;
   exprErrors: (kind: string, text: string) => ExprError[];
+
+  // Scripted debugger runs (tests drive a run by pushing batches).
+  /** Push a `run-events` batch to the subscribers. */
+  emitRun(batch: RunBatch): void;
+  /** States served by `runStateAt(step)`; a missing step is refused like the engine does. */
+  runStates: Record<number, Record<string, unknown>>;
+  /** What `openTrace` returns (null = the dialog was cancelled). */
+  trace: TraceFile | null;
+  /** Fields laid over the `RunInfo` returned by `runStart` (the run id is `fake-run-<n>`). */
+  runInfo: Partial<RunInfo>;
+  /** The id of the latest run started. */
+  lastRun: string | null;
 }
 
 function clone<T>(v: T): T {
@@ -117,6 +164,8 @@ function clone<T>(v: T): T {
 export function createFakeBackend(initial: View | null = null, recent: string[] = []): FakeBackend {
   const listeners = new Set<(e: DocumentChanged) => void>();
   const dropListeners = new Set<(p: string[]) => void>();
+  const runListeners = new Set<(b: RunBatch) => void>();
+  let runSeq = 0;
   const failures = new Map<string, unknown>();
   const undoStack: View[] = [];
   const redoStack: View[] = [];
@@ -144,6 +193,14 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     },
     drop(paths) {
       dropListeners.forEach((l) => l(paths));
+    },
+    runStates: {},
+    trace: null,
+    runInfo: {},
+    lastRun: null,
+    emitRun(batch) {
+      const b = clone(batch);
+      runListeners.forEach((l) => l(b));
     },
     openPath: (path) => run('open_path', { path }, () => requireView()),
     openDialog: () => run('open_dialog', undefined, () => fake.view),
@@ -212,6 +269,36 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     async onFileDrop(cb) {
       dropListeners.add(cb);
       return () => dropListeners.delete(cb);
+    },
+    runStart: (config) =>
+      run('run_start', { config }, () => {
+        runSeq += 1;
+        const info: RunInfo = {
+          run: `fake-run-${runSeq}`,
+          trace: null,
+          agent: config.agent ?? fake.view?.agent ?? 'agent',
+          dialect: fake.view?.dialect === 'loki' ? 'loki' : 'sherma',
+          llm: 'scripted: replies.yaml',
+          ...fake.runInfo,
+        };
+        fake.lastRun = info.run;
+        return info;
+      }),
+    runControl: (action) => run('run_control', { action }, () => null),
+    runBreakpoints: (breakpoints, breakOnError) => run('run_breakpoints', { breakpoints, breakOnError }, () => null),
+    runAnswer: (id, value) => run('run_answer', { id, value }, () => null),
+    runEditState: (key, value) => run('run_edit_state', { key, value }, () => null),
+    runStateAt: (step) =>
+      run('run_state_at', { step }, () => {
+        const st = fake.runStates[step];
+        if (!st) throw { message: `no checkpoint after step ${step}` };
+        return st;
+      }),
+    runRewind: (step) => run('run_rewind', { step }, () => null),
+    openTrace: (path) => run('open_trace', { path }, () => fake.trace),
+    async onRunEvents(cb) {
+      runListeners.add(cb);
+      return () => runListeners.delete(cb);
     },
   };
 

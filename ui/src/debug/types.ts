@@ -95,6 +95,13 @@ export interface TokenUsage {
   output: number;
 }
 
+/** Token usage as the engine serialises it in `llm_response` (src/run/provider.rs). The view
+ *  models normalise it to `TokenUsage` (`normUsage` in ./model.ts). */
+export interface WireTokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
 interface EventBase {
   run: string;
   ts_ms: number;
@@ -107,7 +114,7 @@ export type DebugEvent = EventBase &
     | { event: 'node_exit'; step: number; node: string; update: unknown; duration_ms: number }
     | { event: 'route'; from: string; to: string; reason: RouteReason }
     | { event: 'llm_request'; node: string; messages: unknown; tools: unknown }
-    | { event: 'llm_response'; node: string; content?: string | null; tool_calls?: ToolCallInfo[]; usage?: TokenUsage }
+    | { event: 'llm_response'; node: string; content?: string | null; tool_calls?: ToolCallInfo[]; usage?: WireTokenUsage | TokenUsage }
     | { event: 'tool_call'; node: string; call: ToolCallInfo }
     | { event: 'tool_result'; node: string; id: string; name: string; result?: unknown; error?: string | null }
     | { event: 'interrupt'; id: string; node: string; kind: InterruptKind; prompt: string; options?: string[]; value?: unknown; default?: string | null; validation?: string | null }
