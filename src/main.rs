@@ -321,8 +321,8 @@ fn cmd_run(a: RunArgs) -> ExitCode {
                 match answer {
                     Some(v) => {
                         if let Err(e) = session.answer(&pending.id, v) {
-                            eprintln!("error: {e}");
-                            return ExitCode::from(2);
+                            // Refused (e.g. an input that fails its validation): ask again.
+                            eprintln!("{e}; try again");
                         }
                     }
                     None => {

@@ -352,11 +352,15 @@ fn input_default_and_validation() {
     s.run();
     assert_eq!(output(&s), json!("hi Ada"));
     assert_eq!(visited(&s.events()), ["name", "done"], "only the first `next` is followed");
-    let prompt = s.events().into_iter().find_map(|e| match e.body {
-        EventBody::Interrupt { prompt, .. } => Some(prompt),
+    let asked = s.events().into_iter().find_map(|e| match e.body {
+        EventBody::Interrupt { prompt, default, validation, .. } => Some((prompt, default, validation)),
         _ => None,
     });
-    assert_eq!(prompt.as_deref(), Some("Your name? [default: Ada]"));
+    assert_eq!(
+        asked,
+        Some(("Your name?".to_string(), Some("Ada".to_string()), Some("len(input) > 2".to_string()))),
+        "the question, its default and its rule travel separately"
+    );
 
     let mut s = session(&g, "", NO_REPLIES, &["Grace"]);
     s.run();
@@ -366,6 +370,17 @@ fn input_default_and_validation() {
     s.run();
     assert_eq!(failure(&s), "Input failed validation 'len(input) > 2' (got 2 chars)");
     assert_eq!(s.failure().unwrap().0.as_deref(), Some("name"));
+
+    // Answered through the session (the app's dialog), a failing answer is refused and the
+    // question stays open; a good one goes through.
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    let Status::Interrupted { pending } = s.run().clone() else { panic!("expected the question: {}", dump(&s)) };
+    let e = s.answer(&pending.id, json!("Al")).unwrap_err();
+    assert_eq!(e, "Input failed validation 'len(input) > 2' (got 2 chars)");
+    assert!(matches!(s.status(), Status::Interrupted { .. }), "still waiting after a refused answer");
+    s.answer(&pending.id, json!("Grace")).unwrap();
+    s.run();
+    assert_eq!(output(&s), json!("hi Grace"));
 }
 
 const SCHEMA_GRAPH: &str = r#"

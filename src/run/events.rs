@@ -90,6 +90,12 @@ pub enum EventBody {
         /// the prompt is all there is.
         #[serde(default, skip_serializing_if = "Value::is_null")]
         value: Value,
+        /// The answer an empty reply stands for (Loki input `default`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default: Option<String>,
+        /// The rule an answer must pass (Loki input `validation`), shown as a hint.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        validation: Option<String>,
     },
     /// The user changed a state value while the run was paused.
     StateEdited {
@@ -354,6 +360,8 @@ mod tests {
                     prompt: "Deploy?".into(),
                     options: vec!["yes".into(), "no".into()],
                     value: Value::Null,
+                    default: None,
+                    validation: None,
                 }),
                 with(
                     "interrupt",
@@ -408,7 +416,7 @@ mod tests {
             assert_eq!(Event::from_json_line(&e.to_json_line()).unwrap(), e);
         }
         for k in [InterruptKind::Interrupt, InterruptKind::Approval, InterruptKind::Input] {
-            let e = ev(EventBody::Interrupt { id: "i".into(), node: "n".into(), kind: k, prompt: "?".into(), options: vec![], value: json!({"q": 1}) });
+            let e = ev(EventBody::Interrupt { id: "i".into(), node: "n".into(), kind: k, prompt: "?".into(), options: vec![], value: json!({"q": 1}), default: Some("d".into()), validation: None });
             assert_eq!(Event::from_json_line(&e.to_json_line()).unwrap(), e);
         }
     }

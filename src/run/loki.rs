@@ -243,18 +243,16 @@ impl LokiMachine {
                         options: a.options.iter().map(|o| o.value.clone()).collect(),
                         value: Value::Null,
                         default: None,
+                        validation: None,
                     });
                 }
                 NodeBody::Input(i) => {
                     let q = i.question.as_ref().map(|t| t.text.as_str()).unwrap_or("");
-                    let mut prompt = match scope.strict(q) {
+                    let prompt = match scope.strict(q) {
                         Ok(p) => p,
                         Err(e) => return Self::failed(Some(id), format!("Failed to interpolate input question: {e}")),
                     };
                     let default = i.default.as_ref().map(|d| scope.lenient(&d.text)).filter(|d| !d.is_empty());
-                    if let Some(d) = &default {
-                        prompt.push_str(&format!(" [default: {d}]"));
-                    }
                     return StepOutcome::Interrupt(Pending {
                         id: String::new(),
                         node: id.clone(),
@@ -263,6 +261,7 @@ impl LokiMachine {
                         options: Vec::new(),
                         value: Value::Null,
                         default,
+                        validation: i.validation.as_ref().map(|v| v.value.clone()),
                     });
                 }
                 _ => {}
@@ -371,6 +370,17 @@ impl Machine for LokiMachine {
             Value::Null => String::new(),
             other => other.to_string(),
         };
+        // An input answer that fails the node's validation is refused here, so the question
+        // stays open and the user can answer again (upstream re-asks on the terminal).
+        if let Some(NodeBody::Input(i)) = self.loki().node(&pending.node).map(|n| &n.body) {
+            if let Some(v) = &i.validation {
+                let effective = if text.is_empty() { pending.default.clone().unwrap_or_default() } else { text.clone() };
+                let check = template::check_input_validation(&v.value)?;
+                if !check.check(&effective) {
+                    return Err(template::input_validation_error(&v.value, &effective));
+                }
+            }
+        }
         self.answers.insert(pending.node.clone(), text);
         Ok(())
     }

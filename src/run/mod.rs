@@ -11,3 +11,4 @@ pub mod sherma;
 pub mod launch;
 pub mod narrate;
 pub mod loki;
+pub mod driver;

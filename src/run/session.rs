@@ -52,6 +52,25 @@ pub struct Pending {
     /// A default answer (Loki input `default`), used for an empty answer.
     #[serde(default)]
     pub default: Option<String>,
+    /// The rule an answer must pass (Loki input `validation`).
+    #[serde(default)]
+    pub validation: Option<String>,
+}
+
+impl Pending {
+    /// The `interrupt` event announcing this question.
+    pub fn event(&self) -> EventBody {
+        EventBody::Interrupt {
+            id: self.id.clone(),
+            node: self.node.clone(),
+            kind: self.kind,
+            prompt: self.prompt.clone(),
+            options: self.options.clone(),
+            value: self.value.clone(),
+            default: self.default.clone(),
+            validation: self.validation.clone(),
+        }
+    }
 }
 
 /// What one step did.
@@ -287,14 +306,7 @@ pub fn run_nested(child: &mut dyn Machine, cx: &Cx<'_>, node: &str, input: Value
             StepOutcome::Interrupt(mut p) => {
                 asked += 1;
                 p.id = format!("{}#{asked}", p.node);
-                scx.emit(EventBody::Interrupt {
-                    id: p.id.clone(),
-                    node: p.node.clone(),
-                    kind: p.kind,
-                    prompt: p.prompt.clone(),
-                    options: p.options.clone(),
-                    value: p.value.clone(),
-                });
+                scx.emit(p.event());
                 let queued = cx.answers.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
                 let answered = match queued {
                     Some(a) => child.answer(&p, a),
@@ -405,6 +417,9 @@ pub struct RunSession {
 enum Mode {
     Continue,
     Step,
+    /// Like `Continue`, but hand control back (status `Ready`, no event) once the instant has
+    /// passed, so a driver can serve queries and commands between steps.
+    Until(Instant),
 }
 
 impl RunSession {
@@ -505,6 +520,12 @@ impl RunSession {
     /// Run one step, then pause (or stop earlier for the same reasons as [`RunSession::run`]).
     pub fn step(&mut self) -> &Status {
         self.run_until(Mode::Step)
+    }
+
+    /// Like [`RunSession::run`], but return with status `Ready` (and no event) once `budget` has
+    /// passed after a completed step. Calling it again goes on where it left off.
+    pub fn run_for(&mut self, budget: std::time::Duration) -> &Status {
+        self.run_until(Mode::Until(Instant::now() + budget))
     }
 
     /// Answer the pending interrupt `id`. The run stays put until `run`/`step`.
@@ -714,6 +735,11 @@ impl RunSession {
                         self.pause(PauseReason::Step);
                         return &self.status;
                     }
+                    if let Mode::Until(deadline) = mode {
+                        if Instant::now() >= deadline {
+                            return &self.status;
+                        }
+                    }
                 }
                 StepOutcome::Interrupt(mut pending) => {
                     // The machine stays before the node; this step did not complete.
@@ -722,17 +748,7 @@ impl RunSession {
                     if pending.id.is_empty() {
                         pending.id = format!("{}#{}", pending.node, self.interrupt_seq);
                     }
-                    self.log.emit(
-                        &self.id,
-                        EventBody::Interrupt {
-                            id: pending.id.clone(),
-                            node: pending.node.clone(),
-                            kind: pending.kind,
-                            prompt: pending.prompt.clone(),
-                            options: pending.options.clone(),
-                            value: pending.value.clone(),
-                        },
-                    );
+                    self.log.emit(&self.id, pending.event());
                     // Do not stop again at a breakpoint on the node being resumed.
                     self.resume_past_break = true;
                     self.status = Status::Interrupted { pending };
@@ -769,6 +785,11 @@ impl RunSession {
 
     fn finish_failed_quiet(&mut self) {
         self.finish(RunStatus::Failed, Value::Null);
+    }
+
+    /// The latest node failure: the one that ended the run, or the one break-on-error paused at.
+    pub fn last_failure(&self) -> Option<&(Option<String>, String)> {
+        self.failure.as_ref()
     }
 
     /// The failure that ended the run: (node, message).

@@ -374,6 +374,7 @@ impl ShermaMachine {
                     options: Vec::new(),
                     value: v,
                     default: None,
+                    validation: None,
                 }))
             }
             NodeArgs::LoadSkills { skill_ids } => {

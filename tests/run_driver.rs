@@ -1,0 +1,239 @@
+//! The threaded run driver the desktop debugger uses: batches, status changes, controls from
+//! another thread (pause latency), requests served while running, answers, state edits,
+//! rewind, restart, traces.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use switchyard::doc::load_str;
+use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, StatusInfo, read_trace, wait_for};
+use switchyard::run::provider::NoProvider;
+use switchyard::run::session::{Breakpoint, RunOptions, RunSession};
+use switchyard::run::sherma::{ShermaMachine, ShermaOptions};
+
+/// Counts to `limit` (a loop of two nodes), so a run has `2 * limit` steps.
+fn counter(limit: u64) -> String {
+    format!(
+        r#"
+manifest_version: 1
+agents:
+  counter:
+    langgraph_config: {{recursion_limit: 100000000}}
+    state:
+      fields:
+        - {{name: count, type: int, default: 0}}
+        - {{name: mode, type: str, default: "a"}}
+    graph:
+      entry_point: inc
+      nodes:
+        - name: inc
+          type: set_state
+          args: {{values: {{count: "state.count + 1"}}}}
+        - name: check
+          type: data_transform
+          args: {{expression: '{{"mode": state.mode}}'}}
+        - name: ask
+          type: interrupt
+          args: {{value: '"continue?"'}}
+      edges:
+        - {{source: inc, target: check}}
+        - source: check
+          branches:
+            - {{condition: 'state.mode == "ask"', target: ask}}
+            - {{condition: "state.count < {limit}", target: inc}}
+          default: __end__
+        - {{source: ask, target: inc}}
+"#
+    )
+}
+
+struct Seen {
+    batches: Mutex<Vec<Batch>>,
+}
+
+impl Seen {
+    fn statuses(&self) -> Vec<StatusInfo> {
+        self.batches.lock().unwrap().iter().filter_map(|b| b.status.clone()).collect()
+    }
+    fn last(&self) -> Option<StatusInfo> {
+        self.statuses().last().cloned()
+    }
+    fn events(&self) -> Vec<Value> {
+        self.batches.lock().unwrap().iter().flat_map(|b| b.events.clone()).collect()
+    }
+    fn kinds(&self, kind: &str) -> usize {
+        self.events().iter().filter(|e| e["event"] == kind).count()
+    }
+}
+
+fn drive(yaml: &str, start: Option<Control>, bps: Vec<Breakpoint>, trace: Option<std::path::PathBuf>) -> (Driver, Arc<Seen>) {
+    let seen = Arc::new(Seen { batches: Mutex::new(Vec::new()) });
+    let s2 = seen.clone();
+    let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), yaml));
+    let mut options = RunOptions::new(Box::new(NoProvider));
+    options.breakpoints = bps;
+    let d = Driver::start(
+        move |opts| {
+            let m = ShermaMachine::new(doc, None, Value::Null, ShermaOptions::default())?;
+            Ok(RunSession::new(Box::new(m), Value::Null, opts))
+        },
+        options,
+        DriverOptions { start, trace, ..Default::default() },
+        Arc::new(move |b| s2.batches.lock().unwrap().push(b)),
+    )
+    .expect("driver");
+    (d, seen)
+}
+
+fn wait_state(seen: &Seen, state: &str) -> StatusInfo {
+    assert!(
+        wait_for(Duration::from_secs(20), || seen.last().is_some_and(|s| s.state == state)),
+        "never reached {state}; last status {:?}",
+        seen.last()
+    );
+    seen.last().unwrap()
+}
+
+#[test]
+fn runs_to_the_end_and_sends_events_in_order() {
+    let (_d, seen) = drive(&counter(3), Some(Control::Continue), vec![], None);
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.status, Some(switchyard::run::events::RunStatus::Completed));
+    assert_eq!(st.step, 6);
+    assert!(wait_for(Duration::from_secs(2), || seen.kinds("run_finished") == 1));
+    let events = seen.events();
+    assert_eq!(events[0]["event"], "run_started");
+    assert_eq!(events.last().unwrap()["event"], "run_finished");
+    assert_eq!(seen.kinds("node_enter"), 6);
+    // The status went through running before finishing.
+    assert!(seen.statuses().iter().any(|s| s.state == "running"));
+}
+
+#[test]
+fn breakpoint_then_step_then_continue() {
+    let (d, seen) = drive(&counter(3), Some(Control::Continue), vec![Breakpoint::on("check")], None);
+    let st = wait_state(&seen, "paused");
+    assert_eq!(st.reason, Some(switchyard::run::events::PauseReason::Breakpoint));
+    assert_eq!(st.due, vec!["check".to_string()]);
+    assert_eq!(st.step, 1);
+    d.control(Control::Step);
+    assert!(wait_for(Duration::from_secs(5), || seen.last().is_some_and(|s| s.step == 2)));
+    assert_eq!(seen.last().unwrap().reason, Some(switchyard::run::events::PauseReason::Step));
+    // State requests are served while paused.
+    assert_eq!(d.state_at(1).unwrap()["count"], json!(1));
+    assert_eq!(d.state_at(0).unwrap()["count"], json!(0));
+    assert!(d.state_at(99).unwrap_err().contains("no state is kept for step 99"));
+    d.set_breakpoints(vec![], false).unwrap();
+    d.control(Control::Continue);
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.step, 6);
+}
+
+#[test]
+fn bad_breakpoint_condition_is_refused_with_the_node_named() {
+    let (d, seen) = drive(&counter(2), None, vec![], None);
+    wait_state(&seen, "ready");
+    let e = d.set_breakpoints(vec![Breakpoint::when("inc", "state.count ==")], false).unwrap_err();
+    assert!(e.contains("breakpoint on `inc`"), "{e}");
+}
+
+#[test]
+fn conditional_breakpoint_stops_on_the_third_iteration() {
+    let (d, seen) = drive(&counter(5), Some(Control::Continue), vec![Breakpoint::when("inc", "state.count == 2")], None);
+    let st = wait_state(&seen, "paused");
+    assert_eq!(st.due, vec!["inc".to_string()]);
+    assert_eq!(d.state_at(st.step).unwrap()["count"], json!(2));
+    assert_eq!(st.step, 4, "two iterations of inc+check ran before the third");
+}
+
+#[test]
+fn edit_state_while_paused_changes_the_route_and_answers_resume() {
+    let (d, seen) = drive(&counter(3), Some(Control::Continue), vec![Breakpoint::on("check")], None);
+    wait_state(&seen, "paused");
+    d.edit_state("mode", json!("ask")).unwrap();
+    d.set_breakpoints(vec![], false).unwrap();
+    d.control(Control::Continue);
+    let st = wait_state(&seen, "interrupted");
+    let pending = st.pending.expect("pending");
+    assert_eq!(pending.node, "ask");
+    assert!(seen.events().iter().any(|e| e["event"] == "route" && e["to"] == "ask"));
+    assert!(d.answer("nope", json!("x")).unwrap_err().contains("waiting for"));
+    d.edit_state("mode", json!("a")).unwrap();
+    d.answer(&pending.id, json!("yes")).unwrap();
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.status, Some(switchyard::run::events::RunStatus::Completed));
+    assert!(seen.kinds("state_edited") == 2);
+}
+
+#[test]
+fn edits_are_refused_while_running_and_rewind_forks() {
+    let (d, seen) = drive(&counter(3), Some(Control::Step), vec![], None);
+    wait_state(&seen, "paused");
+    d.control(Control::Step);
+    d.control(Control::Step);
+    assert!(wait_for(Duration::from_secs(5), || seen.last().is_some_and(|s| s.step == 3 && s.state == "paused")));
+    d.rewind(1).unwrap();
+    let st = seen.last().unwrap();
+    assert_eq!((st.state.as_str(), st.step), ("paused", 1));
+    assert!(seen.events().iter().any(|e| e["event"] == "rewound" && e["step"] == 1));
+    d.control(Control::Continue);
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.step, 6);
+    assert!(d.rewind(50).unwrap_err().contains("no checkpoint after step 50"));
+    d.control(Control::Restart);
+    assert!(wait_for(Duration::from_secs(5), || seen.kinds("run_finished") == 2));
+    assert!(seen.events().iter().any(|e| e["event"] == "rewound" && e["step"] == 0));
+}
+
+#[test]
+fn pause_from_another_thread_stops_a_long_run_quickly_and_batches_stay_few() {
+    let (d, seen) = drive(&counter(1_000_000), Some(Control::Continue), vec![], None);
+    assert!(wait_for(Duration::from_secs(10), || seen.events().len() > 3_000), "run did not get going");
+    let t0 = Instant::now();
+    d.control(Control::Pause);
+    let st = wait_state(&seen, "paused");
+    let latency = t0.elapsed();
+    assert_eq!(st.reason, Some(switchyard::run::events::PauseReason::Requested));
+    assert!(latency < Duration::from_millis(500), "pause took {latency:?}");
+    // Requests are served between slices while running, too.
+    d.control(Control::Continue);
+    assert!(wait_for(Duration::from_secs(5), || seen.last().is_some_and(|s| s.state == "running")));
+    let t1 = Instant::now();
+    let state = d.state_at(0).unwrap();
+    assert_eq!(state["count"], json!(0));
+    assert!(t1.elapsed() < Duration::from_secs(1));
+    let steps = seen.kinds("node_enter");
+    let batches = seen.batches.lock().unwrap().len();
+    assert!(batches * 20 < steps, "{batches} batches for {steps} steps: events are not batched");
+    d.control(Control::Stop);
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.status, Some(switchyard::run::events::RunStatus::Stopped));
+}
+
+#[test]
+fn trace_is_written_and_read_back() {
+    let dir = std::env::temp_dir().join(format!("sy-driver-{}", std::process::id()));
+    let path = dir.join("counter-run.jsonl");
+    let (d, seen) = drive(&counter(2), Some(Control::Continue), vec![], Some(path.clone()));
+    wait_state(&seen, "finished");
+    drop(d);
+    let events = read_trace(&path).unwrap();
+    assert_eq!(events.len(), seen.events().len());
+    assert_eq!(events.first().unwrap()["event"], "run_started");
+    assert_eq!(events.last().unwrap()["event"], "run_finished");
+    std::fs::write(dir.join("bad.jsonl"), "{\"event\":\"run_started\"}\nnot json\n").unwrap();
+    let e = read_trace(&dir.join("bad.jsonl")).unwrap_err();
+    assert!(e.contains("bad.jsonl:2:"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dropping_the_driver_stops_the_run() {
+    let (d, seen) = drive(&counter(10_000_000), Some(Control::Continue), vec![], None);
+    assert!(wait_for(Duration::from_secs(10), || seen.kinds("node_enter") > 100));
+    let t0 = Instant::now();
+    drop(d);
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    assert_eq!(seen.last().unwrap().status, Some(switchyard::run::events::RunStatus::Stopped));
+}
