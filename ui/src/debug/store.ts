@@ -1,0 +1,652 @@
+// The debugger store: one zustand store per app instance, beside the app store (../store.ts).
+// It drives runs through the backend (docs/app-contract.md §5), folds `run-events` batches into a
+// `RunModel` (./model.ts) once per animation frame, and keeps what the debugger views show: the
+// status, the selected step and its state (with the diff from the step before), the interrupt
+// dialog, breakpoints, earlier runs to compare.
+import { createContext, useContext } from 'react';
+import { createStore, useStore, type StoreApi } from 'zustand';
+import { errorMessage, type Backend, type RunAction } from '../backend';
+import type { AppState } from '../store';
+import {
+  applyStatus,
+  diffState,
+  emptyModel,
+  foldEvents,
+  guessDialect,
+  lastDoneStep,
+  lastStep,
+  modelEvents,
+  reconstructState,
+  type DiffEntry,
+  type RunModel,
+} from './model';
+import type { Breakpoint, DebugEvent, Pending, RunBatch, RunConfig, RunInfo, RunStatusInfo } from './types';
+
+export type DebugMode = 'idle' | 'live' | 'review';
+export type PanelTab = 'timeline' | 'state' | 'calls';
+
+export interface HistoryEntry {
+  label: string;
+  model: RunModel;
+  /** The dialect of the run (for rebuilding its states from its events). */
+  dialect?: 'sherma' | 'loki';
+}
+
+export interface StateView {
+  /** The step whose state is shown (after `step` steps; 0 = initial). */
+  step: number;
+  state: Record<string, unknown> | null;
+  /** The state after `step - 1` (null for step 0). */
+  prev: Record<string, unknown> | null;
+  diff: DiffEntry[];
+  loading: boolean;
+  error: string | null;
+}
+
+export interface DebugState {
+  mode: DebugMode;
+  /** The run configuration (kept across runs). `breakpoints`/`break_on_error`/`start` are
+   *  filled from the store when a run starts. */
+  config: RunConfig;
+  info: RunInfo | null;
+  status: RunStatusInfo | null;
+  model: RunModel;
+  /** Earlier runs and runs before a rewind, newest first (max 10). */
+  history: HistoryEntry[];
+  /** Index into `history` being viewed; null = the current run. */
+  viewing: number | null;
+  breakpoints: Breakpoint[];
+  breakOnError: boolean;
+  /** The step selected in the timeline; null = follow the latest. */
+  selectedStep: number | null;
+  stateView: StateView | null;
+  dialogOpen: boolean;
+  configOpen: boolean;
+  panelTab: PanelTab;
+  answerError: string | null;
+  configError: string | null;
+  /** A `run_start` is in flight. */
+  starting: boolean;
+
+  start(mode?: 'continue' | 'step'): Promise<void>;
+  continue(): Promise<void>;
+  step(): Promise<void>;
+  pause(): Promise<void>;
+  stop(): Promise<void>;
+  restart(): Promise<void>;
+  toggleBreakpoint(node: string): Promise<void>;
+  /** Set (or clear, with null/"") a breakpoint's condition, adding the breakpoint if needed.
+   *  Returns the refusal message, or null when saved. */
+  setBreakpointCondition(node: string, condition: string | null): Promise<string | null>;
+  setBreakpointEnabled(node: string, enabled: boolean): Promise<void>;
+  setBreakOnError(on: boolean): Promise<void>;
+  setConfig(partial: Partial<RunConfig>): void;
+  openConfig(open: boolean): void;
+  /** Answer the pending interrupt; false (dialog kept open, `answerError` set) when refused. */
+  answer(value: unknown): Promise<boolean>;
+  cancelDialog(): void;
+  reopenDialog(): void;
+  /** Validate `jsonText`, send it as the new value of `key`; returns an error message or null. */
+  editState(key: string, jsonText: string): Promise<string | null>;
+  selectStep(step: number | null): Promise<void>;
+  rewind(step: number): Promise<void>;
+  openTrace(path?: string | null): Promise<void>;
+  viewHistory(index: number | null): void;
+  setPanelTab(tab: PanelTab): void;
+  /** Queue a `run-events` batch (folded on the next animation frame, or by `flush`). */
+  receive(batch: RunBatch): void;
+  /** Fold every queued batch now. */
+  flush(): void;
+  /** Reload `stateView` for the selected (or latest) step. */
+  refreshState(): Promise<void>;
+}
+
+export const defaultRunConfig = (): RunConfig => ({
+  agent: null,
+  input: null,
+  llm: { mode: 'scripted' },
+  answers: [],
+  breakpoints: [],
+  break_on_error: false,
+  start: 'continue',
+});
+
+/** The model shown: the history entry being viewed, or the current run. */
+export function shownModel(s: DebugState): RunModel {
+  return s.viewing != null ? (s.history[s.viewing]?.model ?? s.model) : s.model;
+}
+
+/** The question the run waits for (null when it does not). */
+export function currentPending(s: DebugState): Pending | null {
+  if (s.status?.state === 'interrupted' && s.status.pending) return s.status.pending;
+  return s.model.pending;
+}
+
+/** The latest step of the run shown (steps completed). */
+export function latestStep(s: DebugState): number {
+  if (s.viewing == null && s.mode === 'live' && s.status) return s.status.step;
+  const m = shownModel(s);
+  return Math.max(lastDoneStep(m), s.viewing == null && s.mode === 'review' && s.status ? s.status.step : 0);
+}
+
+/** A live run that has not finished (controls and breakpoint changes go to the engine). */
+export function isLive(s: DebugState): boolean {
+  return s.mode === 'live' && s.info != null && s.status?.state !== 'finished';
+}
+
+const HISTORY_MAX = 10;
+const STOPPED_STATES = new Set(['paused', 'interrupted', 'finished']);
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+let runLabelSeq = 1;
+
+function runLabel(m: RunModel): string {
+  const what = m.finished ? m.finished.status : `${m.steps.length} step${m.steps.length === 1 ? '' : 's'}`;
+  return `run ${runLabelSeq++}: ${m.agent ?? 'agent'} (${what})`;
+}
+
+export function createDebugStore(backend: Backend, app: StoreApi<AppState>): StoreApi<DebugState> {
+  return createStore<DebugState>()((set, get) => {
+    let queue: RunBatch[] = [];
+    /** Batches that arrived while `run_start` was in flight (run id not known yet). */
+    let early: RunBatch[] = [];
+    /** The run being replaced by a start: its late batches are dropped. */
+    let replaced: string | null = null;
+    let scheduled: { raf: number | null; timer: ReturnType<typeof setTimeout> } | null = null;
+    /** The interrupt the user closed the dialog of. */
+    let cancelled: string | null = null;
+    /** The interrupt the dialog was last opened for. */
+    let shown: string | null = null;
+    /** Bumped by every state load, so a late answer to an earlier one is ignored. */
+    let viewSeq = 0;
+
+    const toast = (message: string) => app.getState().toast('error', message);
+
+    function archive(label: string | null, model: RunModel, dialect?: 'sherma' | 'loki') {
+      if (model.eventCount === 0) return;
+      const st = get();
+      const entry: HistoryEntry = { label: label ?? runLabel(model), model, dialect };
+      const history = [entry, ...st.history].slice(0, HISTORY_MAX);
+      const viewing = st.viewing == null ? null : st.viewing + 1 < history.length ? st.viewing + 1 : null;
+      set({ history, viewing });
+    }
+
+    function schedule() {
+      if (scheduled) return;
+      const run = () => get().flush();
+      const raf = typeof requestAnimationFrame === 'function' ? requestAnimationFrame(run) : null;
+      // A hidden window gets no animation frames: a timer makes sure batches are still folded.
+      const timer = setTimeout(run, raf != null ? 100 : 16);
+      scheduled = { raf, timer };
+    }
+
+    function unschedule() {
+      if (!scheduled) return;
+      if (scheduled.raf != null && typeof cancelAnimationFrame === 'function') cancelAnimationFrame(scheduled.raf);
+      clearTimeout(scheduled.timer);
+      scheduled = null;
+    }
+
+    async function control(action: RunAction, what: string) {
+      try {
+        await backend.runControl(action);
+      } catch (e) {
+        toast(`${what} failed: ${errorMessage(e)}`);
+      }
+    }
+
+    /** Send the breakpoints to a live run; returns the refusal message or null. */
+    async function pushBreakpoints(bps: Breakpoint[], breakOnError: boolean): Promise<string | null> {
+      if (!isLive(get())) return null;
+      try {
+        await backend.runBreakpoints(bps, breakOnError);
+        return null;
+      } catch (e) {
+        return errorMessage(e);
+      }
+    }
+
+    function dialectOf(s: DebugState): 'sherma' | 'loki' | undefined {
+      if (s.viewing != null) return s.history[s.viewing]?.dialect;
+      return s.info?.dialect;
+    }
+
+    async function loadState(step: number) {
+      const seq = ++viewSeq;
+      const st = get();
+      if (st.mode === 'idle' && st.viewing == null && st.model.eventCount === 0) {
+        set({ stateView: null });
+        return;
+      }
+      const old = st.stateView;
+      set({
+        stateView: {
+          step,
+          state: old?.step === step ? old.state : null,
+          prev: old?.step === step ? old.prev : null,
+          diff: old?.step === step ? old.diff : [],
+          loading: true,
+          error: null,
+        },
+      });
+      const m = shownModel(st);
+      try {
+        let state: Record<string, unknown>;
+        let prev: Record<string, unknown> | null;
+        if (st.mode === 'live' && st.viewing == null) {
+          const fin = m.finished;
+          const finalStep = st.status?.step ?? lastStep(m);
+          const exact = fin && isObj(fin.state) && step >= finalStep ? (fin.state as Record<string, unknown>) : null;
+          [state, prev] = await Promise.all([
+            exact ? Promise.resolve(exact) : backend.runStateAt(step),
+            step > 0 ? backend.runStateAt(step - 1) : Promise.resolve(null),
+          ]);
+        } else {
+          const events = modelEvents(m);
+          const dialect = dialectOf(st) ?? guessDialect(events);
+          state = reconstructState(events, step, dialect);
+          prev = step > 0 ? reconstructState(events, step - 1, dialect) : null;
+        }
+        if (seq !== viewSeq) return;
+        set({ stateView: { step, state, prev, diff: prev ? diffState(prev, state) : [], loading: false, error: null } });
+      } catch (e) {
+        if (seq !== viewSeq) return;
+        set({ stateView: { step, state: null, prev: null, diff: [], loading: false, error: errorMessage(e) } });
+      }
+    }
+
+    /** The step to show when following the latest one. */
+    function followStep(): number {
+      return latestStep(get());
+    }
+
+    async function flushSourceText() {
+      const a = app.getState();
+      const p = a.pendingText;
+      if (p != null && p !== a.view?.text) await a.setText(p);
+    }
+
+    return {
+      mode: 'idle',
+      config: defaultRunConfig(),
+      info: null,
+      status: null,
+      model: emptyModel(),
+      history: [],
+      viewing: null,
+      breakpoints: [],
+      breakOnError: false,
+      selectedStep: null,
+      stateView: null,
+      dialogOpen: false,
+      configOpen: false,
+      panelTab: 'timeline',
+      answerError: null,
+      configError: null,
+      starting: false,
+
+      async start(mode) {
+        const st = get();
+        if (st.starting) return;
+        const startMode = mode ?? st.config.start ?? 'continue';
+        const before = { mode: st.mode, model: st.model, info: st.info, status: st.status, history: st.history, viewing: st.viewing };
+        unschedule();
+        if (queue.length) get().flush();
+        archive(null, get().model, st.info?.dialect);
+        replaced = st.info?.run ?? null;
+        queue = [];
+        early = [];
+        cancelled = null;
+        shown = null;
+        viewSeq++;
+        set({
+          mode: 'live',
+          starting: true,
+          info: null,
+          status: null,
+          model: emptyModel(),
+          viewing: null,
+          selectedStep: null,
+          stateView: null,
+          dialogOpen: false,
+          answerError: null,
+          configError: null,
+        });
+        const cur = get();
+        const agent = cur.config.agent || app.getState().view?.agent || null;
+        const config: RunConfig = {
+          ...cur.config,
+          agent,
+          start: startMode,
+          breakpoints: cur.breakpoints,
+          break_on_error: cur.breakOnError,
+        };
+        try {
+          await flushSourceText();
+          const info = await backend.runStart(config);
+          set({ info, starting: false });
+          const mine = early.filter((b) => b.run === info.run);
+          early = [];
+          if (mine.length) {
+            queue.push(...mine);
+            schedule();
+          }
+        } catch (e) {
+          const msg = errorMessage(e);
+          early = [];
+          set({ ...before, starting: false, configError: msg });
+          toast(`Starting the run failed: ${msg}`);
+        }
+      },
+
+      async continue() {
+        const st = get();
+        if (st.starting) return;
+        if (st.mode !== 'live' || !st.info || st.status?.state === 'finished') return get().start('continue');
+        await control('continue', 'Continue');
+      },
+
+      async step() {
+        const st = get();
+        if (st.starting) return;
+        if (st.mode !== 'live' || !st.info || st.status?.state === 'finished') return get().start('step');
+        await control('step', 'Step');
+      },
+
+      async pause() {
+        if (!isLive(get())) return;
+        await control('pause', 'Pause');
+      },
+
+      async stop() {
+        if (!isLive(get())) return;
+        await control('stop', 'Stop');
+      },
+
+      async restart() {
+        const st = get();
+        if (st.starting) return;
+        if (st.mode !== 'live' || !st.info) return get().start();
+        get().flush();
+        archive('before restart', get().model, st.info.dialect);
+        await control('restart', 'Restart');
+      },
+
+      async toggleBreakpoint(node) {
+        const st = get();
+        const prev = st.breakpoints;
+        const next = prev.some((b) => b.node === node)
+          ? prev.filter((b) => b.node !== node)
+          : [...prev, { node, condition: null, enabled: true }];
+        set({ breakpoints: next });
+        const err = await pushBreakpoints(next, get().breakOnError);
+        if (err) {
+          if (get().breakpoints === next) set({ breakpoints: prev });
+          toast(`Setting breakpoints failed: ${err}`);
+        }
+      },
+
+      async setBreakpointCondition(node, condition) {
+        const cond = condition?.trim() ? condition.trim() : null;
+        const st = get();
+        const prev = st.breakpoints;
+        const next = prev.some((b) => b.node === node)
+          ? prev.map((b) => (b.node === node ? { ...b, condition: cond } : b))
+          : [...prev, { node, condition: cond, enabled: true }];
+        if (cond && !isLive(st)) {
+          // No run to ask: check the syntax with the editor's expression checker.
+          const dialect = app.getState().view?.dialect;
+          if (dialect) {
+            try {
+              const errs = await backend.checkExpr(dialect === 'loki' ? 'template' : 'cel', cond);
+              if (errs.length) return `breakpoint on \`${node}\`: condition \`${cond}\`: ${errs[0].message}`;
+            } catch {
+              // The checker is unavailable: accept; a run will check it when it starts.
+            }
+          }
+        }
+        set({ breakpoints: next });
+        const err = await pushBreakpoints(next, get().breakOnError);
+        if (err) {
+          if (get().breakpoints === next) set({ breakpoints: prev });
+          return err;
+        }
+        return null;
+      },
+
+      async setBreakpointEnabled(node, enabled) {
+        const prev = get().breakpoints;
+        if (!prev.some((b) => b.node === node)) return;
+        const next = prev.map((b) => (b.node === node ? { ...b, enabled } : b));
+        set({ breakpoints: next });
+        const err = await pushBreakpoints(next, get().breakOnError);
+        if (err) {
+          if (get().breakpoints === next) set({ breakpoints: prev });
+          toast(`Setting breakpoints failed: ${err}`);
+        }
+      },
+
+      async setBreakOnError(on) {
+        const prev = get().breakOnError;
+        set({ breakOnError: on, config: { ...get().config, break_on_error: on } });
+        const err = await pushBreakpoints(get().breakpoints, on);
+        if (err) {
+          if (get().breakOnError === on) set({ breakOnError: prev, config: { ...get().config, break_on_error: prev } });
+          toast(`Setting break on error failed: ${err}`);
+        }
+      },
+
+      setConfig(partial) {
+        set({ config: { ...get().config, ...partial }, configError: null });
+      },
+
+      openConfig(open) {
+        set({ configOpen: open });
+      },
+
+      async answer(value) {
+        const p = currentPending(get());
+        if (!p) {
+          set({ answerError: 'the run is not waiting for an answer' });
+          return false;
+        }
+        try {
+          await backend.runAnswer(p.id, value);
+          cancelled = null;
+          set({ dialogOpen: false, answerError: null });
+          return true;
+        } catch (e) {
+          set({ dialogOpen: true, answerError: errorMessage(e) });
+          return false;
+        }
+      },
+
+      cancelDialog() {
+        cancelled = currentPending(get())?.id ?? null;
+        set({ dialogOpen: false, answerError: null });
+      },
+
+      reopenDialog() {
+        if (!currentPending(get())) return;
+        cancelled = null;
+        set({ dialogOpen: true });
+      },
+
+      async editState(key, jsonText) {
+        let value: unknown;
+        try {
+          value = JSON.parse(jsonText);
+        } catch (e) {
+          return `not valid JSON: ${e instanceof Error ? e.message : String(e)}`;
+        }
+        if (!isLive(get())) return 'no run is paused: start a run to edit its state';
+        try {
+          await backend.runEditState(key, value);
+        } catch (e) {
+          return errorMessage(e);
+        }
+        await get().refreshState();
+        return null;
+      },
+
+      async selectStep(step) {
+        set({ selectedStep: step });
+        await loadState(step ?? followStep());
+      },
+
+      async rewind(step) {
+        const st = get();
+        if (st.mode !== 'live' || !st.info) {
+          app.getState().toast('info', 'Rewinding needs a live run: start one first');
+          return;
+        }
+        get().flush();
+        const model = get().model;
+        archive(`before rewind to step ${step}`, model, st.info.dialect);
+        const entry = get().history[0];
+        try {
+          await backend.runRewind(step);
+          set({ selectedStep: null });
+        } catch (e) {
+          if (entry?.model === model) {
+            const cur = get();
+            set({ history: cur.history.filter((h) => h !== entry), viewing: cur.viewing == null ? null : Math.max(0, cur.viewing - 1) });
+          }
+          toast(`Rewinding to step ${step} failed: ${errorMessage(e)}`);
+        }
+      },
+
+      async openTrace(path) {
+        let trace;
+        try {
+          trace = await backend.openTrace(path ?? null);
+        } catch (e) {
+          toast(`Opening the trace failed: ${errorMessage(e)}`);
+          return;
+        }
+        if (!trace) return;
+        const st = get();
+        get().flush();
+        archive(null, get().model, st.info?.dialect);
+        unschedule();
+        queue = [];
+        early = [];
+        const events: DebugEvent[] = Array.isArray(trace.events) ? trace.events : [];
+        const dialect = guessDialect(events);
+        const model = foldEvents(emptyModel(), events);
+        const fin = model.finished;
+        const lastErr = model.errors.length ? model.errors[model.errors.length - 1] : null;
+        const status: RunStatusInfo = {
+          state: fin ? 'finished' : 'paused',
+          step: lastDoneStep(model),
+          due: [],
+          reason: null,
+          pending: null,
+          status: fin?.status ?? null,
+          output: fin?.output ?? null,
+          error: lastErr ? { node: lastErr.node, message: lastErr.message } : null,
+        };
+        const info: RunInfo = { run: model.run ?? '', trace: trace.path, agent: model.agent ?? '', dialect, llm: 'trace' };
+        viewSeq++;
+        set({
+          mode: 'review',
+          info,
+          status,
+          model: applyStatus(model, status),
+          viewing: null,
+          selectedStep: null,
+          stateView: null,
+          dialogOpen: false,
+          answerError: null,
+        });
+        await loadState(status.step);
+      },
+
+      viewHistory(index) {
+        const st = get();
+        const viewing = index != null && index >= 0 && index < st.history.length ? index : null;
+        viewSeq++;
+        set({ viewing, selectedStep: null, stateView: null });
+        const m = shownModel(get());
+        if (m.eventCount) void loadState(viewing == null ? followStep() : lastDoneStep(m));
+      },
+
+      setPanelTab(tab) {
+        set({ panelTab: tab });
+      },
+
+      receive(batch) {
+        const st = get();
+        if (st.mode !== 'live' || !batch || typeof batch !== 'object') return;
+        if (!st.info) {
+          // `run_start` has not answered yet: keep the new run's batches until its id is known.
+          if (st.starting && batch.run !== replaced) early.push(batch);
+          return;
+        }
+        if (batch.run !== st.info.run) return;
+        queue.push(batch);
+        schedule();
+      },
+
+      flush() {
+        unschedule();
+        if (!queue.length) return;
+        const batches = queue;
+        queue = [];
+        const st = get();
+        const events: DebugEvent[] = [];
+        let status: RunStatusInfo | null = null;
+        for (const b of batches) {
+          if (Array.isArray(b.events)) for (const e of b.events) events.push(e);
+          if (b.status) status = b.status;
+        }
+        let model = foldEvents(st.model, events);
+        model = applyStatus(model, status ?? st.status);
+        const patch: Partial<DebugState> = { model };
+        if (status) {
+          patch.status = status;
+          if (status.state === 'interrupted') {
+            const p = status.pending ?? model.pending;
+            if (p && p.id !== shown) {
+              shown = p.id;
+              patch.answerError = null;
+              patch.dialogOpen = p.id !== cancelled;
+            }
+          } else {
+            shown = null;
+            patch.dialogOpen = false;
+            patch.answerError = null;
+          }
+        }
+        set(patch);
+        const now = get();
+        if (status && STOPPED_STATES.has(status.state) && now.selectedStep == null && now.viewing == null) {
+          void loadState(status.step);
+        }
+      },
+
+      async refreshState() {
+        const st = get();
+        await loadState(st.selectedStep ?? followStep());
+      },
+    };
+  });
+}
+
+// ------------------------------------------------------------------------------------------------
+// React glue
+
+export const DebugContext = createContext<StoreApi<DebugState> | null>(null);
+
+export function useDebugStore(): StoreApi<DebugState> {
+  const s = useContext(DebugContext);
+  if (!s) throw new Error('DebugContext missing');
+  return s;
+}
+
+export function useDebug<T>(selector: (s: DebugState) => T): T {
+  return useStore(useDebugStore(), selector);
+}
