@@ -6,6 +6,7 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 mod commands;
+mod debug;
 mod recent;
 mod watch;
 
@@ -126,6 +127,7 @@ fn main() {
     let context = tauri::generate_context!("../tauri.conf.json");
     let result = tauri::Builder::default()
         .manage(AppState::default())
+        .manage(debug::Debugger::default())
         .setup(|app| {
             let dir = app.path().app_config_dir().ok();
             app.manage(recent::Recent::new(dir.map(|d| d.join("recent.json"))));
@@ -139,8 +141,10 @@ fn main() {
         })
         .on_window_event(|window, event| {
             // Belt and braces next to the watcher: look at the disk when the user comes back.
-            if let WindowEvent::Focused(true) = event {
-                check_disk(window.app_handle());
+            match event {
+                WindowEvent::Focused(true) => check_disk(window.app_handle()),
+                WindowEvent::Destroyed => debug::shut_down(window.app_handle()),
+                _ => {}
             }
         })
         .invoke_handler(tauri::generate_handler![
@@ -161,6 +165,14 @@ fn main() {
             commands::relayout,
             commands::check_expr,
             commands::export_diagram,
+            debug::run_start,
+            debug::run_control,
+            debug::run_breakpoints,
+            debug::run_answer,
+            debug::run_edit_state,
+            debug::run_state_at,
+            debug::run_rewind,
+            debug::open_trace,
         ])
         .run(context);
     if let Err(e) = result {

@@ -85,10 +85,16 @@ pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) 
     }
 }
 
-/// Start a session: machine + provider + options.
+/// Start a session: machine + the provider the request asks for (its script, or the default
+/// `replies.yaml`) + options.
 pub fn start(doc: Arc<Document>, req: &RunRequest, mut options: RunOptions) -> Result<RunSession, String> {
-    let machine = machine_for(doc.clone(), req, ShermaOptions::default())?;
     options.provider = provider_for(&doc, req)?;
+    session(doc, req, options)
+}
+
+/// Start a session with the provider already in `options` (front ends that let the user pick it).
+pub fn session(doc: Arc<Document>, req: &RunRequest, options: RunOptions) -> Result<RunSession, String> {
+    let machine = machine_for(doc, req, ShermaOptions::default())?;
     let input = match (&req.input, &req.state) {
         (Some(t), None) => Value::String(t.clone()),
         (None, Some(s)) => s.clone(),

@@ -1,0 +1,292 @@
+//! The debugger's commands (docs/app-contract.md §5): one run at a time, driven by the engine's
+//! `run::driver::Driver` on its own thread; its event batches go to the webview as `run-events`.
+//!
+//! Commands that wait for the run's thread (answers, state requests, rewinds) are async and
+//! wait on a blocking-task thread, never on the UI's main thread.
+
+use crate::commands::CmdError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use switchyard::doc::{Dialect, load_str};
+use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, read_trace};
+use switchyard::run::launch::{self, RunRequest};
+use switchyard::run::provider::{LlmProvider, NoProvider, ScriptedProvider};
+use switchyard::run::session::{Breakpoint, RunOptions, new_run_id};
+use tauri::{AppHandle, Emitter, Manager};
+
+type Res<T> = Result<T, CmdError>;
+
+/// The run in progress (if any).
+#[derive(Default)]
+pub struct Debugger {
+    driver: Mutex<Option<Arc<Driver>>>,
+}
+
+impl Debugger {
+    fn current(&self) -> Option<Arc<Driver>> {
+        self.driver.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    fn replace(&self, d: Option<Arc<Driver>>) -> Option<Arc<Driver>> {
+        std::mem::replace(&mut *self.driver.lock().unwrap_or_else(|p| p.into_inner()), d)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum LlmMode {
+    Scripted {
+        #[serde(default)]
+        script: Option<String>,
+    },
+    None,
+    Replay {
+        #[serde(default)]
+        cassette: Option<String>,
+    },
+    Live,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RunConfig {
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    input: Option<String>,
+    #[serde(default)]
+    state: Option<Value>,
+    llm: LlmMode,
+    #[serde(default)]
+    answers: Vec<Value>,
+    #[serde(default)]
+    breakpoints: Vec<Breakpoint>,
+    #[serde(default)]
+    break_on_error: bool,
+    #[serde(default)]
+    start: Option<Control>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunInfo {
+    run: String,
+    trace: Option<String>,
+    agent: String,
+    dialect: &'static str,
+    llm: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TraceFile {
+    path: String,
+    events: Vec<Value>,
+}
+
+fn no_run() -> CmdError {
+    CmdError::new("no run is in progress: press F5 to start one")
+}
+
+fn driver(app: &AppHandle) -> Res<Arc<Driver>> {
+    app.state::<Debugger>().current().ok_or_else(no_run)
+}
+
+/// Run a blocking driver request off the async runtime's threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Res<T> {
+    match tauri::async_runtime::spawn_blocking(f).await {
+        Ok(r) => r.map_err(CmdError::new),
+        Err(e) => Err(CmdError::new(format!("internal error in the run request: {e}"))),
+    }
+}
+
+/// Where traces go: `$SWITCHYARD_RUNS_DIR`, else the app data folder's `runs/`.
+fn runs_dir(app: &AppHandle) -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SWITCHYARD_RUNS_DIR").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    app.path().app_data_dir().ok().map(|d| d.join("runs"))
+}
+
+fn safe_name(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+fn provider(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> Res<Box<dyn LlmProvider + Send>> {
+    match mode {
+        LlmMode::None => Ok(Box::new(NoProvider)),
+        LlmMode::Scripted { script } => {
+            let path = match script.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+                Some(p) => {
+                    let p = PathBuf::from(p);
+                    Some(if p.is_absolute() { p } else { base.join(p) })
+                }
+                None => launch::default_script(doc),
+            };
+            match path {
+                None => Err(CmdError::new(format!(
+                    "no scripted replies: put a replies.yaml beside {} or name a script in the run configuration (or pick “no LLM”)",
+                    doc.path.display()
+                ))),
+                Some(p) => ScriptedProvider::load(&p).map(|s| Box::new(s) as Box<dyn LlmProvider + Send>).map_err(|diags| {
+                    let first = diags
+                        .iter()
+                        .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.column, d.message))
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    CmdError::new(format!("cannot use the scripted replies in {}:\n{first}", p.display()))
+                }),
+            }
+        }
+        LlmMode::Replay { cassette } => Err(CmdError::new(format!(
+            "replaying a recorded run{} is not available in this version yet; use scripted replies or “no LLM”",
+            cassette.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()
+        ))),
+        LlmMode::Live => Err(CmdError::new(
+            "live LLM providers are not available in this version yet; use scripted replies or “no LLM”",
+        )),
+    }
+}
+
+#[tauri::command]
+pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
+    let (path, text, selected) = crate::commands::with_session(&app, "starting a run", |s| {
+        Ok((s.path().to_path_buf(), s.text().to_string(), s.agent().map(str::to_string)))
+    })?;
+    // One run at a time: the earlier one is stopped (its drop joins its thread).
+    let old = app.state::<Debugger>().replace(None);
+    if let Some(old) = old {
+        old.control(Control::Stop);
+        let _ = tauri::async_runtime::spawn_blocking(move || drop(old)).await;
+    }
+    let doc = Arc::new(load_str(&path, &text));
+    let dialect = match doc.dialect() {
+        Some(Dialect::Sherma) => "sherma",
+        Some(Dialect::Loki) => "loki",
+        None => {
+            return Err(CmdError::new(format!(
+                "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); see the Problems panel",
+                path.display()
+            )));
+        }
+    };
+    let agent = config.agent.clone().or(if dialect == "sherma" { selected } else { None });
+    let req = RunRequest { agent: agent.clone(), input: config.input.clone(), state: config.state.clone(), llm_script: None, python_path: Vec::new() };
+    let base = doc.base_dir.clone();
+    let llm = provider(&config.llm, &base, &doc)?;
+    let llm_text = llm.describe();
+    let run = new_run_id();
+    let agent_name = agent.clone().unwrap_or_else(|| {
+        path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "agent".into())
+    });
+    let agent_name = if dialect == "loki" && agent_name == "graph" {
+        path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or(agent_name)
+    } else {
+        agent_name
+    };
+    // A folder that cannot be made means no trace, not no run.
+    let trace = runs_dir(&app)
+        .filter(|d| match std::fs::create_dir_all(d) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("switchyard: cannot create the runs folder {}: {e}; running without a trace", d.display());
+                false
+            }
+        })
+        .map(|d| d.join(format!("{}-{run}.jsonl", safe_name(&agent_name))));
+    let mut options = RunOptions::new(llm);
+    options.run_id = Some(run.clone());
+    options.answers = config.answers.clone();
+    let sink_app = app.clone();
+    let sink = Arc::new(move |b: Batch| {
+        if let Err(e) = sink_app.emit("run-events", &b) {
+            eprintln!("switchyard: could not send run events to the window: {e}");
+        }
+    });
+    let start = config.start.unwrap_or(Control::Continue);
+    let breakpoints = config.breakpoints.clone();
+    let break_on_error = config.break_on_error;
+    let trace2 = trace.clone();
+    let d = blocking(move || {
+        let driver = DriverOptions { trace: trace2, start: None, ..Default::default() };
+        let d = Driver::start(move |opts| launch::session(doc, &req, opts), options, driver, sink)?;
+        d.set_breakpoints(breakpoints, break_on_error)?;
+        d.control(start);
+        Ok(d)
+    })
+    .await?;
+    let info = RunInfo {
+        run: d.run_id().to_string(),
+        trace: d.trace().map(|p| p.display().to_string()),
+        agent: agent_name,
+        dialect,
+        llm: llm_text,
+    };
+    app.state::<Debugger>().replace(Some(Arc::new(d)));
+    Ok(info)
+}
+
+#[tauri::command]
+pub async fn run_control(app: AppHandle, action: Control) -> Res<()> {
+    driver(&app)?.control(action);
+    Ok(())
+}
+
+#[tauri::command]
+pub async fn run_breakpoints(app: AppHandle, breakpoints: Vec<Breakpoint>, break_on_error: bool) -> Res<()> {
+    // Without a run the UI keeps them and sends them with the next start.
+    let Some(d) = app.state::<Debugger>().current() else { return Ok(()) };
+    blocking(move || d.set_breakpoints(breakpoints, break_on_error)).await
+}
+
+#[tauri::command]
+pub async fn run_answer(app: AppHandle, id: String, value: Value) -> Res<()> {
+    let d = driver(&app)?;
+    blocking(move || d.answer(&id, value)).await
+}
+
+#[tauri::command]
+pub async fn run_edit_state(app: AppHandle, key: String, value: Value) -> Res<()> {
+    let d = driver(&app)?;
+    blocking(move || d.edit_state(&key, value)).await
+}
+
+#[tauri::command]
+pub async fn run_state_at(app: AppHandle, step: u64) -> Res<Value> {
+    let d = driver(&app)?;
+    blocking(move || d.state_at(step)).await
+}
+
+#[tauri::command]
+pub async fn run_rewind(app: AppHandle, step: u64) -> Res<()> {
+    let d = driver(&app)?;
+    blocking(move || d.rewind(step)).await
+}
+
+#[tauri::command]
+pub async fn open_trace(app: AppHandle, path: Option<String>) -> Res<Option<TraceFile>> {
+    let path = match path {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let mut dialog = rfd::AsyncFileDialog::new()
+                .set_title("Open a run trace")
+                .add_filter("Run trace", &["jsonl"])
+                .add_filter("All files", &["*"]);
+            if let Some(dir) = runs_dir(&app).filter(|d| d.is_dir()) {
+                dialog = dialog.set_directory(dir);
+            }
+            match dialog.pick_file().await {
+                Some(f) => f.path().to_path_buf(),
+                None => return Ok(None),
+            }
+        }
+    };
+    let p2 = path.clone();
+    let events = blocking(move || read_trace(&p2)).await?;
+    Ok(Some(TraceFile { path: path.display().to_string(), events }))
+}
+
+/// Stop the run when the app closes (its scripts must not outlive the window).
+pub fn shut_down(app: &AppHandle) {
+    if let Some(d) = app.state::<Debugger>().replace(None) {
+        d.control(Control::Stop);
+    }
+}
