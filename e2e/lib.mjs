@@ -67,9 +67,11 @@ export async function startDriver() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const log = fs.openSync(path.join(ARTIFACTS, 'tauri-driver.log'), 'w');
   const config = tmpDir('switchyard-e2e-config-');
+  // Run traces of the debugger go here (the app reads SWITCHYARD_RUNS_DIR).
+  const runsDir = tmpDir('switchyard-e2e-runs-');
   const child = spawn(findDriver(), ['--port', String(PORT), '--native-port', String(NATIVE_PORT)], {
     stdio: ['ignore', log, log],
-    env: { ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1' },
+    env: { ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir },
   });
   let exited = null;
   child.on('exit', (code) => (exited = code));
@@ -90,12 +92,14 @@ export async function startDriver() {
   }
   return {
     config,
+    runsDir,
     async stop() {
       if (exited === null) {
         child.kill('SIGTERM');
         await new Promise((r) => (exited !== null ? r() : child.once('exit', r)));
       }
       fs.rmSync(config, { recursive: true, force: true });
+      fs.rmSync(runsDir, { recursive: true, force: true });
     },
   };
 }

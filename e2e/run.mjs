@@ -8,6 +8,7 @@ import path from 'node:path';
 import {
   cliGraph, eventually, fixture, hook, windowTitles, launch, nodeSel, preflight, screenshot, sleep, startDriver, testid, waitForView,
 } from './lib.mjs';
+import { registerDebugTests } from './debug.mjs';
 
 const tests = [];
 const test = (name, fn, opts = {}) => tests.push({ name, fn, ...opts });
@@ -253,6 +254,8 @@ test('recent files: a file opened before is listed on the empty screen', async (
 
 // ---------------------------------------------------------------------------------------------
 
+registerDebugTests(test, { assert, assertEq });
+
 async function main() {
   preflight();
   const filters = process.argv.slice(2);
@@ -276,6 +279,13 @@ async function main() {
           args = [d];
         }
         if (t.args) args = t.args;
+        if (t.setup) {
+          const s = t.setup();
+          args = s.args;
+          ctx.file = s.file;
+        }
+        ctx.runsDir = driver.runsDir;
+        for (const f of fs.readdirSync(driver.runsDir)) fs.rmSync(path.join(driver.runsDir, f), { recursive: true, force: true });
         b = await launch(args);
         ctx.b = b;
         ctx.relaunch = async (a) => {

@@ -1,0 +1,271 @@
+// Window tests of the debugger (issue 5): breakpoints, stepping, state diffs, state edits,
+// interrupts of both dialects, rewind, conditional breakpoints, traces on disk. Registered by
+// run.mjs; each test gets a fresh app on a scratch copy of its agent.
+import fs from 'node:fs';
+import path from 'node:path';
+import { E2E, eventually, fixture, nodeSel, screenshot, testid, tmpDir, waitForView } from './lib.mjs';
+
+function loopFixture() {
+  const dir = path.join(tmpDir(), 'loop');
+  fs.cpSync(path.join(E2E, 'fixtures', 'loop'), dir, { recursive: true });
+  return path.join(dir, 'loop.yaml');
+}
+
+/** `window.__switchyard.debug`: {mode, state, step, steps, selectedStep, pending}. */
+async function dbg(b) {
+  return b.execute(() => (window.__switchyard && window.__switchyard.debug) || null);
+}
+
+async function waitDbg(b, pred, what, timeout = 15000) {
+  let last = null;
+  await b.waitUntil(async () => {
+    last = await dbg(b);
+    return last !== null && pred(last);
+  }, { timeout, interval: 50, timeoutMsg: `timed out waiting for the debugger: ${what}` }).catch((e) => {
+    throw new Error(`${e.message}\n  last debugger state: ${JSON.stringify(last)}`);
+  });
+  return last;
+}
+
+async function attr(b, sel, name) {
+  const el = await b.$(sel);
+  if (!(await el.isExisting())) return null;
+  return el.getAttribute(name);
+}
+
+/** Keys go to the document: take focus off any input first (click an empty part of the canvas). */
+async function press(b, ...keys) {
+  await b.execute(() => {
+    const a = document.activeElement;
+    if (a && a !== document.body && typeof a.blur === 'function') a.blur();
+  });
+  await b.keys(keys);
+}
+
+async function click(b, sel) {
+  const el = await b.$(sel);
+  await el.waitForClickable({ timeout: 10000 });
+  await el.click();
+}
+
+async function bpDot(b, node) {
+  return b.$(`${nodeSel(node)} ${testid('bp-dot')}`);
+}
+
+async function timelineNodes(b) {
+  return b.execute(() => [...document.querySelectorAll('[data-testid="timeline-row"]')]
+    .map((r) => [Number(r.getAttribute('data-step')), r.getAttribute('data-node'), r.getAttribute('data-status')]));
+}
+
+async function stateRow(b, p) {
+  return b.execute((p) => {
+    const r = document.querySelector(`[data-testid="state-row"][data-path="${p}"]`);
+    return r ? { diff: r.getAttribute('data-diff') || '', text: r.textContent } : null;
+  }, p);
+}
+
+async function showTab(b, tab) {
+  await click(b, testid(`tab-${tab}`));
+}
+
+async function editState(b, key, json, assert) {
+  await showTab(b, 'state');
+  const row = await b.$(`[data-testid="state-row"][data-path="${key}"]`);
+  await row.waitForExist({ timeout: 10000 });
+  const btn = await row.$(testid('state-edit'));
+  await btn.waitForClickable({ timeout: 5000 });
+  await btn.click();
+  const input = await b.$(testid('state-edit-input'));
+  await input.waitForDisplayed({ timeout: 5000 });
+  await input.clearValue();
+  await input.setValue(json);
+  await click(b, testid('state-edit-save'));
+  await b.waitUntil(async () => !(await (await b.$(testid('state-edit-input'))).isExisting()), {
+    timeout: 5000, timeoutMsg: 'the state editor did not close after saving',
+  });
+  const err = await b.$(testid('state-edit-error'));
+  assert(!(await err.isExisting()), 'no state edit error');
+}
+
+async function answerDialog(b, kind) {
+  const d = await b.$(testid('interrupt-dialog'));
+  await d.waitForDisplayed({ timeout: 15000 });
+  const k = await d.getAttribute('data-kind');
+  if (k !== kind) throw new Error(`interrupt dialog kind ${k}, expected ${kind}`);
+  return d;
+}
+
+async function typeAnswer(b, text) {
+  const input = await b.$(testid('interrupt-answer'));
+  await input.waitForDisplayed({ timeout: 5000 });
+  await input.clearValue();
+  if (text) await input.setValue(text);
+  await click(b, testid('interrupt-submit'));
+}
+
+export function registerDebugTests(test, { assert, assertEq }) {
+  const loop = { setup: () => { const f = loopFixture(); return { args: [f], file: f }; } };
+
+  test('debugger: a breakpoint (click and F9) and F5 runs to it', async ({ b }) => {
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'check'));
+    const dot = await bpDot(b, 'check');
+    await dot.waitForExist({ timeout: 10000 });
+    await dot.click();
+    await b.waitUntil(async () => (await dot.getAttribute('data-active')) === 'true', { timeout: 5000, timeoutMsg: 'breakpoint dot not active' });
+    // F9 on the selected node toggles a breakpoint too (here: on, then off again).
+    await (await b.$(nodeSel('done'))).click();
+    await press(b, 'F9');
+    await b.waitUntil(async () => (await (await bpDot(b, 'done')).getAttribute('data-active')) === 'true', { timeout: 5000, timeoutMsg: 'F9 did not set a breakpoint' });
+    await press(b, 'F9');
+    await b.waitUntil(async () => (await (await bpDot(b, 'done')).getAttribute('data-active')) !== 'true', { timeout: 5000, timeoutMsg: 'F9 did not clear the breakpoint' });
+    await press(b, 'F5');
+    const d = await waitDbg(b, (d) => d.state === 'paused', 'paused at the breakpoint');
+    assertEq(await attr(b, testid('dbg-status'), 'data-reason'), 'breakpoint', 'pause reason');
+    assertEq(d.step, 2, 'setup and inc ran before check');
+    await b.waitUntil(async () => (await attr(b, nodeSel('check'), 'data-run')) === 'current', { timeout: 5000, timeoutMsg: 'check is not highlighted as current' });
+    assertEq(await attr(b, nodeSel('inc'), 'data-run'), 'visited', 'inc visited');
+    assertEq(await attr(b, nodeSel('inc'), 'data-steps'), '2', 'inc ran at step 2');
+    const rows = await timelineNodes(b);
+    assertEq(rows.map((r) => r[1]), ['setup', 'inc'], 'timeline rows');
+  }, loop);
+
+  test('debugger: F10 three times steps, moves the highlight and fills the timeline', async ({ b }) => {
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'check'));
+    for (let i = 1; i <= 3; i++) {
+      await press(b, 'F10');
+      await waitDbg(b, (d) => d.state === 'paused' && d.step === i, `paused after step ${i}`);
+      const rows = await timelineNodes(b);
+      assertEq(rows.length, i, `${i} timeline rows`);
+    }
+    assertEq((await timelineNodes(b)).map((r) => r[1]), ['setup', 'inc', 'check'], 'the steps in order');
+    // After check (count 1 < 5) the loop goes back to inc: inc is current, check visited.
+    await b.waitUntil(async () => (await attr(b, nodeSel('inc'), 'data-run')) === 'current', { timeout: 5000, timeoutMsg: 'inc is not current' });
+    assertEq(await attr(b, nodeSel('check'), 'data-run'), 'visited', 'check visited');
+    const reasons = await b.execute(() => [...document.querySelectorAll('[data-testid="edge-reason"][data-taken="true"]')].map((e) => e.textContent));
+    assert(reasons.some((r) => r.includes('branch 2') && r.includes('state.count < 5')), `the taken branch is labelled: ${JSON.stringify(reasons)}`);
+  }, loop);
+
+  test('debugger: the state panel shows the diff of a set_state step', async ({ b }) => {
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'inc'));
+    await press(b, 'F10');
+    await waitDbg(b, (d) => d.state === 'paused' && d.step === 1, 'step 1');
+    await press(b, 'F10');
+    await waitDbg(b, (d) => d.state === 'paused' && d.step === 2, 'step 2');
+    await showTab(b, 'state');
+    await b.waitUntil(async () => (await stateRow(b, 'count'))?.diff === 'changed', { timeout: 8000, timeoutMsg: 'count is not marked changed after inc' });
+    const note = await stateRow(b, 'note');
+    assert(note && note.diff === '', `note unchanged at step 2: ${JSON.stringify(note)}`);
+    assert((await stateRow(b, 'count')).text.includes('1'), 'count is 1');
+    // Selecting step 1 shows that step's diff: setup changed note.
+    await click(b, '[data-testid="timeline-row"][data-step="1"]');
+    await showTab(b, 'state');
+    await b.waitUntil(async () => (await stateRow(b, 'note'))?.diff === 'changed', { timeout: 8000, timeoutMsg: 'note not marked changed at step 1' });
+    await screenshot(b, 'debugger-state-diff');
+  }, loop);
+
+  test('debugger: editing state while paused changes the route; a sherma interrupt is answered', async ({ b }) => {
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'check'));
+    await (await bpDot(b, 'check')).click();
+    await press(b, 'F5');
+    await waitDbg(b, (d) => d.state === 'paused', 'paused at check');
+    await editState(b, 'mode', '"ask"', assert);
+    await b.waitUntil(async () => ((await stateRow(b, 'mode'))?.text || '').includes('ask'), { timeout: 5000, timeoutMsg: 'the edited value is not shown' });
+    await click(b, testid('dbg-continue'));
+    await answerDialog(b, 'interrupt');
+    const prompt = await (await b.$(testid('interrupt-prompt'))).getText();
+    assert(prompt.includes('Count is 1'), `the interrupt shows its value: ${prompt}`);
+    assertEq(await attr(b, nodeSel('ask'), 'data-run'), 'current', 'ask is current while waiting');
+    await typeAnswer(b, 'yes please');
+    await waitDbg(b, (d) => d.state === 'finished', 'finished');
+    assertEq(await attr(b, testid('dbg-status'), 'data-finished'), 'completed', 'completed');
+    const rows = (await timelineNodes(b)).map((r) => r[1]);
+    assertEq(rows, ['setup', 'inc', 'check', 'ask', 'done'], 'the edited state routed to ask');
+    await showTab(b, 'state');
+    await b.waitUntil(async () => b.execute(() => [...document.querySelectorAll('[data-testid="message"]')].some((m) => m.textContent.includes('yes please'))),
+      { timeout: 8000, timeoutMsg: 'the answer is not in the conversation' });
+  }, loop);
+
+  test('debugger: rewind to step 2 and run a fork; the earlier run is kept', async ({ b }) => {
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'check'));
+    await press(b, 'F5');
+    const first = await waitDbg(b, (d) => d.state === 'finished', 'the first run finished');
+    assertEq(first.step, 12, 'setup + 5 × (inc, check) + done');
+    await click(b, '[data-testid="timeline-row"][data-step="2"]');
+    await click(b, testid('timeline-rewind'));
+    await waitDbg(b, (d) => d.state === 'paused' && d.step === 2, 'paused after the rewind');
+    assertEq((await timelineNodes(b)).length, 2, 'the timeline is cut back to step 2');
+    await editState(b, 'count', '4', assert);
+    await press(b, 'F5');
+    const fork = await waitDbg(b, (d) => d.state === 'finished', 'the fork finished');
+    assertEq(fork.step, 6, 'the fork: setup, inc, check(4), inc, check(5), done');
+    const options = await b.execute(() => [...document.querySelectorAll('[data-testid="history-select"] option')].map((o) => o.textContent));
+    assert(options.length >= 2, `the earlier run is kept to compare: ${JSON.stringify(options)}`);
+  }, loop);
+
+  test('debugger: a conditional breakpoint stops only on the third iteration', async ({ b }) => {
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'inc'));
+    const dot = await bpDot(b, 'inc');
+    await dot.waitForExist({ timeout: 10000 });
+    await dot.doubleClick();
+    const input = await b.$(testid('bp-condition'));
+    await input.waitForDisplayed({ timeout: 5000 });
+    await input.setValue('state.count ==');
+    await b.keys('Enter');
+    await (await b.$(testid('bp-error'))).waitForDisplayed({ timeout: 5000 });
+    await input.clearValue();
+    await input.setValue('state.count == 2');
+    await b.keys('Enter');
+    await b.waitUntil(async () => (await (await bpDot(b, 'inc')).getAttribute('data-conditional')) === 'true', { timeout: 5000, timeoutMsg: 'the dot does not show a condition' });
+    await press(b, 'F5');
+    const d = await waitDbg(b, (d) => d.state === 'paused', 'paused at the conditional breakpoint');
+    assertEq(d.step, 5, 'setup + 2 × (inc, check) ran first');
+    assertEq(await attr(b, nodeSel('inc'), 'data-run'), 'current', 'inc is current');
+    await showTab(b, 'state');
+    await b.waitUntil(async () => /\b2\b/.test((await stateRow(b, 'count'))?.text || ''), { timeout: 5000, timeoutMsg: 'count is not 2' });
+    await press(b, 'F5');
+    await waitDbg(b, (d) => d.state === 'finished', 'finished after continuing');
+  }, loop);
+
+  test('debugger: Loki approval answered with an option; the trace is written', async ({ b, runsDir }) => {
+    await waitForView(b, (v) => v.dialect === 'loki' && v.nodes.some((n) => n.id === 'approve'));
+    await press(b, 'F5');
+    await answerDialog(b, 'approval');
+    const options = await b.execute(() => [...document.querySelectorAll('[data-testid="interrupt-option"]')].map((e) => e.getAttribute('data-option')));
+    assertEq(options, ['ship', 'hold'], 'the options as buttons');
+    const prompt = await (await b.$(testid('interrupt-prompt'))).getText();
+    assert(prompt.includes('Lint is clean'), `the question is interpolated: ${prompt}`);
+    await screenshot(b, 'debugger-approval');
+    await click(b, '[data-testid="interrupt-option"][data-option="ship"]');
+    await waitDbg(b, (d) => d.state === 'finished', 'finished');
+    assertEq(await attr(b, testid('dbg-status'), 'data-finished'), 'completed', 'completed');
+    assertEq(await attr(b, nodeSel('shipped'), 'data-run'), 'visited', 'shipped visited');
+    assertEq([await attr(b, nodeSel('lint'), 'data-steps'), await attr(b, nodeSel('tests'), 'data-steps')], ['2', '2'],
+      'the fan-out branches ran in the same (super-)step');
+    const reasons = await b.execute(() => [...document.querySelectorAll('[data-testid="edge-reason"][data-taken="true"]')].map((e) => e.textContent));
+    assert(reasons.some((r) => r.includes('ship')), `the route option is labelled: ${JSON.stringify(reasons)}`);
+    const trace = await eventually(() => fs.readdirSync(runsDir).filter((f) => f.endsWith('.jsonl')), (l) => l.length === 1, 'one trace file');
+    const lines = await eventually(() => fs.readFileSync(path.join(runsDir, trace[0]), 'utf8').trim().split('\n'),
+      (l) => l.length > 0 && JSON.parse(l[l.length - 1]).event === 'run_finished', 'the trace to end with run_finished');
+    assertEq(JSON.parse(lines[0]).event, 'run_started', 'the trace starts with run_started');
+  }, { loki: true });
+
+  test('debugger: Loki approval with free text goes to on_other; input validation fails, then passes', async ({ b }) => {
+    await waitForView(b, (v) => v.dialect === 'loki' && v.nodes.some((n) => n.id === 'note'));
+    await press(b, 'F5');
+    await answerDialog(b, 'approval');
+    await typeAnswer(b, 'later');
+    await answerDialog(b, 'input');
+    const input = await b.$(testid('interrupt-answer'));
+    assertEq(await input.getValue(), 'No notes.', 'the default is pre-filled');
+    await typeAnswer(b, 'no');
+    await (await b.$(testid('interrupt-error'))).waitForDisplayed({ timeout: 5000 });
+    const err = await (await b.$(testid('interrupt-error'))).getText();
+    assert(/validation/i.test(err), `the refusal says why: ${err}`);
+    assert(await (await b.$(testid('interrupt-dialog'))).isDisplayed(), 'the dialog stays open');
+    await typeAnswer(b, 'Ship with a known-issues note.');
+    await waitDbg(b, (d) => d.state === 'finished', 'finished');
+    const reasons = await b.execute(() => [...document.querySelectorAll('[data-testid="edge-reason"][data-taken="true"]')].map((e) => e.textContent));
+    assert(reasons.some((r) => r.includes('on_other')), `on_other is labelled: ${JSON.stringify(reasons)}`);
+    assertEq(await attr(b, nodeSel('note'), 'data-run'), 'visited', 'note visited');
+  }, { loki: true });
+}
