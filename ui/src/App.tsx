@@ -15,11 +15,26 @@ import { Palette } from './components/Palette';
 import { Problems } from './components/Problems';
 import { SourceView } from './components/SourceView';
 import { Toasts } from './components/Toasts';
+import { DebugToolbar } from './components/debug/DebugToolbar';
+import { InterruptDialog } from './components/debug/InterruptDialog';
+import { RunConfigPanel } from './components/debug/RunConfigPanel';
+import { DebugPanel } from './components/debug/DebugPanel';
+import { DebugContext, createDebugStore, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
 import type { View } from './types';
+
+/** What end-to-end tests read of the debugger (docs/app-contract.md §5.2). */
+export interface DebugHook {
+  mode: DebugMode;
+  state: string;
+  step: number;
+  steps: number;
+  selectedStep: number | null;
+  pending: string | null;
+}
 
 declare global {
   interface Window {
-    __switchyard?: { ready: boolean; view: View | null };
+    __switchyard?: { ready: boolean; view: View | null; debug?: DebugHook };
   }
 }
 
@@ -44,29 +59,80 @@ function Splitter({ onDrag }: { onDrag(dx: number): void }) {
   );
 }
 
+/** The debugger's bottom dock under the canvas: resizable (drag its top edge), collapsible. */
+function DebugDock({ height, onResize }: { height: number; onResize(h: number): void }) {
+  const start = useRef<{ y: number; h: number } | null>(null);
+  return (
+    <div className="debug-dock" data-testid="debug-dock" style={{ height, flex: 'none', display: 'flex', flexDirection: 'column', minHeight: 0 }}>
+      <div
+        className="dock-splitter"
+        role="separator"
+        aria-orientation="horizontal"
+        aria-label="Resize the debugger panel"
+        style={{ height: 5, flex: 'none', cursor: 'row-resize', background: 'var(--border)', opacity: 0.6 }}
+        onPointerDown={(e) => {
+          start.current = { y: e.clientY, h: height };
+          (e.target as HTMLElement).setPointerCapture?.(e.pointerId);
+        }}
+        onPointerMove={(e) => {
+          if (!start.current) return;
+          onResize(start.current.h - (e.clientY - start.current.y));
+        }}
+        onPointerUp={() => (start.current = null)}
+      />
+      <div style={{ flex: 1, minHeight: 0, display: 'flex', flexDirection: 'column', overflow: 'hidden' }}>
+        <ErrorBoundary label="debugger panel">
+          <DebugPanel />
+        </ErrorBoundary>
+      </div>
+    </div>
+  );
+}
+
+function clampDock(h: number): number {
+  const max = Math.max(160, (typeof window !== 'undefined' ? window.innerHeight : 800) - 200);
+  return Math.round(Math.min(max, Math.max(120, h)));
+}
+
 function Workspace() {
   const [sideWidth, setSideWidth] = useState(() => Math.round(Math.min(420, Math.max(260, (typeof window !== "undefined" ? window.innerWidth : 1280) * 0.26))));
   const [showPalette, setShowPalette] = useState(true);
   const [showSource, setShowSource] = useState(true);
   const [showInspector, setShowInspector] = useState(true);
+  const [showDebug, setShowDebug] = useState(true);
+  const [dockHeight, setDockHeight] = useState(() => clampDock((typeof window !== 'undefined' ? window.innerHeight : 800) * 0.3));
+  const debugMode = useDebug((s) => s.mode);
+  // A run (or a trace) brings the debugger panel back.
+  useEffect(() => {
+    if (debugMode !== 'idle') setShowDebug(true);
+  }, [debugMode]);
   return (
     <div className="workspace">
       {showPalette ? <Palette /> : null}
       <main className="center">
-        <div className="pane-toggles">
-          <button type="button" className={`toggle${showPalette ? ' on' : ''}`} onClick={() => setShowPalette(!showPalette)} title="Toggle palette">
-            Palette
-          </button>
-          <button type="button" className={`toggle${showSource ? ' on' : ''}`} onClick={() => setShowSource(!showSource)} title="Toggle source view">
-            Source
-          </button>
-          <button type="button" className={`toggle${showInspector ? ' on' : ''}`} onClick={() => setShowInspector(!showInspector)} title="Toggle inspector">
-            Inspector
-          </button>
-        </div>
-        <ErrorBoundary label="canvas">
-          <Canvas />
+        <ErrorBoundary label="debugger toolbar">
+          <DebugToolbar />
         </ErrorBoundary>
+        <div className="canvas-area" style={{ position: 'relative', flex: 1, minHeight: 0, display: 'flex', flexDirection: 'column' }}>
+          <div className="pane-toggles">
+            <button type="button" className={`toggle${showPalette ? ' on' : ''}`} onClick={() => setShowPalette(!showPalette)} title="Toggle palette">
+              Palette
+            </button>
+            <button type="button" className={`toggle${showSource ? ' on' : ''}`} onClick={() => setShowSource(!showSource)} title="Toggle source view">
+              Source
+            </button>
+            <button type="button" className={`toggle${showInspector ? ' on' : ''}`} onClick={() => setShowInspector(!showInspector)} title="Toggle inspector">
+              Inspector
+            </button>
+            <button type="button" className={`toggle${showDebug ? ' on' : ''}`} onClick={() => setShowDebug(!showDebug)} title="Toggle the debugger panel" data-testid="toggle-debug-panel">
+              Debugger
+            </button>
+          </div>
+          <ErrorBoundary label="canvas">
+            <Canvas />
+          </ErrorBoundary>
+        </div>
+        {showDebug ? <DebugDock height={dockHeight} onResize={(h) => setDockHeight(clampDock(h))} /> : null}
       </main>
       {showSource ? (
         <>
@@ -92,8 +158,17 @@ function Workspace() {
 function TestHook() {
   const ready = useApp((s) => s.ready);
   const view = useApp((s) => s.view);
+  const mode = useDebug((s) => s.mode);
+  const status = useDebug((s) => s.status);
+  const steps = useDebug((s) => s.model.steps.length);
+  const selectedStep = useDebug((s) => s.selectedStep);
+  const pending = useDebug((s) => s.model.pending?.id ?? null);
   useEffect(() => {
-    window.__switchyard = { ready, view };
+    // `debug` is there once a document is open (the debugger lives in the workspace).
+    window.__switchyard =
+      view || mode !== 'idle'
+        ? { ready, view, debug: { mode, state: status?.state ?? 'idle', step: status?.step ?? 0, steps, selectedStep, pending } }
+        : { ready, view };
   });
   return null;
 }
@@ -103,6 +178,7 @@ const MemoHeader = memo(Header);
 
 function Shell() {
   const store = useAppStore();
+  const debugStore = useDebugStore();
   const hasView = useApp((s) => s.view !== null);
   const dark = useDarkTheme();
 
@@ -117,6 +193,7 @@ function Shell() {
       );
     keep(st.backend.onDocumentChanged((e) => store.getState().documentChanged(e)));
     keep(st.backend.onFileDrop((paths) => void store.getState().openPath(paths[0])));
+    keep(st.backend.onRunEvents((b) => debugStore.getState().receive(b)));
     void st.init();
     const onKey = (e: KeyboardEvent) => handleShortcut(e, store.getState());
     window.addEventListener('keydown', onKey);
@@ -133,13 +210,19 @@ function Shell() {
       window.removeEventListener('keydown', onKey);
       window.removeEventListener('unhandledrejection', onRejection);
     };
-  }, [store]);
+  }, [store, debugStore]);
 
   return (
     <div className={`app ${dark ? 'theme-dark' : 'theme-light'}`} data-testid="app">
       <MemoHeader />
       {hasView ? <MemoWorkspace /> : <EmptyState />}
       <ConflictDialog />
+      <ErrorBoundary label="run configuration">
+        <RunConfigPanel />
+      </ErrorBoundary>
+      <ErrorBoundary label="interrupt dialog">
+        <InterruptDialog />
+      </ErrorBoundary>
       <Toasts />
       <TestHook />
     </div>
@@ -149,15 +232,20 @@ function Shell() {
 export interface AppProps {
   backend?: Backend;
   store?: StoreApi<AppState>;
+  /** A debugger store made by the caller (tests); by default one is made beside the app store. */
+  debugStore?: StoreApi<DebugState>;
 }
 
-export function App({ backend, store }: AppProps) {
+export function App({ backend, store, debugStore }: AppProps) {
   const s = useMemo(() => store ?? createAppStore(backend ?? getBackend()), [store, backend]);
+  const d = useMemo(() => debugStore ?? createDebugStore(s.getState().backend, s), [debugStore, s]);
   return (
     <StoreContext.Provider value={s}>
-      <ReactFlowProvider>
-        <Shell />
-      </ReactFlowProvider>
+      <DebugContext.Provider value={d}>
+        <ReactFlowProvider>
+          <Shell />
+        </ReactFlowProvider>
+      </DebugContext.Provider>
     </StoreContext.Provider>
   );
 }
