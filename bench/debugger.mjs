@@ -1,0 +1,139 @@
+// Window benchmark of the debugger (issue 5): a 10,000-step run streamed to the real app.
+//
+//   xvfb-run -a -s "-screen 0 1280x800x24 -nolisten tcp" node bench/debugger.mjs
+//
+// Prints, each with its ratio target/measured (above 1 = better than the target):
+//  - a 10,000-step run (the loop fixture counting to 5,000) from F5 until the status line says
+//    finished and the timeline holds every step; the longest gap between animation frames while
+//    events streamed in (the window stays responsive: target one frame at 10 fps, 100 ms);
+//  - pause latency: on a run that would go on for millions of steps, the time from the Pause
+//    click (inside the page) until the status line shows `paused` (target 100 ms), 5 times;
+//  - memory: resident set of the app process plus its WebKit web process after the 10,000-step
+//    run (target 500 MB).
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { APP, E2E, launch, preflight, sleep, startDriver, tmpDir } from '../e2e/lib.mjs';
+
+const PAUSE_TARGET = 100;
+const FRAME_TARGET = 100;
+const MEMORY_TARGET = 500;
+
+function loopFile(dir, limit) {
+  const text = fs.readFileSync(path.join(E2E, 'fixtures', 'loop', 'loop.yaml'), 'utf8')
+    .replace('"state.count < 5"', `"state.count < ${limit}"`)
+    .replace('  loop:\n', '  loop:\n    langgraph_config:\n      recursion_limit: 100000000\n');
+  const f = path.join(dir, `loop-${limit}.yaml`);
+  fs.writeFileSync(f, text);
+  return f;
+}
+
+/** RSS in MB of the processes whose command line mentions `pattern` (pgrep + /proc). */
+function rssMb(pattern) {
+  const r = spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' });
+  let kb = 0;
+  for (const pid of (r.stdout || '').split('\n').filter(Boolean)) {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) kb += Number(m[1]);
+    } catch { /* gone */ }
+  }
+  return kb / 1024;
+}
+
+async function ready(b) {
+  await b.waitUntil(async () => b.execute(() => !!(window.__switchyard && window.__switchyard.ready && window.__switchyard.view &&
+    document.querySelector('[data-testid="dbg-continue"]'))), { timeout: 30000, interval: 100, timeoutMsg: 'the app did not get ready' });
+}
+
+async function main() {
+  preflight();
+  console.log(`app: ${APP}${APP.includes('/release/') ? '' : ' (debug build; set SWITCHYARD_APP to a release build for release numbers)'}`);
+  const dir = tmpDir('switchyard-bench-dbg-');
+  const driver = await startDriver();
+  const out = {};
+  try {
+    // 1. 10,000 steps streamed to the window.
+    const small = loopFile(dir, 5000);
+    let b = await launch([small]);
+    await b.setTimeout({ script: 300000 });
+    await ready(b);
+    out.run = await b.executeAsync((done) => {
+      const t0 = performance.now();
+      let last = t0, maxGap = 0, frames = 0;
+      const tick = () => {
+        const now = performance.now();
+        maxGap = Math.max(maxGap, now - last);
+        last = now;
+        frames++;
+        const d = window.__switchyard.debug;
+        if (d && d.state === 'finished' && d.steps >= 10001) return done({ total: now - t0, maxGap, frames, steps: d.steps, step: d.step });
+        if (now - t0 > 280000) return done(null);
+        requestAnimationFrame(tick);
+      };
+      document.querySelector('[data-testid="dbg-continue"]').click();
+      requestAnimationFrame(tick);
+    });
+    if (!out.run) throw new Error('the 10,000-step run did not finish in the window');
+    await sleep(1000);
+    out.memory = rssMb('switchyard-app') + rssMb('WebKitWebProcess');
+    await b.deleteSession();
+    await sleep(500);
+
+    // 2. Pause latency on a run that goes on and on.
+    const big = loopFile(dir, 100000000);
+    b = await launch([big]);
+    await b.setTimeout({ script: 60000 });
+    await ready(b);
+    out.pauses = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await b.executeAsync((first, done) => {
+        const btn = (id) => document.querySelector(`[data-testid="${id}"]`);
+        btn('dbg-continue').click();
+        const t0 = performance.now();
+        const waitRunning = () => {
+          const d = window.__switchyard.debug;
+          if (d && d.state === 'running' && d.step > (first ? 2000 : 0) && performance.now() - t0 > 700) {
+            const c0 = performance.now();
+            btn('dbg-pause').click();
+            const check = () => {
+              const s = btn('dbg-status');
+              if (s && s.getAttribute('data-state') === 'paused') return done({ ms: performance.now() - c0, step: window.__switchyard.debug.step });
+              if (performance.now() - c0 > 10000) return done(null);
+              setTimeout(check, 1);
+            };
+            return check();
+          }
+          if (performance.now() - t0 > 30000) return done(null);
+          setTimeout(waitRunning, 5);
+        };
+        waitRunning();
+      }, i === 0);
+      if (!r) throw new Error('the run did not pause');
+      out.pauses.push(r.ms);
+      out.pausedAt = r.step;
+    }
+    out.memoryLong = rssMb('switchyard-app') + rssMb('WebKitWebProcess');
+    await b.deleteSession();
+  } finally {
+    await driver.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const ms = (x) => `${x.toFixed(1)} ms`;
+  const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const r = out.run;
+  console.log(`\n10,000-step run in the window: ${r.steps} timeline rows, F5 → finished shown in ${ms(r.total)} ` +
+    `(${((r.total * 1000) / r.steps).toFixed(0)} µs per step incl. streaming and rendering), ${r.frames} frames painted`);
+  console.log(`  longest gap between frames while streaming: ${ms(r.maxGap)} (target ${FRAME_TARGET} ms, ratio target/actual = ${(FRAME_TARGET / r.maxGap).toFixed(2)})`);
+  const pm = med(out.pauses);
+  console.log(`pause click → paused shown: median ${ms(pm)}, max ${ms(Math.max(...out.pauses))} over ${out.pauses.length} pauses ` +
+    `(target ${PAUSE_TARGET} ms, ratio target/median = ${(PAUSE_TARGET / pm).toFixed(2)}); last pause at step ${out.pausedAt}`);
+  console.log(`memory (app + web process RSS) after the 10,000-step run: ${out.memory.toFixed(0)} MB ` +
+    `(target ${MEMORY_TARGET} MB, ratio target/actual = ${(MEMORY_TARGET / out.memory).toFixed(2)}); ` +
+    `after the long run (step ${out.pausedAt}): ${out.memoryLong.toFixed(0)} MB (ratio ${(MEMORY_TARGET / out.memoryLong).toFixed(2)})`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
