@@ -1,0 +1,157 @@
+// A small JSON renderer shared by the debugger views: collapsible objects and arrays, long strings
+// and big collections cut short with "show all". Plain text only (React escapes everything).
+import { useState, type ReactNode } from 'react';
+
+/** Strings longer than this are cut (with "show all"). */
+export const LONG_STRING = 200;
+/** Arrays/objects with more entries than this show only the first ones (with "show all"). */
+export const MANY_ENTRIES = 50;
+
+export function isContainer(v: unknown): v is Record<string, unknown> | unknown[] {
+  return v !== null && typeof v === 'object';
+}
+
+/** Entries of an object or array as [key, value] pairs (array keys are indices as strings). */
+export function entriesOf(v: Record<string, unknown> | unknown[]): [string, unknown][] {
+  return Array.isArray(v) ? v.map((x, i) => [String(i), x]) : Object.entries(v);
+}
+
+/** A one-line preview of a value: `{3 keys}`, `[5 items]`, or the scalar as JSON (cut). */
+export function preview(v: unknown, max = 80): string {
+  if (Array.isArray(v)) return `[${v.length} item${v.length === 1 ? '' : 's'}]`;
+  if (isContainer(v)) {
+    const n = Object.keys(v).length;
+    return `{${n} key${n === 1 ? '' : 's'}}`;
+  }
+  const s = scalarText(v);
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+}
+
+/** A scalar as JSON text (`undefined` shows as nothing). */
+export function scalarText(v: unknown): string {
+  if (v === undefined) return '';
+  if (typeof v === 'string') return JSON.stringify(v);
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/** Pretty JSON for editors and tooltips. */
+export function pretty(v: unknown): string {
+  if (v === undefined) return '';
+  try {
+    return JSON.stringify(v, null, 2) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+function scalarClass(v: unknown): string {
+  if (v === null) return 'jv-null';
+  switch (typeof v) {
+    case 'string':
+      return 'jv-str';
+    case 'number':
+    case 'bigint':
+      return 'jv-num';
+    case 'boolean':
+      return 'jv-bool';
+    default:
+      return 'jv-null';
+  }
+}
+
+/** A scalar, with long strings collapsed behind "show all". */
+export function Scalar({ value, limit = LONG_STRING }: { value: unknown; limit?: number }) {
+  const [all, setAll] = useState(false);
+  const text = scalarText(value);
+  if (typeof value === 'string' && value.length > limit && !all) {
+    return (
+      <span className={scalarClass(value)}>
+        {JSON.stringify(value.slice(0, limit)).slice(0, -1)}…"{' '}
+        <button type="button" className="link jv-more" onClick={() => setAll(true)} title={`${value.length} characters`}>
+          show all ({value.length} chars)
+        </button>
+      </span>
+    );
+  }
+  return <span className={scalarClass(value)}>{text}</span>;
+}
+
+interface NodeProps {
+  name?: string;
+  value: unknown;
+  depth: number;
+  open: number;
+}
+
+function JsonNode({ name, value, depth, open }: NodeProps) {
+  const [expanded, setExpanded] = useState(depth < open);
+  const [all, setAll] = useState(false);
+  const label =
+    name !== undefined ? (
+      <span className="jv-key">
+        {name}
+        <span className="jv-colon">: </span>
+      </span>
+    ) : null;
+  if (!isContainer(value)) {
+    return (
+      <div className="jv-line">
+        <span className="jv-toggle-space" />
+        {label}
+        <Scalar value={value} />
+      </div>
+    );
+  }
+  const entries = entriesOf(value);
+  const shown = all ? entries : entries.slice(0, MANY_ENTRIES);
+  let children: ReactNode = null;
+  if (expanded) {
+    children = (
+      <div className="jv-children">
+        {shown.map(([k, v]) => (
+          <JsonNode key={k} name={k} value={v} depth={depth + 1} open={open} />
+        ))}
+        {entries.length > shown.length ? (
+          <button type="button" className="link jv-more" onClick={() => setAll(true)}>
+            show all ({entries.length - shown.length} more)
+          </button>
+        ) : null}
+        {entries.length === 0 ? <div className="jv-line muted">{Array.isArray(value) ? '(empty list)' : '(empty)'}</div> : null}
+      </div>
+    );
+  }
+  return (
+    <div className="jv-node">
+      <div className="jv-line">
+        <button type="button" className="jv-toggle" aria-expanded={expanded} onClick={() => setExpanded(!expanded)} title={expanded ? 'Collapse' : 'Expand'}>
+          {expanded ? '▾' : '▸'}
+        </button>
+        {label}
+        <span className="jv-preview muted">{preview(value)}</span>
+      </div>
+      {children}
+    </div>
+  );
+}
+
+export interface JsonViewProps {
+  value: unknown;
+  /** A label for the root. */
+  name?: string;
+  /** How many levels start expanded (default 1). */
+  open?: number;
+  className?: string;
+}
+
+/** A collapsible view of a JSON value. */
+export function JsonView({ value, name, open = 1, className }: JsonViewProps) {
+  return (
+    <div className={`json-view mono${className ? ` ${className}` : ''}`}>
+      <JsonNode name={name} value={value} depth={0} open={open} />
+    </div>
+  );
+}
