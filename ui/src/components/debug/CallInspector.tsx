@@ -1,0 +1,204 @@
+// The LLM and tool calls of the selected step (or of the latest step when following): the exact
+// messages sent, the tools bound, the response and its tool calls, tokens and latency; tool calls
+// with their arguments and result or error.
+import { useState, type ReactNode } from 'react';
+import { shownModel, useDebug } from '../../debug/store';
+import { rowAt, type CallRecord } from '../../debug/model';
+import { Conversation, isMessageList } from './Conversation';
+import { JsonView } from './JsonView';
+import { fmtMs } from './Timeline';
+
+function Section({ title, children, start = true, testid }: { title: ReactNode; children: ReactNode; start?: boolean; testid?: string }) {
+  const [open, setOpen] = useState(start);
+  return (
+    <section className="call-section" data-testid={testid}>
+      <h4>
+        <button type="button" className="jv-toggle" aria-expanded={open} onClick={() => setOpen(!open)}>
+          {open ? '▾' : '▸'}
+        </button>
+        {title}
+      </h4>
+      {open ? children : null}
+    </section>
+  );
+}
+
+interface ToolSpec {
+  name: string;
+  description?: string;
+  schema: unknown;
+}
+
+function toolSpecs(tools: unknown): ToolSpec[] {
+  if (!Array.isArray(tools)) return [];
+  return tools.map((t) => {
+    if (typeof t === 'string') return { name: t, schema: null };
+    const o = (t ?? {}) as Record<string, unknown>;
+    const fn = (o.function ?? null) as Record<string, unknown> | null;
+    const src = fn ?? o;
+    return {
+      name: String(src.name ?? '?'),
+      description: typeof src.description === 'string' ? src.description : undefined,
+      schema: src.parameters ?? src.input_schema ?? src.schema ?? t,
+    };
+  });
+}
+
+function ToolBound({ spec }: { spec: ToolSpec }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <div className="call-tool" data-testid="call-tool" data-tool={spec.name}>
+      <button type="button" className="jv-toggle" aria-expanded={open} onClick={() => setOpen(!open)} title="Show the schema">
+        {open ? '▾' : '▸'}
+      </button>
+      <span className="mono call-name">{spec.name}</span>
+      {spec.description ? <span className="call-tool-desc">{spec.description}</span> : null}
+      {open ? <JsonView value={spec.schema} open={3} /> : null}
+    </div>
+  );
+}
+
+function latency(c: CallRecord): string {
+  return c.endMs == null ? 'running…' : fmtMs(c.endMs - c.startMs);
+}
+
+function LlmCall({ c, top }: { c: CallRecord; top: string | null }) {
+  const messages = c.request?.messages;
+  const list = Array.isArray(messages) ? messages : null;
+  const tools = toolSpecs(c.request?.tools);
+  const usage = c.response?.usage ?? null;
+  const calls = c.response?.tool_calls ?? [];
+  const waiting = c.endMs == null;
+  return (
+    <div className="call kind-llm" data-testid="call" data-kind="llm" data-node={c.node}>
+      <div className="call-head">
+        <span className="call-kind">LLM</span>
+        <span className="call-name">{c.node}</span>
+        {top && c.run !== top ? <span className="kind-pill">nested: {c.run.slice(top.length + 1)}</span> : null}
+        <span className="call-metrics">
+          <span data-testid="call-tokens" title="tokens in / out">
+            {usage ? `${usage.input} in / ${usage.output} out` : waiting ? '' : 'no usage'}
+          </span>
+          <span data-testid="call-latency" title="latency">
+            {latency(c)}
+          </span>
+        </span>
+      </div>
+      <div className="call-body">
+        {c.request ? (
+          <Section title={`Messages sent (${list ? list.length : '?'})`} testid="call-messages">
+            {list && (list.length === 0 || isMessageList(list)) ? <Conversation messages={list} collapsible /> : <JsonView value={messages} open={2} />}
+          </Section>
+        ) : (
+          <div className="muted small">The request was not recorded.</div>
+        )}
+        {c.request ? (
+          <Section title={`Tools bound (${tools.length})`} testid="call-tools" start={tools.length > 0}>
+            {tools.length ? (
+              <div className="call-tools">
+                {tools.map((t, i) => (
+                  <ToolBound key={`${t.name}:${i}`} spec={t} />
+                ))}
+              </div>
+            ) : (
+              <div className="muted small">No tools bound.</div>
+            )}
+          </Section>
+        ) : null}
+        <Section title="Response" testid="call-response">
+          {c.error ? <div className="call-error">{c.error}</div> : null}
+          {c.response?.content ? (
+            <div className={`call-text${waiting ? ' call-streaming' : ''}`} data-testid="call-response-text">
+              {c.response.content}
+            </div>
+          ) : waiting ? (
+            <div className="muted small call-streaming">waiting for the model</div>
+          ) : calls.length === 0 && !c.error ? (
+            <div className="muted small">(no content)</div>
+          ) : null}
+          {calls.map((tc, i) => (
+            <div className="msg-toolcall" key={tc.id ?? i} data-testid="call-tool-call">
+              <span className="msg-toolcall-name mono">
+                ⚙ {tc.name}
+                {tc.id ? <span className="muted"> #{tc.id}</span> : null}
+              </span>
+              <JsonView value={tc.args} open={2} />
+            </div>
+          ))}
+        </Section>
+      </div>
+    </div>
+  );
+}
+
+function ToolCallCard({ c, top }: { c: CallRecord; top: string | null }) {
+  const name = c.call?.name ?? '?';
+  const failed = c.error != null && c.error !== '';
+  return (
+    <div className={`call kind-tool${failed ? ' failed' : ''}`} data-testid="call" data-kind="tool" data-node={c.node} data-tool={name}>
+      <div className="call-head">
+        <span className="call-kind">Tool</span>
+        <span className="call-name mono">{name}</span>
+        <span className="muted small">in {c.node}</span>
+        {c.id ? <span className="muted small mono">#{c.id}</span> : null}
+        {top && c.run !== top ? <span className="kind-pill">nested: {c.run.slice(top.length + 1)}</span> : null}
+        <span className="call-metrics">
+          <span data-testid="call-latency" title="latency">
+            {latency(c)}
+          </span>
+        </span>
+      </div>
+      <div className="call-body">
+        <Section title="Arguments" testid="call-args">
+          {c.call?.args === null || c.call?.args === undefined ? <div className="muted small">(none recorded)</div> : <JsonView value={c.call.args} open={2} />}
+        </Section>
+        <Section title={failed ? 'Error' : 'Result'} testid="call-result">
+          {failed ? (
+            <div className="call-error">{c.error}</div>
+          ) : c.endMs == null ? (
+            <div className="muted small call-streaming">running</div>
+          ) : typeof c.result === 'string' ? (
+            <div className="call-text">{c.result}</div>
+          ) : (
+            <JsonView value={c.result} open={2} />
+          )}
+        </Section>
+      </div>
+    </div>
+  );
+}
+
+export function CallInspector() {
+  const model = useDebug(shownModel);
+  const selected = useDebug((s) => s.selectedStep);
+  const row = selected != null ? rowAt(model, selected) : model.steps[model.steps.length - 1];
+  const calls = row?.calls ?? [];
+  const top = model.run;
+  const llm = calls.filter((c) => c.kind === 'llm');
+  const tokens = llm.reduce(
+    (t, c) => (c.response?.usage ? { input: t.input + c.response.usage.input, output: t.output + c.response.usage.output } : t),
+    { input: 0, output: 0 },
+  );
+  return (
+    <div className="call-inspector" style={{ display: 'flex', flexDirection: 'column', flex: 1, minHeight: 0 }}>
+      <div className="dp-toolbar">
+        <strong className="small">
+          {row ? `Calls of step ${row.step}` : 'Calls'}
+          {row ? <span className="muted"> · {row.nodes.join(', ')}</span> : null}
+        </strong>
+        {row && selected == null ? <span className="muted small">(latest step; select a step in the timeline)</span> : null}
+        <span className="spacer" />
+        {calls.length ? (
+          <span className="muted small">
+            {llm.length} LLM · {calls.length - llm.length} tool · {tokens.input} in / {tokens.output} out
+          </span>
+        ) : null}
+      </div>
+      <div className="calls">
+        {!row ? <div className="muted small">No steps yet.</div> : null}
+        {row && calls.length === 0 ? <div className="muted small">Step {row.step} made no LLM or tool calls.</div> : null}
+        {calls.map((c, i) => (c.kind === 'llm' ? <LlmCall key={`${i}:${c.run}:${c.id}`} c={c} top={top} /> : <ToolCallCard key={`${i}:${c.run}:${c.id}`} c={c} top={top} />))}
+      </div>
+    </div>
+  );
+}

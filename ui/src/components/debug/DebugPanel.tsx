@@ -1,0 +1,117 @@
+// The debugger's bottom panel: Timeline / State / Calls tabs over the run being viewed (the current
+// run or an earlier one kept in `history`, e.g. the run before a rewind, to compare with the fork).
+import '../../debug/panel.css';
+import { shownModel, useDebug, useDebugStore, type PanelTab } from '../../debug/store';
+import { CallInspector } from './CallInspector';
+import { StateTree } from './StateTree';
+import { Timeline } from './Timeline';
+
+const TABS: { id: PanelTab; label: string }[] = [
+  { id: 'timeline', label: 'Timeline' },
+  { id: 'state', label: 'State' },
+  { id: 'calls', label: 'Calls' },
+];
+
+function RunHeader() {
+  const dbg = useDebugStore();
+  const info = useDebug((s) => s.info);
+  const mode = useDebug((s) => s.mode);
+  const history = useDebug((s) => s.history);
+  const viewing = useDebug((s) => s.viewing);
+  const current = info
+    ? mode === 'review'
+      ? `Trace: ${info.trace ?? info.agent}`
+      : `Current run: ${info.agent} · ${info.llm}`
+    : mode === 'live'
+      ? 'Current run (starting…)'
+      : 'No current run';
+  return (
+    <div className="dp-run">
+      <span className="dp-run-label" title={info ? `run ${info.run}${info.trace ? `\ntrace: ${info.trace}` : ''}` : undefined}>
+        {viewing == null ? current : `Viewing: ${history[viewing]?.label ?? 'earlier run'}`}
+      </span>
+      <select
+        className="input"
+        data-testid="history-select"
+        value={viewing == null ? '' : String(viewing)}
+        disabled={history.length === 0}
+        onChange={(e) => dbg.getState().viewHistory(e.target.value === '' ? null : Number(e.target.value))}
+        title={history.length ? 'Earlier runs and runs before a rewind, to compare' : 'Earlier runs appear here (a rewind keeps the run before it)'}
+        aria-label="Run to view"
+      >
+        <option value="">{mode === 'review' ? 'Trace' : 'Current run'}</option>
+        {history.map((h, i) => (
+          <option key={i} value={String(i)}>
+            {h.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+export function DebugPanel() {
+  const dbg = useDebugStore();
+  const tab = useDebug((s) => s.panelTab);
+  const viewing = useDebug((s) => s.viewing);
+  const hasRun = useDebug((s) => s.mode !== 'idle' || s.starting || s.viewing != null || shownModel(s).eventCount > 0);
+  const stepCount = useDebug((s) => shownModel(s).steps.length);
+  const diffCount = useDebug((s) => (s.stateView && !s.stateView.loading ? s.stateView.diff.length : 0));
+  const callCount = useDebug((s) => {
+    const m = shownModel(s);
+    const row = s.selectedStep != null ? m.steps.find((r) => r.step === s.selectedStep) : m.steps[m.steps.length - 1];
+    return row?.calls.length ?? 0;
+  });
+  const count: Record<PanelTab, number> = { timeline: stepCount, state: diffCount, calls: callCount };
+
+  return (
+    <section className="debug-panel" data-testid="debug-panel" data-tab={tab}>
+      <div className="dp-head">
+        <div className="dp-tabs" role="tablist" aria-label="Debugger views">
+          {TABS.map((t) => (
+            <button
+              key={t.id}
+              type="button"
+              role="tab"
+              aria-selected={tab === t.id}
+              className={`dp-tab${tab === t.id ? ' active' : ''}`}
+              data-testid={`tab-${t.id}`}
+              onClick={() => dbg.getState().setPanelTab(t.id)}
+              title={t.id === 'state' ? 'Changes since the step before' : undefined}
+            >
+              {t.label}
+              {hasRun && count[t.id] ? <span className="dp-count">{count[t.id]}</span> : null}
+            </button>
+          ))}
+        </div>
+        {hasRun ? <RunHeader /> : null}
+      </div>
+      {viewing != null ? (
+        <div className="dp-banner" data-testid="history-banner">
+          Viewing an earlier run (read-only), to compare with the current one.
+          <button type="button" className="link" onClick={() => dbg.getState().viewHistory(null)}>
+            Back to the current run
+          </button>
+        </div>
+      ) : null}
+      <div className="dp-body" role="tabpanel">
+        {!hasRun ? (
+          <div className="dp-hint" data-testid="debug-hint">
+            <div>
+              Press <kbd>F5</kbd> to run, <kbd>F10</kbd> to step
+            </div>
+            <div className="small">
+              <kbd>F9</kbd> toggles a breakpoint on the selected node · the run configuration sets the input and the LLM mode
+            </div>
+          </div>
+        ) : tab === 'timeline' ? (
+          <Timeline />
+        ) : tab === 'state' ? (
+          <StateTree />
+        ) : (
+          <CallInspector />
+        )}
+      </div>
+    </section>
+  );
+}
