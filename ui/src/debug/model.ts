@@ -592,7 +592,10 @@ function foldTop(d: Draft, ev: DebugEvent): void {
       const visited = d.visited();
       const steps = visited[ev.node];
       if (!steps) visited[ev.node] = d.own([ev.step]);
-      else if (steps[steps.length - 1] !== ev.step) visited[ev.node] = d.own([...steps, ev.step]);
+      else if (steps[steps.length - 1] !== ev.step) {
+        if (d.isOwn(steps)) steps.push(ev.step);
+        else visited[ev.node] = d.own([...steps, ev.step]);
+      }
       const cur = d.current();
       if (!cur.includes(ev.node)) cur.push(ev.node);
       m.paused = null;
