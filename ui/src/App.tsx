@@ -3,7 +3,7 @@ import { ReactFlowProvider } from '@xyflow/react';
 import type { StoreApi } from 'zustand';
 import { getBackend, type Backend } from './backend';
 import { StoreContext, createAppStore, useApp, useAppStore, type AppState } from './store';
-import { handleShortcut } from './shortcuts';
+import { handleDebugShortcut, handleShortcut } from './shortcuts';
 import { useDarkTheme } from './theme';
 import { Canvas } from './components/Canvas';
 import { ErrorBoundary } from './components/ErrorBoundary';
@@ -195,7 +195,7 @@ function Shell() {
     keep(st.backend.onFileDrop((paths) => void store.getState().openPath(paths[0])));
     keep(st.backend.onRunEvents((b) => debugStore.getState().receive(b)));
     void st.init();
-    const onKey = (e: KeyboardEvent) => handleShortcut(e, store.getState());
+    const onKey = (e: KeyboardEvent) => handleDebugShortcut(e, debugStore.getState(), store.getState()) || handleShortcut(e, store.getState());
     window.addEventListener('keydown', onKey);
     // Never fail silently: anything that slipped through becomes a toast.
     const onRejection = (e: PromiseRejectionEvent) => {

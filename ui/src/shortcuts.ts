@@ -1,5 +1,7 @@
 // Global keyboard shortcuts → store actions.
 import type { AppState } from './store';
+import type { DebugState } from './debug/store';
+import { bpEditor } from './components/debug/canvasOverlay';
 
 export type ShortcutAction = 'undo' | 'redo' | 'save' | 'open' | 'search' | 'delete' | 'deselect' | null;
 
@@ -60,4 +62,82 @@ export function handleShortcut(e: KeyboardEvent, state: AppState): boolean {
       break;
   }
   return true;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Debugger keys (docs/app-contract.md §5.2): F5 run/continue, F10 step, Shift+F5 stop,
+// Ctrl+Shift+F5 restart, F9 toggle the selected node's breakpoint, Shift+F9 edit its condition.
+
+export type DebugAction = 'continue' | 'step' | 'stop' | 'restart' | 'toggle-breakpoint' | 'edit-breakpoint' | null;
+
+/** Which debugger action a key event means (pure, for tests). */
+export function debugShortcutFor(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'shiftKey' | 'altKey'>): DebugAction {
+  if (e.altKey) return null;
+  const mod = e.ctrlKey || e.metaKey;
+  switch (e.key) {
+    case 'F5':
+      if (mod) return e.shiftKey ? 'restart' : null;
+      return e.shiftKey ? 'stop' : 'continue';
+    case 'F10':
+      return mod || e.shiftKey ? null : 'step';
+    case 'F9':
+      if (mod) return null;
+      return e.shiftKey ? 'edit-breakpoint' : 'toggle-breakpoint';
+    default:
+      return null;
+  }
+}
+
+/**
+ * Handle a debugger key; returns true when it was one (and prevents the default, e.g. the
+ * webview's reload on F5). Needs a document to be open.
+ */
+export function handleDebugShortcut(e: KeyboardEvent, debug: DebugState, app: AppState): boolean {
+  const action = debugShortcutFor(e);
+  if (!action) return false;
+  // F5 reloads the webview: never let it through while a document is open.
+  e.preventDefault();
+  if (!app.view) return true;
+  const state = debug.status?.state ?? 'idle';
+  const running = debug.mode === 'live' && (debug.starting || state === 'running');
+  switch (action) {
+    case 'continue':
+      if (running) break;
+      // An interrupt waits for an answer: F5 brings its dialog back instead of continuing.
+      if (debug.mode === 'live' && state === 'interrupted') debug.reopenDialog();
+      else void debug.continue();
+      break;
+    case 'step':
+      if (running) break;
+      if (debug.mode === 'live' && state === 'interrupted') debug.reopenDialog();
+      else void debug.step();
+      break;
+    case 'stop':
+      void debug.stop();
+      break;
+    case 'restart':
+      void debug.restart();
+      break;
+    case 'toggle-breakpoint':
+    case 'edit-breakpoint': {
+      const node = breakpointTarget(app);
+      if (!node) {
+        app.toast('info', 'Select a node first: breakpoints are set on nodes (F9)');
+        break;
+      }
+      if (action === 'toggle-breakpoint') void debug.toggleBreakpoint(node);
+      else bpEditor.getState().open(node);
+      break;
+    }
+  }
+  return true;
+}
+
+/** The selected node, when a breakpoint can be set on it (not a start/end marker). */
+function breakpointTarget(app: AppState): string | null {
+  const sel = app.selection;
+  if (sel?.type !== 'node') return null;
+  const n = app.view?.nodes.find((x) => x.id === sel.id);
+  if (!n || n.kind === '__start__' || n.kind === '__end__') return null;
+  return n.id;
 }

@@ -1,10 +1,20 @@
 import { memo } from 'react';
 import { BaseEdge, EdgeLabelRenderer, getBezierPath, type EdgeProps } from '@xyflow/react';
 import { edgeStroke, type SyEdge } from '../flow';
+import { edgeTakenKey, parseEdgeTaken, useDebugSafe } from './debug/canvasOverlay';
 
 function EdgeLineImpl(props: EdgeProps<SyEdge>) {
-  const { id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
+  const { id, source, target, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
   const count = data?.parallelCount ?? 1;
+  // The debugger's overlay: whether (and why) the run took this edge; one string per edge.
+  const kind = data?.kind ?? 'static';
+  const rawLabel = data?.label ?? null;
+  const dynamic = !!data?.dynamic;
+  const takenKey = useDebugSafe(
+    (s) => edgeTakenKey(s, { source, target, kind, label: rawLabel, dynamic, parallelCount: count }),
+    '',
+  );
+  const taken = parseEdgeTaken(takenKey);
   let path: string;
   let labelX: number;
   let labelY: number;
@@ -25,6 +35,8 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
   if (data?.derived) cls.push('derived');
   if (data?.kind) cls.push(`k-${data.kind}`);
   if (selected) cls.push('selected');
+  if (taken) cls.push('taken');
+  const stepsText = taken?.steps ? `step${taken.steps.includes(',') ? 's' : ''} ${taken.steps.replace(/,/g, ', ')}` : '';
   return (
     <>
       <BaseEdge
@@ -32,12 +44,27 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
         path={path}
         markerEnd={markerEnd}
         interactionWidth={14}
+        className={taken ? `sy-edge-taken${taken.last ? ' sy-edge-last' : ''}` : undefined}
         style={{
-          stroke: selected ? 'var(--accent)' : s.stroke,
-          strokeWidth: selected ? s.width + 1 : s.width,
-          strokeDasharray: s.dash,
+          stroke: selected ? 'var(--accent)' : taken ? (taken.last ? 'var(--run-current)' : 'var(--run-taken)') : s.stroke,
+          strokeWidth: selected ? s.width + 1 : taken ? s.width + 1.2 : s.width,
+          strokeDasharray: taken?.last ? '7 5' : taken ? undefined : s.dash,
         }}
       />
+      {taken?.reason ? (
+        <EdgeLabelRenderer>
+          <div
+            data-testid="edge-reason"
+            data-edge-id={id}
+            data-taken="true"
+            className={`sy-edge-reason${taken.last ? ' last' : ''}`}
+            style={{ transform: `translate(-50%, 0) translate(${labelX}px, ${labelY + (label ? 11 : -8)}px)` }}
+            title={`taken: ${taken.reason}${stepsText ? ` (${stepsText})` : ''}`}
+          >
+            {taken.reason.length > 40 ? `${taken.reason.slice(0, 38)}…` : taken.reason}
+          </div>
+        </EdgeLabelRenderer>
+      ) : null}
       {label ? (
         <EdgeLabelRenderer>
           <div

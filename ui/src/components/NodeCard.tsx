@@ -2,6 +2,8 @@ import { memo, useCallback } from 'react';
 import { Handle, Position, useStore as useFlowStore, type NodeProps } from '@xyflow/react';
 import { kindStyle, type SyNode } from '../flow';
 import { useAppStore } from '../store';
+import { BreakpointDot } from './debug/BreakpointDot';
+import { nodeError, nodeInSelectedStep, nodeRunMark, nodeSteps, stepChip, useDebugSafe } from './debug/canvasOverlay';
 
 /** Render counter, for tests that check memoization (compiled out of production builds). */
 export const nodeRenders = { count: 0 };
@@ -23,7 +25,18 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
     [store, data.subAgent],
   );
 
+  // The debugger's overlay: narrow per-node selectors returning strings, so a batch of run events
+  // re-renders only the nodes whose marks changed.
+  const id = data.id;
+  const run = useDebugSafe((s) => nodeRunMark(s, id), '');
+  const steps = useDebugSafe((s) => nodeSteps(s, id), '');
+  const runError = useDebugSafe((s) => nodeError(s, id), '');
+  const inSelectedStep = useDebugSafe((s) => nodeInSelectedStep(s, id), false);
+
   const cls = ['sy-node'];
+  if (!data.marker) cls.push('sy-node-bp-gutter');
+  if (run) cls.push(`sy-run-${run}`);
+  if (inSelectedStep) cls.push('sy-run-selected');
   if (data.derived) cls.push('sy-node-derived');
   if (data.marker) cls.push('sy-node-marker');
   if (selected) cls.push('sy-node-selected');
@@ -41,6 +54,12 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
       </span>
     ) : null;
 
+  const chip = steps ? (
+    <span className="sy-steps" data-testid="node-steps">
+      {stepChip(steps)}
+    </span>
+  ) : null;
+
   return (
     <div
       data-testid="node"
@@ -48,11 +67,14 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
       data-kind={data.kind}
       data-derived={String(data.derived)}
       data-errors={String(data.errors)}
+      data-run={run}
+      data-steps={steps}
       className={cls.join(' ')}
       style={{ '--kind': style.color } as React.CSSProperties}
-      title={`${data.id} (${data.kind})${data.summary ? `\n${data.summary}` : ''}`}
+      title={`${data.id} (${data.kind})${data.summary ? `\n${data.summary}` : ''}${steps ? `\nran in step${steps.includes(',') ? 's' : ''} ${steps.replace(/,/g, ', ')}` : ''}${runError ? `\nerror: ${runError}` : ''}`}
     >
       <Handle type="target" position={Position.Top} className="sy-handle" />
+      {data.marker ? null : <BreakpointDot node={id} />}
       {far ? (
         <div className="sy-far">
           <span className="sy-name">{data.marker ? (data.kind === '__start__' ? 'start' : 'end') : data.id}</span>
@@ -62,6 +84,7 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
         <div className="sy-marker">
           <span className="sy-icon">{style.icon}</span>
           <span className="sy-name">{data.kind === '__start__' ? 'start' : 'end'}</span>
+          {chip}
           {badge}
         </div>
       ) : (
@@ -71,6 +94,7 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
               {style.icon}
             </span>
             <span className="sy-name">{data.id}</span>
+            {chip}
             {badge}
           </div>
           <div className="sy-node-sub">

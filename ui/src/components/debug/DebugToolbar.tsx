@@ -1,4 +1,197 @@
-// Placeholder until the real component lands (created by the App wiring; replace freely).
+// The debugger toolbar above the canvas: run controls (with the usual debugger keys), the run
+// configuration, break on error, opening a trace, and the status line.
+import '../../debug/debug.css';
+import { currentPending, isLive, shownModel, useDebug, useDebugStore, type DebugState } from '../../debug/store';
+import type { RunStatusInfo } from '../../debug/types';
+import { useApp } from '../../store';
+
+function plural(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? '' : 's'}`;
+}
+
+function list(nodes: string[] | undefined): string {
+  return nodes && nodes.length ? nodes.join(', ') : '';
+}
+
+/** The status line: what the run is doing, in words. */
+export function statusText(s: Pick<DebugState, 'mode' | 'status' | 'info' | 'starting' | 'viewing' | 'history'> & { pendingNode?: string | null }): string {
+  if (s.viewing != null) return `Viewing ${s.history[s.viewing]?.label ?? 'an earlier run'}`;
+  if (s.starting) return 'Starting…';
+  const st: RunStatusInfo | null = s.status;
+  if (s.mode === 'idle' || !st) return s.mode === 'live' ? 'Starting…' : 'Not running · F5 runs, F10 steps';
+  const prefix = s.mode === 'review' ? 'Trace · ' : '';
+  const step = st.step;
+  const due = list(st.due);
+  switch (st.state) {
+    case 'running':
+      return `${prefix}Running · step ${step}`;
+    case 'ready':
+      return `${prefix}Ready${due ? ` to run ${due}` : ''} · F5 continues, F10 steps`;
+    case 'paused': {
+      const at = due ? ` before ${due}` : '';
+      switch (st.reason) {
+        case 'breakpoint':
+          return `${prefix}Paused at breakpoint${at} · step ${step}`;
+        case 'step':
+          return `${prefix}Paused after step ${step}${due ? ` · next: ${due}` : ''}`;
+        case 'error':
+          return `${prefix}Paused on error${st.error?.node ? ` at ${st.error.node}` : ''}${st.error ? `: ${st.error.message}` : ''} · step ${step}`;
+        default:
+          return `${prefix}Paused${at} · step ${step}`;
+      }
+    }
+    case 'interrupted': {
+      const node = st.pending?.node ?? s.pendingNode ?? due;
+      return `${prefix}Waiting for your answer${node ? ` at ${node}` : ''} · step ${step}`;
+    }
+    case 'finished':
+      switch (st.status) {
+        case 'completed':
+          return `${prefix}Completed in ${plural(step, 'step')}`;
+        case 'failed':
+          return `${prefix}Failed${st.error?.node ? ` at node ${st.error.node}` : ''}${st.error ? `: ${st.error.message}` : ''}`;
+        case 'stopped':
+          return `${prefix}Stopped after ${plural(step, 'step')}`;
+        case 'interrupted':
+          return `${prefix}Ended waiting for an answer after ${plural(step, 'step')}`;
+        default:
+          return `${prefix}Finished after ${plural(step, 'step')}`;
+      }
+    default:
+      return `${prefix}${String(st.state)} · step ${step}`;
+  }
+}
+
+function baseName(p: string): string {
+  const i = Math.max(p.lastIndexOf('/'), p.lastIndexOf('\\'));
+  return i >= 0 ? p.slice(i + 1) : p;
+}
+
 export function DebugToolbar() {
-  return null;
+  const dbg = useDebugStore();
+  const hasView = useApp((s) => s.view !== null);
+  const mode = useDebug((s) => s.mode);
+  const status = useDebug((s) => s.status);
+  const info = useDebug((s) => s.info);
+  const starting = useDebug((s) => s.starting);
+  const viewing = useDebug((s) => s.viewing);
+  const history = useDebug((s) => s.history);
+  const breakOnError = useDebug((s) => s.breakOnError);
+  const configOpen = useDebug((s) => s.configOpen);
+  const live = useDebug(isLive);
+  const pendingNode = useDebug((s) => currentPending(s)?.node ?? null);
+  const dialogOpen = useDebug((s) => s.dialogOpen);
+  const errorCount = useDebug((s) => shownModel(s).errors.length);
+
+  const state = status?.state ?? 'idle';
+  const running = mode === 'live' && (starting || state === 'running');
+  const interrupted = mode === 'live' && state === 'interrupted';
+  const stopped = live && (state === 'paused' || state === 'ready');
+  const canRun = hasView && !running && !interrupted;
+  const text = statusText({ mode, status, info, starting, viewing, history, pendingNode });
+  const s = dbg.getState;
+
+  return (
+    <div className="dbg-toolbar" data-testid="dbg-toolbar" role="toolbar" aria-label="Debugger">
+      <div className="btn-group">
+        <button
+          type="button"
+          className="btn dbg-btn primary"
+          data-testid="dbg-continue"
+          disabled={!canRun}
+          onClick={() => void s().continue()}
+          title={stopped ? 'Continue (F5)' : 'Run (F5)'}
+        >
+          <span className="dbg-ico" aria-hidden>
+            ▶
+          </span>
+          {stopped ? 'Continue' : 'Run'}
+        </button>
+        <button type="button" className="btn dbg-btn" data-testid="dbg-step" disabled={!canRun} onClick={() => void s().step()} title="Step: run one step and pause (F10)">
+          <span className="dbg-ico" aria-hidden>
+            ⤼
+          </span>
+          Step
+        </button>
+        <button type="button" className="btn dbg-btn" data-testid="dbg-pause" disabled={!(live && state === 'running')} onClick={() => void s().pause()} title="Pause after the step in progress">
+          <span className="dbg-ico" aria-hidden>
+            ❚❚
+          </span>
+          Pause
+        </button>
+        <button type="button" className="btn dbg-btn" data-testid="dbg-stop" disabled={!live} onClick={() => void s().stop()} title="Stop the run (Shift+F5)">
+          <span className="dbg-ico stop" aria-hidden>
+            ■
+          </span>
+          Stop
+        </button>
+        <button
+          type="button"
+          className="btn dbg-btn"
+          data-testid="dbg-restart"
+          disabled={!hasView || starting || mode !== 'live'}
+          onClick={() => void s().restart()}
+          title="Restart from the beginning (Ctrl+Shift+F5)"
+        >
+          <span className="dbg-ico" aria-hidden>
+            ↻
+          </span>
+          Restart
+        </button>
+      </div>
+      <button
+        type="button"
+        className={`btn dbg-btn${configOpen ? ' on' : ''}`}
+        data-testid="dbg-config"
+        disabled={!hasView}
+        aria-expanded={configOpen}
+        onClick={() => s().openConfig(!configOpen)}
+        title="Run configuration: input, initial state, agent, LLM replies, answers"
+      >
+        ⚙ Configure…
+      </button>
+      <label className="dbg-check" title="Pause when a node fails, before the run ends">
+        <input type="checkbox" data-testid="dbg-break-on-error" checked={breakOnError} onChange={(e) => void s().setBreakOnError(e.target.checked)} />
+        Break on error
+      </label>
+      <button type="button" className="btn dbg-btn" data-testid="dbg-open-trace" onClick={() => void s().openTrace(null)} title="Open a JSONL trace to review a past run">
+        Open trace…
+      </button>
+      <div
+        className={`dbg-status st-${state}${status?.status ? ` fin-${status.status}` : ''}`}
+        data-testid="dbg-status"
+        data-state={state}
+        data-step={String(status?.step ?? 0)}
+        data-reason={status?.reason ?? ''}
+        data-finished={state === 'finished' ? (status?.status ?? '') : ''}
+        role="status"
+        aria-live="polite"
+        title={text}
+      >
+        <span className="dbg-light" aria-hidden />
+        <span className="dbg-status-text">{text}</span>
+      </div>
+      {interrupted && pendingNode != null && !dialogOpen ? (
+        <button type="button" className="btn dbg-btn primary" data-testid="interrupt-reopen" onClick={() => s().reopenDialog()} title="Show the question the run is waiting on">
+          Answer…
+        </button>
+      ) : null}
+      {errorCount > 0 && state !== 'finished' ? <span className="dbg-errors" title="Errors in this run (see the timeline)">{plural(errorCount, 'error')}</span> : null}
+      <div className="spacer" />
+      {info ? (
+        <div className="dbg-info">
+          {info.llm ? (
+            <span className="dbg-llm" data-testid="dbg-llm" title={`What answers LLM calls: ${info.llm}`}>
+              {info.llm}
+            </span>
+          ) : null}
+          {info.trace ? (
+            <span className="dbg-trace mono" data-testid="dbg-trace" title={`Trace: ${info.trace}`}>
+              {baseName(info.trace)}
+            </span>
+          ) : null}
+        </div>
+      ) : null}
+    </div>
+  );
 }

@@ -1,4 +1,259 @@
-// Placeholder until the real component lands (created by the App wiring; replace freely).
+// The run configuration: a panel under the toolbar with the input, the initial state (JSON), the
+// agent, the LLM mode and answers queued for interrupts, and Run / Step buttons.
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import '../../debug/debug.css';
+import { useDebug, useDebugStore } from '../../debug/store';
+import type { LlmMode, RunConfig } from '../../debug/types';
+import { useApp } from '../../store';
+
+const ISSUE6 = 'arrives with live providers (issue 6)';
+
+/** Parse the initial-state text: empty = none; otherwise a JSON object. */
+export function parseStateText(text: string): { value: Record<string, unknown> | undefined; error: string | null } {
+  if (!text.trim()) return { value: undefined, error: null };
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    return { value: undefined, error: `Initial state: not valid JSON (${e instanceof Error ? e.message : String(e)})` };
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return { value: undefined, error: 'Initial state: must be a JSON object, e.g. {"count": 0}' };
+  return { value: v as Record<string, unknown>, error: null };
+}
+
+/** One answer per non-empty line: JSON when the line parses as JSON, otherwise the text. */
+export function parseAnswers(text: string): unknown[] {
+  const out: unknown[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line) continue;
+    try {
+      out.push(JSON.parse(line));
+    } catch {
+      out.push(line);
+    }
+  }
+  return out;
+}
+
+/** The text that `parseAnswers` reads back as `answers`. */
+export function answersText(answers: unknown[] | undefined): string {
+  return (answers ?? [])
+    .map((a) => {
+      if (typeof a === 'string') {
+        // Text that would read back as JSON (e.g. "42", "true") is written quoted.
+        try {
+          JSON.parse(a);
+          return JSON.stringify(a);
+        } catch {
+          return a.includes('\n') ? JSON.stringify(a) : a;
+        }
+      }
+      return JSON.stringify(a);
+    })
+    .join('\n');
+}
+
+function stateText(state: unknown): string {
+  return state === undefined || state === null ? '' : JSON.stringify(state, null, 2);
+}
+
 export function RunConfigPanel() {
-  return null;
+  const open = useDebug((s) => s.configOpen);
+  const hasView = useApp((s) => s.view !== null);
+  if (!open || !hasView) return null;
+  return <RunConfigForm />;
+}
+
+function RunConfigForm() {
+  const dbg = useDebugStore();
+  const config = useDebug((s) => s.config);
+  const configError = useDebug((s) => s.configError);
+  const starting = useDebug((s) => s.starting);
+  const agents = useApp((s) => s.view?.agents);
+  const viewAgent = useApp((s) => s.view?.agent ?? null);
+  const dialect = useApp((s) => s.view?.dialect ?? null);
+  const fileName = useApp((s) => s.view?.file_name ?? '');
+
+  // The JSON texts are edited locally and pushed to the configuration whenever they are valid.
+  const [stateSrc, setStateSrc] = useState(() => stateText(config.state));
+  const [answersSrc, setAnswersSrc] = useState(() => answersText(config.answers));
+  const parsedState = useMemo(() => parseStateText(stateSrc), [stateSrc]);
+  const panel = useRef<HTMLDivElement>(null);
+  const [pos, setPos] = useState<{ top: number; left: number } | null>(null);
+
+  // Sit under the toolbar's Configure button when there is one.
+  useLayoutEffect(() => {
+    const btn = document.querySelector('[data-testid="dbg-config"]');
+    const r = btn?.getBoundingClientRect();
+    if (r && (r.width || r.height)) {
+      const width = panel.current?.offsetWidth ?? 420;
+      setPos({ top: r.bottom + 6, left: Math.max(8, Math.min(r.left, window.innerWidth - width - 8)) });
+    }
+  }, []);
+
+  useEffect(() => {
+    panel.current?.querySelector<HTMLElement>('[data-testid="run-input"]')?.focus();
+  }, []);
+
+  const set = (p: Partial<RunConfig>) => dbg.getState().setConfig(p);
+  const close = () => dbg.getState().openConfig(false);
+
+  const llm = config.llm ?? { mode: 'scripted' };
+  const setMode = (mode: string) => {
+    let next: LlmMode;
+    if (mode === 'none') next = { mode: 'none' };
+    else if (mode === 'scripted') next = { mode: 'scripted', script: llm.mode === 'scripted' ? (llm.script ?? null) : null };
+    else return; // replay / live: not yet (issue 6)
+    set({ llm: next });
+  };
+
+  const run = async (mode: 'continue' | 'step') => {
+    if (parsedState.error) return;
+    set({ state: parsedState.value, answers: parseAnswers(answersSrc) });
+    await dbg.getState().start(mode);
+    if (!dbg.getState().configError) close();
+  };
+
+  const error = parsedState.error ?? configError;
+  const multi = !!agents && agents.length > 1;
+
+  return (
+    <div
+      ref={panel}
+      className="run-config"
+      data-testid="run-config"
+      role="dialog"
+      aria-label="Run configuration"
+      style={pos ? { top: pos.top, left: pos.left } : undefined}
+      onKeyDown={(e) => {
+        if (e.key === 'Escape') {
+          e.stopPropagation();
+          close();
+        } else if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+          e.preventDefault();
+          e.stopPropagation();
+          void run('continue');
+        }
+      }}
+    >
+      <div className="rc-head">
+        <h3>Run configuration</h3>
+        <span className="muted small">{fileName}</span>
+        <div className="spacer" />
+        <button type="button" className="icon-btn" data-testid="run-config-close" onClick={close} title="Close (Esc)" aria-label="Close">
+          ✕
+        </button>
+      </div>
+
+      <label className="rc-field">
+        <span className="rc-label">Input</span>
+        <textarea
+          className="input"
+          data-testid="run-input"
+          rows={2}
+          value={config.input ?? ''}
+          placeholder={dialect === 'loki' ? 'The initial prompt' : 'The user message the run starts with'}
+          onChange={(e) => set({ input: e.target.value || null })}
+        />
+      </label>
+
+      <label className="rc-field">
+        <span className="rc-label">
+          Initial state <span className="muted">(JSON object, optional)</span>
+        </span>
+        <textarea
+          className={`input mono${parsedState.error ? ' invalid' : ''}`}
+          data-testid="run-state"
+          rows={3}
+          spellCheck={false}
+          value={stateSrc}
+          placeholder='{"count": 0}'
+          aria-invalid={!!parsedState.error}
+          onChange={(e) => {
+            setStateSrc(e.target.value);
+            const p = parseStateText(e.target.value);
+            if (!p.error) set({ state: p.value });
+          }}
+        />
+      </label>
+
+      <div className="rc-row">
+        {multi ? (
+          <label className="rc-field">
+            <span className="rc-label">Agent</span>
+            <select className="input" data-testid="run-agent" value={config.agent ?? viewAgent ?? ''} onChange={(e) => set({ agent: e.target.value || null })}>
+              {agents!.map((a) => (
+                <option key={a} value={a}>
+                  {a}
+                  {a === viewAgent ? ' (shown)' : ''}
+                </option>
+              ))}
+            </select>
+          </label>
+        ) : null}
+        <label className="rc-field">
+          <span className="rc-label">LLM replies</span>
+          <select className="input" data-testid="run-llm-mode" value={llm.mode} onChange={(e) => setMode(e.target.value)}>
+            <option value="scripted">scripted (replies file)</option>
+            <option value="none">none (no LLM calls)</option>
+            <option value="replay" disabled title={ISSUE6}>
+              replay a recorded run — {ISSUE6}
+            </option>
+            <option value="live" disabled title={ISSUE6}>
+              live provider — {ISSUE6}
+            </option>
+          </select>
+        </label>
+      </div>
+      {llm.mode === 'scripted' ? (
+        <label className="rc-field">
+          <span className="rc-label">Replies file</span>
+          <input
+            className="input mono"
+            data-testid="run-llm-script"
+            value={llm.script ?? ''}
+            placeholder="replies.yaml beside the agent"
+            spellCheck={false}
+            onChange={(e) => set({ llm: { mode: 'scripted', script: e.target.value || null } })}
+          />
+        </label>
+      ) : null}
+
+      <label className="rc-field">
+        <span className="rc-label">
+          Answers queued for interrupts <span className="muted">(one per line; JSON or text)</span>
+        </span>
+        <textarea
+          className="input mono"
+          data-testid="run-answers"
+          rows={2}
+          spellCheck={false}
+          value={answersSrc}
+          placeholder={'ship\n{"approved": true}'}
+          onChange={(e) => {
+            setAnswersSrc(e.target.value);
+            set({ answers: parseAnswers(e.target.value) });
+          }}
+        />
+      </label>
+
+      {error ? (
+        <div className="rc-error" data-testid="run-config-error" role="alert">
+          {error}
+        </div>
+      ) : null}
+
+      <div className="rc-actions">
+        <span className="muted small">Ctrl+Enter runs</span>
+        <div className="spacer" />
+        <button type="button" className="btn" data-testid="run-config-step" disabled={!!parsedState.error || starting} onClick={() => void run('step')} title="Start and pause after the first step (F10)">
+          Step
+        </button>
+        <button type="button" className="btn primary" data-testid="run-config-run" disabled={!!parsedState.error || starting} onClick={() => void run('continue')} title="Start and run to the first stop (F5)">
+          ▶ Run
+        </button>
+      </div>
+    </div>
+  );
 }

@@ -1,0 +1,197 @@
+// What the canvas draws of a run: per-node and per-edge selectors over the debugger store, each
+// returning a primitive (string/boolean), so a batch of run events re-renders only the nodes and
+// edges whose look changed (a 10,000-step run must not repaint every node on every batch).
+import { useContext } from 'react';
+import { createStore, useStore, type StoreApi } from 'zustand';
+import { DebugContext, shownModel, type DebugState } from '../../debug/store';
+import { rowAt, type CanvasOverlay, type EdgeMark } from '../../debug/model';
+
+const NO_STORE = createStore<DebugState | null>(() => null) as unknown as StoreApi<DebugState>;
+
+/**
+ * `useDebug(selector)` that tolerates a missing `DebugContext` (the canvas rendered on its own):
+ * it then returns `fallback`.
+ */
+export function useDebugSafe<T>(selector: (s: DebugState) => T, fallback: T): T {
+  const store = useContext(DebugContext);
+  return useStore(store ?? NO_STORE, (s: DebugState) => (store && s ? selector(s) : fallback));
+}
+
+/** The sherma markers (view node id = kind). */
+export const START = '__start__';
+export const END = '__end__';
+
+export type RunMark = 'current' | 'visited' | 'error' | '';
+
+/** The state of the run being shown ("finished" for an earlier run kept in the history). */
+function shownState(s: DebugState): string {
+  if (s.viewing != null) return 'finished';
+  return s.status?.state ?? (s.mode === 'live' ? 'running' : 'idle');
+}
+
+function overlayOf(s: DebugState): CanvasOverlay {
+  return shownModel(s).overlay;
+}
+
+/** `data-run` of a node. A node running right now shows as current even if it failed earlier;
+ *  once stopped, an error wins (break-on-error pauses before the failed node again). */
+export function nodeRunMark(s: DebugState, id: string): RunMark {
+  const m = shownModel(s);
+  const ov = m.overlay;
+  if (id === START) return m.steps.length ? 'visited' : '';
+  if (id === END) return endSteps(ov).length ? 'visited' : '';
+  const current = ov.current.includes(id);
+  if (current && shownState(s) === 'running') return 'current';
+  if (ov.errors[id] != null) return 'error';
+  if (current) return 'current';
+  return ov.visited[id]?.length ? 'visited' : '';
+}
+
+const joined = new WeakMap<number[], string>();
+/** `"1,4,9"`, cached per (copy-on-write) step list. */
+function joinSteps(steps: number[]): string {
+  let j = joined.get(steps);
+  if (j === undefined) {
+    j = steps.join(',');
+    joined.set(steps, j);
+  }
+  return j;
+}
+
+const endCache = new WeakMap<Record<string, EdgeMark>, number[]>();
+/** Steps in which a route ended the run (sherma routes to `__end__`). */
+function endSteps(ov: CanvasOverlay): number[] {
+  let out = endCache.get(ov.edges);
+  if (!out) {
+    const set = new Set<number>();
+    for (const e of Object.values(ov.edges)) if (e.to === END) e.steps.forEach((n) => set.add(n));
+    out = [...set].sort((a, b) => a - b);
+    endCache.set(ov.edges, out);
+  }
+  return out;
+}
+
+/** `data-steps` of a node: the steps it ran in, joined by ",". */
+export function nodeSteps(s: DebugState, id: string): string {
+  const ov = overlayOf(s);
+  if (id === START) return '';
+  if (id === END) return joinSteps(endSteps(ov));
+  const v = ov.visited[id];
+  return v?.length ? joinSteps(v) : '';
+}
+
+/** The error message of a node ("" when none). */
+export function nodeError(s: DebugState, id: string): string {
+  return overlayOf(s).errors[id] ?? '';
+}
+
+/** True when the step selected in the timeline ran this node. */
+export function nodeInSelectedStep(s: DebugState, id: string): boolean {
+  if (s.selectedStep == null) return false;
+  return !!rowAt(shownModel(s), s.selectedStep)?.nodes.includes(id);
+}
+
+/** The step-number chip: "#1 #4 #7", or "#1 … #9 ×5" when there are many. */
+export function stepChip(steps: string): string {
+  if (!steps) return '';
+  const list = steps.split(',');
+  if (list.length <= 3) return list.map((n) => `#${n}`).join(' ');
+  return `#${list[0]} … #${list[list.length - 1]} ×${list.length}`;
+}
+
+export type BpMark = '' | 'active' | 'conditional' | 'disabled';
+
+export function breakpointMark(s: DebugState, id: string): BpMark {
+  const bp = s.breakpoints.find((b) => b.node === id);
+  if (!bp) return '';
+  if (!bp.enabled) return 'disabled';
+  return bp.condition ? 'conditional' : 'active';
+}
+
+export function breakpointCondition(s: DebugState, id: string): string {
+  return s.breakpoints.find((b) => b.node === id)?.condition ?? '';
+}
+
+// ------------------------------------------------------------------------------------------------
+// Edges
+
+/** Does the route taken (`mark.label`, see `routeLabel`) go through this view edge? Only asked
+ *  when several view edges join the same two nodes (e.g. two branches to `__end__`). */
+export function labelMatchesEdge(markLabel: string, kind: string, label: string | null, dynamic: boolean): boolean {
+  if (markLabel.startsWith('branch ')) {
+    const colon = markLabel.indexOf(': ');
+    return kind === 'branch' && colon >= 0 && markLabel.slice(colon + 2) === (label ?? '');
+  }
+  if (markLabel.startsWith('option: ')) return (kind === 'route' || kind === 'branch') && markLabel.slice(8) === (label ?? '');
+  switch (markLabel) {
+    case 'default':
+      return kind === 'default';
+    case 'fallback':
+      return kind === 'fallback';
+    case 'on_other':
+      return kind === 'on_other';
+    case '_next':
+      return dynamic;
+    case '':
+      return kind !== 'branch' && kind !== 'default' && kind !== 'fallback' && kind !== 'on_other' && kind !== 'route' && !dynamic;
+    default:
+      return false;
+  }
+}
+
+export interface EdgeQuery {
+  source: string;
+  target: string;
+  kind: string;
+  /** The view edge's own label (the branch condition / route option), without decoration. */
+  label: string | null;
+  dynamic: boolean;
+  parallelCount: number;
+}
+
+const SEP = '\u0001';
+
+/**
+ * How an edge was taken, encoded as one string so the selector result compares by value:
+ * "" = not taken, else `last SEP reason SEP steps`.
+ */
+export function edgeTakenKey(s: DebugState, q: EdgeQuery): string {
+  const m = shownModel(s);
+  if (q.source === START) {
+    // The engine starts at the entry without a `route` event: the entry edge was taken in step 1.
+    const first = m.steps[0];
+    return first && first.nodes.includes(q.target) ? `0${SEP}${SEP}${first.step}` : '';
+  }
+  const mark = m.overlay.edges[`${q.source}->${q.target}`];
+  if (!mark) return '';
+  if (q.parallelCount > 1 && !labelMatchesEdge(mark.label, q.kind, q.label, q.dynamic)) return '';
+  return `${mark.last ? 1 : 0}${SEP}${mark.label}${SEP}${joinSteps(mark.steps)}`;
+}
+
+export function parseEdgeTaken(key: string): { last: boolean; reason: string; steps: string } | null {
+  if (!key) return null;
+  const [last, reason, steps] = key.split(SEP);
+  return { last: last === '1', reason: reason ?? '', steps: steps ?? '' };
+}
+
+// ------------------------------------------------------------------------------------------------
+// The in-place breakpoint condition editor: which node's editor is open (one at a time).
+
+export interface BpEditorState {
+  node: string | null;
+  /** The text the editor starts with (null: the breakpoint's current condition). */
+  initial: string | null;
+  open(node: string, initial?: string | null): void;
+  close(): void;
+}
+
+export const bpEditor: StoreApi<BpEditorState> = createStore<BpEditorState>()((set) => ({
+  node: null,
+  initial: null,
+  open: (node, initial = null) => set({ node, initial }),
+  close: () => set({ node: null, initial: null }),
+}));
+
+export function useBpEditorOpen(id: string): boolean {
+  return useStore(bpEditor, (s) => s.node === id);
+}
