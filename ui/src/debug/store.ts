@@ -122,11 +122,14 @@ export function currentPending(s: DebugState): Pending | null {
   return s.model.pending;
 }
 
-/** The latest step of the run shown (steps completed). */
+/**
+ * The latest step of the run shown whose state can be looked at: the last completed step. (The
+ * driver's `status.step` also counts a step that failed, which has no checkpoint.)
+ */
 export function latestStep(s: DebugState): number {
-  if (s.viewing == null && s.mode === 'live' && s.status) return s.status.step;
-  const m = shownModel(s);
-  return Math.max(lastDoneStep(m), s.viewing == null && s.mode === 'review' && s.status ? s.status.step : 0);
+  const done = lastDoneStep(shownModel(s));
+  if (s.viewing == null && s.mode === 'live' && s.status) return Math.min(s.status.step, done);
+  return done;
 }
 
 /** A live run that has not finished (controls and breakpoint changes go to the engine). */
@@ -624,7 +627,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         set(patch);
         const now = get();
         if (status && STOPPED_STATES.has(status.state) && now.selectedStep == null && now.viewing == null) {
-          void loadState(status.step);
+          void loadState(latestStep(now));
         }
       },
 

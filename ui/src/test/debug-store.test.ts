@@ -428,3 +428,29 @@ describe('debug store: batch shape', () => {
     expect(row.calls[0]).toMatchObject({ startMs: 3, endMs: 9, response: { content: 'hi', usage: { input: 12, output: 3 } } });
   });
 });
+
+describe('debug store: failures', () => {
+  it('paused on an error, the state shown is the last completed step (the failed one has no checkpoint)', async () => {
+    const ctx = await setup();
+    ctx.backend.runStates = { 1: { n: 1 }, 2: { n: 2 } };
+    await ctx.dbg.getState().start();
+    const run = ctx.dbg.getState().info!.run;
+    ctx.backend.emitRun({
+      run,
+      events: [
+        ...evs(run, [{ event: 'run_started', agent: 'demo', input: 'hi' }]),
+        ...steps(run, 1, 2),
+        ...evs(run, [
+          { event: 'node_enter', step: 3, node: 'a', kind: 'tool_node' },
+          { event: 'error', node: 'a', message: 'tool failed' },
+          { event: 'paused', reason: 'error' },
+        ]),
+      ],
+      status: { state: 'paused', step: 3, due: ['a'], reason: 'error', error: { node: 'a', message: 'tool failed' } },
+    });
+    ctx.dbg.getState().flush();
+    expect(ctx.dbg.getState().model.steps[2]).toMatchObject({ step: 3, status: 'error', error: 'tool failed' });
+    expect(ctx.dbg.getState().model.overlay.errors).toEqual({ a: 'tool failed' });
+    await waitFor(() => expect(ctx.dbg.getState().stateView).toMatchObject({ step: 2, state: { n: 2 }, loading: false, error: null }));
+  });
+});
