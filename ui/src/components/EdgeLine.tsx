@@ -1,7 +1,7 @@
 import { memo } from 'react';
 import { BaseEdge, EdgeLabelRenderer, getBezierPath, type EdgeProps } from '@xyflow/react';
 import { edgeStroke, type SyEdge } from '../flow';
-import { edgeTakenKey, parseEdgeTaken, useDebugSafe } from './debug/canvasOverlay';
+import { edgeTakenKey, parseEdgeTaken, stepsTitle, useDebugSafe } from './debug/canvasOverlay';
 
 function EdgeLineImpl(props: EdgeProps<SyEdge>) {
   const { id, source, target, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
@@ -36,7 +36,7 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
   if (data?.kind) cls.push(`k-${data.kind}`);
   if (selected) cls.push('selected');
   if (taken) cls.push('taken');
-  const stepsText = taken?.steps ? `step${taken.steps.includes(',') ? 's' : ''} ${taken.steps.replace(/,/g, ', ')}` : '';
+  const stepsText = taken?.steps ? stepsTitle(taken.steps) : '';
   return (
     <>
       <BaseEdge
@@ -52,27 +52,28 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
         }}
       />
       {taken?.reason ? (
+        // Taken with a reason: the reason (which says more than the edge's own label) takes the
+        // label's place while the run is shown.
         <EdgeLabelRenderer>
           <div
             data-testid="edge-reason"
             data-edge-id={id}
             data-taken="true"
             className={`sy-edge-reason${taken.last ? ' last' : ''}`}
-            style={{ transform: `translate(-50%, 0) translate(${labelX}px, ${labelY + (label ? 11 : -8)}px)` }}
-            title={`taken: ${taken.reason}${stepsText ? ` (${stepsText})` : ''}`}
+            style={{ transform: `translate(-50%, -50%) translate(${labelX}px, ${labelY}px)` }}
+            title={`${label && label !== taken.reason ? `${label}\n` : ''}taken: ${taken.reason}${stepsText ? ` (${stepsText})` : ''}`}
           >
-            {taken.reason.length > 40 ? `${taken.reason.slice(0, 38)}…` : taken.reason}
+            {taken.reason}
           </div>
         </EdgeLabelRenderer>
-      ) : null}
-      {label ? (
+      ) : label ? (
         <EdgeLabelRenderer>
           <div
             data-testid="edge-label"
             data-edge-id={id}
             className={cls.join(' ')}
             style={{ transform: `translate(-50%, -50%) translate(${labelX}px, ${labelY}px)` }}
-            title={label}
+            title={taken?.steps ? `${label}\ntaken: ${stepsText}` : label}
           >
             {label.length > 34 ? `${label.slice(0, 32)}…` : label}
           </div>

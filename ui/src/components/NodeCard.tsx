@@ -3,7 +3,7 @@ import { Handle, Position, useStore as useFlowStore, type NodeProps } from '@xyf
 import { kindStyle, type SyNode } from '../flow';
 import { useAppStore } from '../store';
 import { BreakpointDot } from './debug/BreakpointDot';
-import { nodeError, nodeInSelectedStep, nodeRunMark, nodeSteps, stepChip, useDebugSafe } from './debug/canvasOverlay';
+import { nodeError, nodeInSelectedStep, nodeRunMark, nodeSteps, stepChip, stepsTitle, useDebugSafe } from './debug/canvasOverlay';
 
 /** Render counter, for tests that check memoization (compiled out of production builds). */
 export const nodeRenders = { count: 0 };
@@ -71,7 +71,7 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
       data-steps={steps}
       className={cls.join(' ')}
       style={{ '--kind': style.color } as React.CSSProperties}
-      title={`${data.id} (${data.kind})${data.summary ? `\n${data.summary}` : ''}${steps ? `\nran in step${steps.includes(',') ? 's' : ''} ${steps.replace(/,/g, ', ')}` : ''}${runError ? `\nerror: ${runError}` : ''}`}
+      title={`${data.id} (${data.kind})${data.summary ? `\n${data.summary}` : ''}${steps ? `\nran in ${stepsTitle(steps)}` : ''}${runError ? `\nerror: ${runError}` : ''}`}
     >
       <Handle type="target" position={Position.Top} className="sy-handle" />
       {data.marker ? null : <BreakpointDot node={id} />}

@@ -9,6 +9,10 @@ import type { StoreApi } from 'zustand';
 import { bpEditor, breakpointCondition, breakpointMark, useBpEditorOpen, useDebugSafe } from './canvasOverlay';
 
 const stop = (e: React.SyntheticEvent) => e.stopPropagation();
+/** Keys stay inside the editor, except the debugger's function keys. */
+const keepKeys = (e: React.KeyboardEvent) => {
+  if (!/^F\d+$/.test(e.key)) e.stopPropagation();
+};
 
 export function BreakpointDot({ node }: { node: string }) {
   const dbg = useContext(DebugContext);
@@ -17,6 +21,7 @@ export function BreakpointDot({ node }: { node: string }) {
   const editing = useBpEditorOpen(node);
   /** The condition before the first click of a double click (the two clicks toggle twice). */
   const before = useRef<string | null>(null);
+  const dot = useRef<HTMLButtonElement>(null);
   if (!dbg) return null;
 
   const active = mark === 'active' || mark === 'conditional';
@@ -33,6 +38,7 @@ export function BreakpointDot({ node }: { node: string }) {
     <>
       <button
         type="button"
+        ref={dot}
         className={`bp-dot nodrag nopan${mark ? ` bp-${mark}` : ''}`}
         data-testid="bp-dot"
         data-active={String(active)}
@@ -58,12 +64,25 @@ export function BreakpointDot({ node }: { node: string }) {
       >
         {mark === 'conditional' ? '?' : null}
       </button>
-      {editing ? <BreakpointEditor node={node} store={dbg} initial={bpEditor.getState().initial ?? condition} /> : null}
+      {editing ? <BreakpointEditor node={node} store={dbg} initial={bpEditor.getState().initial ?? condition} place={placeEditor(dot.current)} /> : null}
     </>
   );
 }
 
-function BreakpointEditor({ node, store, initial }: { node: string; store: StoreApi<DebugState>; initial: string }) {
+type Place = { position: Position; align: 'start' | 'end' };
+
+/** Where the editor goes: below the node (above it in the lower half of the canvas), growing
+ *  towards the middle of the canvas, so it stays inside the visible pane. */
+function placeEditor(dot: HTMLElement | null): Place {
+  const pane = dot?.closest('.react-flow')?.getBoundingClientRect();
+  const card = dot?.closest('.react-flow__node')?.getBoundingClientRect();
+  if (!pane || !card || !pane.height) return { position: Position.Bottom, align: 'start' };
+  const lower = card.top + card.height / 2 - pane.top > pane.height * 0.6;
+  const right = card.left + card.width / 2 - pane.left > pane.width / 2;
+  return { position: lower ? Position.Top : Position.Bottom, align: right ? 'end' : 'start' };
+}
+
+function BreakpointEditor({ node, store, initial, place }: { node: string; store: StoreApi<DebugState>; initial: string; place: Place }) {
   const dialect = useApp((s) => s.view?.dialect ?? null);
   const hasBp = useStore(store, (s) => s.breakpoints.some((b) => b.node === node));
   const [text, setText] = useState(initial);
@@ -80,8 +99,10 @@ function BreakpointEditor({ node, store, initial }: { node: string; store: Store
     setBusy(true);
     const err = await store.getState().setBreakpointCondition(node, text);
     setBusy(false);
-    if (err) setError(err);
-    else close();
+    if (err) {
+      setError(err);
+      input.current?.focus();
+    } else close();
   };
 
   const placeholder =
@@ -90,7 +111,7 @@ function BreakpointEditor({ node, store, initial }: { node: string; store: Store
       : 'CEL, e.g. state.turns >= 3 (empty: always)';
 
   return (
-    <NodeToolbar isVisible position={Position.Left} offset={14} align="center">
+    <NodeToolbar isVisible position={place.position} offset={8} align={place.align}>
       <div
         className="bp-editor nodrag nopan nowheel"
         data-testid="bp-editor"
@@ -100,7 +121,7 @@ function BreakpointEditor({ node, store, initial }: { node: string; store: Store
         onDoubleClick={stop}
         onPointerDown={stop}
         onMouseDown={stop}
-        onKeyDown={stop}
+        onKeyDown={keepKeys}
       >
         <label className="bp-editor-label" htmlFor={`bp-cond-${node}`}>
           Break before <b>{node}</b> when {dialect === 'loki' ? '(template)' : '(CEL)'}
@@ -114,16 +135,17 @@ function BreakpointEditor({ node, store, initial }: { node: string; store: Store
           placeholder={placeholder}
           spellCheck={false}
           autoComplete="off"
-          disabled={busy}
+          readOnly={busy}
+          aria-busy={busy}
           onChange={(e) => {
             setText(e.target.value);
             setError(null);
           }}
           onKeyDown={(e) => {
-            e.stopPropagation();
+            keepKeys(e);
             if (e.key === 'Enter') {
               e.preventDefault();
-              void save();
+              if (!busy) void save();
             } else if (e.key === 'Escape') {
               e.preventDefault();
               close();

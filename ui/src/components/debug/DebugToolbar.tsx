@@ -105,25 +105,25 @@ export function DebugToolbar() {
           <span className="dbg-ico" aria-hidden>
             ▶
           </span>
-          {stopped ? 'Continue' : 'Run'}
+          <span className="dbg-label">{stopped ? 'Continue' : 'Run'}</span>
         </button>
         <button type="button" className="btn dbg-btn" data-testid="dbg-step" disabled={!canRun} onClick={() => void s().step()} title="Step: run one step and pause (F10)">
           <span className="dbg-ico" aria-hidden>
             ⤼
           </span>
-          Step
+          <span className="dbg-label">Step</span>
         </button>
         <button type="button" className="btn dbg-btn" data-testid="dbg-pause" disabled={!(live && state === 'running')} onClick={() => void s().pause()} title="Pause after the step in progress">
           <span className="dbg-ico" aria-hidden>
             ❚❚
           </span>
-          Pause
+          <span className="dbg-label">Pause</span>
         </button>
         <button type="button" className="btn dbg-btn" data-testid="dbg-stop" disabled={!live} onClick={() => void s().stop()} title="Stop the run (Shift+F5)">
           <span className="dbg-ico stop" aria-hidden>
             ■
           </span>
-          Stop
+          <span className="dbg-label">Stop</span>
         </button>
         <button
           type="button"
@@ -136,27 +136,9 @@ export function DebugToolbar() {
           <span className="dbg-ico" aria-hidden>
             ↻
           </span>
-          Restart
+          <span className="dbg-label">Restart</span>
         </button>
       </div>
-      <button
-        type="button"
-        className={`btn dbg-btn${configOpen ? ' on' : ''}`}
-        data-testid="dbg-config"
-        disabled={!hasView}
-        aria-expanded={configOpen}
-        onClick={() => s().openConfig(!configOpen)}
-        title="Run configuration: input, initial state, agent, LLM replies, answers"
-      >
-        ⚙ Configure…
-      </button>
-      <label className="dbg-check" title="Pause when a node fails, before the run ends">
-        <input type="checkbox" data-testid="dbg-break-on-error" checked={breakOnError} onChange={(e) => void s().setBreakOnError(e.target.checked)} />
-        Break on error
-      </label>
-      <button type="button" className="btn dbg-btn" data-testid="dbg-open-trace" onClick={() => void s().openTrace(null)} title="Open a JSONL trace to review a past run">
-        Open trace…
-      </button>
       <div
         className={`dbg-status st-${state}${status?.status ? ` fin-${status.status}` : ''}`}
         data-testid="dbg-status"
@@ -166,7 +148,7 @@ export function DebugToolbar() {
         data-finished={state === 'finished' ? (status?.status ?? '') : ''}
         role="status"
         aria-live="polite"
-        title={text}
+        title={`${text}${info?.llm ? `\nLLM: ${info.llm}` : ''}${info?.trace ? `\nTrace: ${info.trace}` : ''}`}
       >
         <span className="dbg-light" aria-hidden />
         <span className="dbg-status-text">{text}</span>
@@ -178,6 +160,30 @@ export function DebugToolbar() {
       ) : null}
       {errorCount > 0 && state !== 'finished' ? <span className="dbg-errors" title="Errors in this run (see the timeline)">{plural(errorCount, 'error')}</span> : null}
       <div className="spacer" />
+      <button
+        type="button"
+        className={`btn dbg-btn${configOpen ? ' on' : ''}`}
+        data-testid="dbg-config"
+        disabled={!hasView}
+        aria-expanded={configOpen}
+        onClick={() => s().openConfig(!configOpen)}
+        title="Run configuration: input, initial state, agent, LLM replies, answers"
+      >
+        <span className="dbg-ico" aria-hidden>
+          ⚙
+        </span>
+        <span className="dbg-label">Configure…</span>
+      </button>
+      <label className="dbg-check" title="Pause when a node fails, before the run ends">
+        <input type="checkbox" data-testid="dbg-break-on-error" checked={breakOnError} onChange={(e) => void s().setBreakOnError(e.target.checked)} />
+        <span className="dbg-label">Break on error</span>
+      </label>
+      <button type="button" className="btn dbg-btn" data-testid="dbg-open-trace" onClick={() => void s().openTrace(null)} title="Open a JSONL trace to review a past run">
+        <span className="dbg-label">Open trace…</span>
+        <span className="dbg-label-short" aria-hidden>
+          Trace…
+        </span>
+      </button>
       {info ? (
         <div className="dbg-info">
           {info.llm ? (

@@ -80,9 +80,11 @@ function Dialog({ pending }: { pending: Pending }) {
         data-testid="interrupt-dialog"
         data-kind={kind}
         onKeyDown={(e) => {
+          // A modal: editor keys (Delete, Ctrl+Z, …) must not reach the canvas behind it; the
+          // debugger's function keys still work.
+          if (!/^F\d+$/.test(e.key)) e.stopPropagation();
           if (e.key === 'Escape') {
             e.preventDefault();
-            e.stopPropagation();
             cancel();
           }
         }}

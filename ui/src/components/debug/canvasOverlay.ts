@@ -99,6 +99,14 @@ export function stepChip(steps: string): string {
   return `#${list[0]} … #${list[list.length - 1]} ×${list.length}`;
 }
 
+/** Steps for a tooltip: "step 4", "steps 1, 4, 9", or "steps 1, 3, … 9999 (5000 times)". */
+export function stepsTitle(steps: string): string {
+  if (!steps) return '';
+  if (steps.length < 80) return `step${steps.includes(',') ? 's' : ''} ${steps.replace(/,/g, ', ')}`;
+  const list = steps.split(',');
+  return `steps ${list.slice(0, 5).join(', ')}, … ${list[list.length - 1]} (${list.length} times)`;
+}
+
 export type BpMark = '' | 'active' | 'conditional' | 'disabled';
 
 export function breakpointMark(s: DebugState, id: string): BpMark {
