@@ -72,6 +72,7 @@ async function editState(b, key, json, assert) {
   await showTab(b, 'state');
   const row = await b.$(`[data-testid="state-row"][data-path="${key}"]`);
   await row.waitForExist({ timeout: 10000 });
+  await row.moveTo();
   const btn = await row.$(testid('state-edit'));
   await btn.waitForClickable({ timeout: 5000 });
   await btn.click();
@@ -157,6 +158,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     assert(note && note.diff === '', `note unchanged at step 2: ${JSON.stringify(note)}`);
     assert((await stateRow(b, 'count')).text.includes('1'), 'count is 1');
     // Selecting step 1 shows that step's diff: setup changed note.
+    await showTab(b, 'timeline');
     await click(b, '[data-testid="timeline-row"][data-step="1"]');
     await showTab(b, 'state');
     await b.waitUntil(async () => (await stateRow(b, 'note'))?.diff === 'changed', { timeout: 8000, timeoutMsg: 'note not marked changed at step 1' });
@@ -178,6 +180,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     await typeAnswer(b, 'yes please');
     await waitDbg(b, (d) => d.state === 'finished', 'finished');
     assertEq(await attr(b, testid('dbg-status'), 'data-finished'), 'completed', 'completed');
+    await showTab(b, 'timeline');
     const rows = (await timelineNodes(b)).map((r) => r[1]);
     assertEq(rows, ['setup', 'inc', 'check', 'ask', 'done'], 'the edited state routed to ask');
     await showTab(b, 'state');
@@ -190,6 +193,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     await press(b, 'F5');
     const first = await waitDbg(b, (d) => d.state === 'finished', 'the first run finished');
     assertEq(first.step, 12, 'setup + 5 × (inc, check) + done');
+    await showTab(b, 'timeline');
     await click(b, '[data-testid="timeline-row"][data-step="2"]');
     await click(b, testid('timeline-rewind'));
     await waitDbg(b, (d) => d.state === 'paused' && d.step === 2, 'paused after the rewind');

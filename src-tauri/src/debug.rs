@@ -122,10 +122,9 @@ fn provider(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> Res
                 None => launch::default_script(doc),
             };
             match path {
-                None => Err(CmdError::new(format!(
-                    "no scripted replies: put a replies.yaml beside {} or name a script in the run configuration (or pick “no LLM”)",
-                    doc.path.display()
-                ))),
+                // Agents without LLM nodes need no replies; one that calls a model fails at that
+                // node with a message saying where replies are looked for.
+                None => Ok(Box::new(NoProvider)),
                 Some(p) => ScriptedProvider::load(&p).map(|s| Box::new(s) as Box<dyn LlmProvider + Send>).map_err(|diags| {
                     let first = diags
                         .iter()
