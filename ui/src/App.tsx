@@ -118,7 +118,7 @@ function Workspace() {
             <button type="button" className={`toggle${showPalette ? ' on' : ''}`} onClick={() => setShowPalette(!showPalette)} title="Toggle palette">
               Palette
             </button>
-            <button type="button" className={`toggle${showSource ? ' on' : ''}`} onClick={() => setShowSource(!showSource)} title="Toggle source view">
+            <button type="button" className={`toggle${showSource ? ' on' : ''}`} onClick={() => setShowSource(!showSource)} title="Toggle source view" data-testid="pane-toggle-source">
               Source
             </button>
             <button type="button" className={`toggle${showInspector ? ' on' : ''}`} onClick={() => setShowInspector(!showInspector)} title="Toggle inspector">

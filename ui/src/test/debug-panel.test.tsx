@@ -142,6 +142,12 @@ describe('debug panel', () => {
     expect(stateRow('status')!.textContent).toContain('"open"');
     expect(stateRow('status')!.textContent).toContain('"closed"');
     expect(screen.getByTestId('state-summary').textContent).toContain('4 changed since step 1');
+    // The changed top-level keys are listed; a click filters the tree to one of them.
+    const chips = screen.getAllByTestId('state-changed-key').map((c) => c.textContent);
+    expect([...chips].sort()).toEqual(['draft', 'plan', 'reply', 'status']);
+    fireEvent.click(screen.getAllByTestId('state-changed-key').find((c) => c.textContent === 'status')!);
+    await waitFor(() => expect(stateRow('turns')).toBeUndefined());
+    expect(stateRow('status')).toBeDefined();
   });
 
   it('renders a messages list as a conversation (roles, tool calls, tool results) with a raw toggle', async () => {

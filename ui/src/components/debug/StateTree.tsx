@@ -387,6 +387,8 @@ export function StateTree() {
   const counts = { added: 0, changed: 0, removed: 0 };
   for (const e of diff ?? []) counts[e.kind]++;
   const total = (diff ?? []).length;
+  // The top-level keys that changed: shown next to the summary, a click filters to one.
+  const changedKeys = [...new Set((diff ?? []).map((d) => String(d.path[0] ?? '')))].filter(Boolean);
 
   let body: ReactNode;
   if (!sv) body = <div className="st-msg muted small">Select a step in the timeline to see the state after it.</div>;
@@ -425,6 +427,19 @@ export function StateTree() {
                   <span className="n-added">+{counts.added}</span> <span className="n-changed">~{counts.changed}</span>{' '}
                   <span className="n-removed">−{counts.removed}</span>
                   {')'}
+                  {changedKeys.slice(0, 4).map((k) => (
+                    <button
+                      key={k}
+                      type="button"
+                      className="st-chip"
+                      data-testid="state-changed-key"
+                      title={`Show only ${k}`}
+                      onClick={() => setQuery(query.trim() === k ? '' : k)}
+                    >
+                      {k}
+                    </button>
+                  ))}
+                  {changedKeys.length > 4 ? <span className="muted small"> +{changedKeys.length - 4} more</span> : null}
                 </>
               ) : null}
             </span>
