@@ -58,6 +58,8 @@ async function main() {
     let b = await launch([small]);
     await b.setTimeout({ script: 300000 });
     await ready(b);
+    await sleep(1000);
+    out.memoryIdle = rssMb('switchyard-app') + rssMb('WebKitWebProcess');
     out.run = await b.executeAsync((done) => {
       const t0 = performance.now();
       let last = t0, maxGap = 0, frames = 0;
@@ -93,12 +95,12 @@ async function main() {
         const t0 = performance.now();
         const waitRunning = () => {
           const d = window.__switchyard.debug;
-          if (d && d.state === 'running' && d.step > (first ? 2000 : 0) && performance.now() - t0 > 700) {
+          if (d && d.state === 'running' && d.steps > (first ? 2000 : 0) && performance.now() - t0 > 700) {
             const c0 = performance.now();
             btn('dbg-pause').click();
             const check = () => {
               const s = btn('dbg-status');
-              if (s && s.getAttribute('data-state') === 'paused') return done({ ms: performance.now() - c0, step: window.__switchyard.debug.step });
+              if (s && s.getAttribute('data-state') === 'paused') return done({ ms: performance.now() - c0, step: window.__switchyard.debug.step, rows: window.__switchyard.debug.steps });
               if (performance.now() - c0 > 10000) return done(null);
               setTimeout(check, 1);
             };
@@ -129,7 +131,7 @@ async function main() {
   console.log(`pause click → paused shown: median ${ms(pm)}, max ${ms(Math.max(...out.pauses))} over ${out.pauses.length} pauses ` +
     `(target ${PAUSE_TARGET} ms, ratio target/median = ${(PAUSE_TARGET / pm).toFixed(2)}); last pause at step ${out.pausedAt}`);
   console.log(`memory (app + web process RSS) after the 10,000-step run: ${out.memory.toFixed(0)} MB ` +
-    `(target ${MEMORY_TARGET} MB, ratio target/actual = ${(MEMORY_TARGET / out.memory).toFixed(2)}); ` +
+    `(target ${MEMORY_TARGET} MB, ratio target/actual = ${(MEMORY_TARGET / out.memory).toFixed(2)}; the same window before the run: ${out.memoryIdle.toFixed(0)} MB); ` +
     `after the long run (step ${out.pausedAt}): ${out.memoryLong.toFixed(0)} MB (ratio ${(MEMORY_TARGET / out.memoryLong).toFixed(2)})`);
 }
 

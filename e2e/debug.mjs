@@ -230,6 +230,33 @@ export function registerDebugTests(test, { assert, assertEq }) {
     await waitDbg(b, (d) => d.state === 'finished', 'finished after continuing');
   }, loop);
 
+  test('debugger: a past trace opens for review without running anything', async ({ b, runsDir }) => {
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'check'));
+    await press(b, 'F5');
+    await waitDbg(b, (d) => d.state === 'finished', 'the run finished');
+    const [name] = await eventually(() => fs.readdirSync(runsDir).filter((f) => f.endsWith('.jsonl')), (l) => l.length === 1, 'the trace file');
+    const file = path.join(runsDir, name);
+    await eventually(() => fs.readFileSync(file, 'utf8'), (t) => t.includes('"run_finished"'), 'the complete trace');
+    // A trace from the CLI's format with one line changed proves the UI shows the file, not the run.
+    const lines = fs.readFileSync(file, 'utf8').trim().split('\n').filter((l) => !l.includes('"node":"done"'));
+    const review = path.join(runsDir, 'review.jsonl');
+    fs.writeFileSync(review, lines.join('\n') + '\n');
+    await b.execute((p) => window.__switchyardTest.openTrace(p), review);
+    const d = await waitDbg(b, (d) => d.mode === 'review', 'review mode');
+    assertEq(d.steps, 11, 'the timeline of the trace (the `done` step was cut from the file)');
+    await showTab(b, 'timeline');
+    const rows = await timelineNodes(b);
+    assertEq(rows.map((r) => r[1]).slice(0, 3), ['setup', 'inc', 'check'], 'rows from the trace');
+    await click(b, '[data-testid="timeline-row"][data-step="2"]');
+    await showTab(b, 'state');
+    await b.waitUntil(async () => (await stateRow(b, 'count'))?.diff === 'changed', { timeout: 8000, timeoutMsg: 'the state of a trace step is not shown' });
+    const bad = path.join(runsDir, 'bad.jsonl');
+    fs.writeFileSync(bad, '{"event":"run_started","run":"r","ts_ms":1}\nnot json\n');
+    await b.execute((p) => window.__switchyardTest.openTrace(p), bad);
+    await b.waitUntil(async () => b.execute(() => [...document.querySelectorAll('[data-testid="toast"]')].some((t) => /bad\.jsonl:2/.test(t.textContent))),
+      { timeout: 5000, timeoutMsg: 'a broken trace does not give a positioned error' });
+  }, loop);
+
   test('debugger: Loki approval answered with an option; the trace is written', async ({ b, runsDir }) => {
     await waitForView(b, (v) => v.dialect === 'loki' && v.nodes.some((n) => n.id === 'approve'));
     await press(b, 'F5');

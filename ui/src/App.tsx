@@ -35,6 +35,9 @@ export interface DebugHook {
 declare global {
   interface Window {
     __switchyard?: { ready: boolean; view: View | null; debug?: DebugHook };
+    /** Actions for end-to-end tests that the UI reaches through native dialogs WebDriver cannot
+     *  drive (Open trace…): the same store actions the buttons call. */
+    __switchyardTest?: { openTrace(path: string): Promise<void> };
   }
 }
 
@@ -163,6 +166,10 @@ function TestHook() {
   const steps = useDebug((s) => s.model.steps.length);
   const selectedStep = useDebug((s) => s.selectedStep);
   const pending = useDebug((s) => s.model.pending?.id ?? null);
+  const debugStore = useDebugStore();
+  useEffect(() => {
+    window.__switchyardTest = { openTrace: (path) => debugStore.getState().openTrace(path) };
+  }, [debugStore]);
   useEffect(() => {
     // `debug` is there once a document is open (the debugger lives in the workspace).
     window.__switchyard =

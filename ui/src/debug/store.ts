@@ -151,6 +151,12 @@ function runLabel(m: RunModel): string {
   return `run ${runLabelSeq++}: ${m.agent ?? 'agent'} (${what})`;
 }
 
+/** Share of one animation frame spent folding events (the rest is for React and painting). */
+const FRAME_BUDGET_MS = 8;
+/** Events folded between two looks at the clock. */
+const FOLD_CHUNK = 400;
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
 export function createDebugStore(backend: Backend, app: StoreApi<AppState>): StoreApi<DebugState> {
   return createStore<DebugState>()((set, get) => {
     let queue: RunBatch[] = [];
@@ -179,7 +185,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
 
     function schedule() {
       if (scheduled) return;
-      const run = () => get().flush();
+      const run = () => foldFor(FRAME_BUDGET_MS);
       const raf = typeof requestAnimationFrame === 'function' ? requestAnimationFrame(run) : null;
       // A hidden window gets no animation frames: a timer makes sure batches are still folded.
       const timer = setTimeout(run, raf != null ? 100 : 16);
@@ -191,6 +197,61 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
       if (scheduled.raf != null && typeof cancelAnimationFrame === 'function') cancelAnimationFrame(scheduled.raf);
       clearTimeout(scheduled.timer);
       scheduled = null;
+    }
+
+    /**
+     * Fold queued batches for at most `budgetMs` (one animation frame's share), then yield and
+     * go on in the next frame: a long run streaming thousands of events never blocks painting
+     * or input for long. The status travels with its batch, so it is applied once the events
+     * before it are folded.
+     */
+    function foldFor(budgetMs: number) {
+      unschedule();
+      if (!queue.length) return;
+      const t0 = now();
+      const st = get();
+      let model = st.model;
+      let status: RunStatusInfo | null = null;
+      while (queue.length) {
+        const b = queue[0];
+        const evs = Array.isArray(b.events) ? b.events : [];
+        if (evs.length > FOLD_CHUNK && budgetMs !== Infinity) {
+          // A big batch is folded in chunks, so the budget can be checked between them.
+          model = foldEvents(model, evs.slice(0, FOLD_CHUNK));
+          queue[0] = { ...b, events: evs.slice(FOLD_CHUNK) };
+        } else {
+          model = foldEvents(model, evs);
+          if (b.status) status = b.status;
+          queue.shift();
+        }
+        if (now() - t0 >= budgetMs) break;
+      }
+      model = applyStatus(model, status ?? st.status);
+      const patch: Partial<DebugState> = { model };
+      if (status) {
+        patch.status = status;
+        if (status.state === 'interrupted') {
+          const p = status.pending ?? model.pending;
+          if (p && p.id !== shown) {
+            shown = p.id;
+            patch.answerError = null;
+            patch.dialogOpen = p.id !== cancelled;
+          }
+        } else {
+          shown = null;
+          patch.dialogOpen = false;
+          patch.answerError = null;
+        }
+      }
+      set(patch);
+      if (queue.length) {
+        schedule();
+        return;
+      }
+      const cur = get();
+      if (status && STOPPED_STATES.has(status.state) && cur.selectedStep == null && cur.viewing == null) {
+        void loadState(latestStep(cur));
+      }
     }
 
     async function control(action: RunAction, what: string) {
@@ -595,40 +656,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
       },
 
       flush() {
-        unschedule();
-        if (!queue.length) return;
-        const batches = queue;
-        queue = [];
-        const st = get();
-        const events: DebugEvent[] = [];
-        let status: RunStatusInfo | null = null;
-        for (const b of batches) {
-          if (Array.isArray(b.events)) for (const e of b.events) events.push(e);
-          if (b.status) status = b.status;
-        }
-        let model = foldEvents(st.model, events);
-        model = applyStatus(model, status ?? st.status);
-        const patch: Partial<DebugState> = { model };
-        if (status) {
-          patch.status = status;
-          if (status.state === 'interrupted') {
-            const p = status.pending ?? model.pending;
-            if (p && p.id !== shown) {
-              shown = p.id;
-              patch.answerError = null;
-              patch.dialogOpen = p.id !== cancelled;
-            }
-          } else {
-            shown = null;
-            patch.dialogOpen = false;
-            patch.answerError = null;
-          }
-        }
-        set(patch);
-        const now = get();
-        if (status && STOPPED_STATES.has(status.state) && now.selectedStep == null && now.viewing == null) {
-          void loadState(latestStep(now));
-        }
+        foldFor(Infinity);
       },
 
       async refreshState() {

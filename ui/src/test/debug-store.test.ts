@@ -107,6 +107,20 @@ describe('debug store: starting and receiving', () => {
     await waitFor(() => expect(dbg.getState().model.steps).toHaveLength(1));
   });
 
+  it('a huge backlog is folded over several frames (a frame budget), the status applied with the last events', async () => {
+    const { backend, dbg } = await setup();
+    await dbg.getState().start();
+    const run = dbg.getState().info!.run;
+    backend.emitRun({ run, events: steps(run, 1, 30_000), status: paused(30_000) });
+    // The first frame folds part of it and leaves the rest (and the status) for later frames.
+    await waitFor(() => expect(dbg.getState().model.steps.length).toBeGreaterThan(0));
+    const first = dbg.getState().model.steps.length;
+    expect(first).toBeLessThan(30_000);
+    expect(dbg.getState().status?.state).not.toBe('paused');
+    await waitFor(() => expect(dbg.getState().model.steps).toHaveLength(30_000), { timeout: 20_000 });
+    expect(dbg.getState().status?.state).toBe('paused');
+  });
+
   it('keeps batches that arrive before run_start answers, drops those of the replaced run', async () => {
     const ctx = await setup();
     const old = await runTo(ctx, 2);
