@@ -630,7 +630,7 @@ fn supervisor_agent_calls_the_sub_agent_as_a_tool() {
     let child = format!("{top}/planner_tools");
     assert_eq!(nodes_of(&ev, &child), strs(&["agent", "agent_tools", "agent"]));
     assert!(ev.iter().any(|e| e.run == child
-        && matches!(&e.body, EventBody::RunStarted { agent, input } if agent == "weather-agent" && input == "What is the weather in Lisbon?")));
+        && matches!(&e.body, EventBody::RunStarted { agent, input, .. } if agent == "weather-agent" && input == "What is the weather in Lisbon?")));
     assert!(ev.iter().any(|e| e.run == child
         && matches!(&e.body, EventBody::ToolResult { name, result, .. } if name == "get_weather" && result == "Sunny, 22 degrees in Lisbon")));
     assert!(ev.iter().any(|e| e.run == child

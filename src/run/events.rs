@@ -30,6 +30,10 @@ pub enum EventBody {
         /// The run's input (initial state / user message), as given.
         #[serde(default)]
         input: Value,
+        /// The whole state before the first step (declared defaults and the input applied), so
+        /// a trace can be replayed into states without the agent file.
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        state: Value,
     },
     NodeEnter {
         /// 1-based step counter of the run.
@@ -256,8 +260,8 @@ mod tests {
         };
         vec![
             (
-                ev(EventBody::RunStarted { agent: "a".into(), input: json!({"x": 1}) }),
-                with("run_started", json!({"agent": "a", "input": {"x": 1}})),
+                ev(EventBody::RunStarted { agent: "a".into(), input: json!({"x": 1}), state: json!({"x": 1, "y": null}) }),
+                with("run_started", json!({"agent": "a", "input": {"x": 1}, "state": {"x": 1, "y": null}})),
             ),
             (
                 ev(EventBody::NodeEnter { step: 3, node: "x".into(), kind: "set_state".into() }),

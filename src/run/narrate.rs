@@ -156,7 +156,7 @@ mod tests {
         let mut lines = Vec::new();
         let t = 3_600_000 + 61_000; // 01:01:01 UTC
         for e in [
-            ev("r", t, EventBody::RunStarted { agent: "a".into(), input: json!(null) }),
+            ev("r", t, EventBody::RunStarted { agent: "a".into(), input: json!(null), state: serde_json::Value::Null }),
             ev("r", t, EventBody::NodeEnter { step: 1, node: "s0".into(), kind: "script".into() }),
             ev("r/s0", t, EventBody::NodeEnter { step: 1, node: "child".into(), kind: "llm".into() }),
             ev("r", t, EventBody::NodeExit { step: 1, node: "s0".into(), update: json!({}), duration_ms: 1210 }),
@@ -182,7 +182,7 @@ mod tests {
     fn summary_sorts_by_total_time() {
         let exit = |node: &str, ms: u64| ev("r", 0, EventBody::NodeExit { step: 1, node: node.into(), update: json!(null), duration_ms: ms });
         let evs = vec![
-            ev("r", 0, EventBody::RunStarted { agent: "a".into(), input: json!(null) }),
+            ev("r", 0, EventBody::RunStarted { agent: "a".into(), input: json!(null), state: serde_json::Value::Null }),
             exit("a", 3),
             exit("b", 10),
             exit("a", 5),

@@ -276,7 +276,8 @@ pub enum NestedEnd {
 /// answers, and `deadline` bounds it. Emits the child's `run_started` … `run_finished`.
 pub fn run_nested(child: &mut dyn Machine, cx: &Cx<'_>, node: &str, input: Value, deadline: Option<Instant>) -> NestedEnd {
     let ccx = cx.child(node);
-    ccx.emit(EventBody::RunStarted { agent: child.agent().to_string(), input });
+    let state = if ccx.wanted() { child.state() } else { Value::Null };
+    ccx.emit(EventBody::RunStarted { agent: child.agent().to_string(), input, state });
     let finish = |status: RunStatus, child: &dyn Machine, output: Value| {
         ccx.emit(EventBody::RunFinished { status, state: child.state(), output });
     };
@@ -446,7 +447,8 @@ impl RunSession {
             interrupt_seq: 0,
             machine,
         };
-        s.log.emit(&s.id, EventBody::RunStarted { agent: s.machine.agent().to_string(), input });
+        let state = if s.log.wanted() { s.machine.state() } else { Value::Null };
+        s.log.emit(&s.id, EventBody::RunStarted { agent: s.machine.agent().to_string(), input, state });
         s.push_checkpoint(Vec::new());
         s
     }

@@ -1020,6 +1020,7 @@ export function reconstructState(events: DebugEvent[], step: number, dialect?: '
   if (top == null && events.length) top = events[0].run.split('/')[0];
   const dia = dialect ?? guessDialect(events);
   let input: unknown = null;
+  let initial: Record<string, unknown> | null = null;
   let effects: Effect[] = [];
   let completed = 0;
   let finished: { state: unknown; at: number } | null = null;
@@ -1028,6 +1029,8 @@ export function reconstructState(events: DebugEvent[], step: number, dialect?: '
     switch (ev.event) {
       case 'run_started':
         input = ev.input;
+        // Traces carry the exact state before step 1 (defaults applied); older ones only the input.
+        initial = isObj(ev.state) ? (ev.state as Record<string, unknown>) : null;
         break;
       case 'node_exit':
         effects.push({ step: ev.step, update: ev.update });
@@ -1049,7 +1052,7 @@ export function reconstructState(events: DebugEvent[], step: number, dialect?: '
     }
   }
   if (finished && step >= finished.at && isObj(finished.state)) return clone(finished.state);
-  const state = initialState(input, dia);
+  const state = initial ? clone(initial) : initialState(input, dia);
   for (const e of effects) {
     if (e.step > step) continue;
     if ('key' in e) {

@@ -109,7 +109,7 @@ interface EventBase {
 
 export type DebugEvent = EventBase &
   (
-    | { event: 'run_started'; agent: string; input: unknown }
+    | { event: 'run_started'; agent: string; input: unknown; /** The state before step 1 (engine ≥ issue 5). */ state?: unknown }
     | { event: 'node_enter'; step: number; node: string; kind: string }
     | { event: 'node_exit'; step: number; node: string; update: unknown; duration_ms: number }
     | { event: 'route'; from: string; to: string; reason: RouteReason }

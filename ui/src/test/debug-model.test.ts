@@ -442,6 +442,21 @@ describe('reconstructState', () => {
     expect(reconstructState(evs, 3)).toEqual({ exact: true });
   });
 
+  it('starts from the exact initial state when the trace carries one (declared defaults included)', () => {
+    const evs = events(R, [
+      { event: 'run_started', agent: 'loop', input: null, state: { count: 0, mode: 'count', note: '', messages: [] } },
+      { event: 'node_enter', step: 1, node: 'setup', kind: 'set_state' },
+      { event: 'node_exit', step: 1, node: 'setup', update: { note: 'started' }, duration_ms: 1 },
+      { event: 'node_enter', step: 2, node: 'inc', kind: 'set_state' },
+      { event: 'node_exit', step: 2, node: 'inc', update: { count: 1 }, duration_ms: 1 },
+    ]);
+    expect(reconstructState(evs, 0)).toEqual({ count: 0, mode: 'count', note: '', messages: [] });
+    expect(reconstructState(evs, 2)).toEqual({ count: 1, mode: 'count', note: 'started', messages: [] });
+    // So a diff between steps 1 and 2 shows `count` changed, not added.
+    const d = diffState(reconstructState(evs, 1), reconstructState(evs, 2));
+    expect(d).toEqual([{ path: ['count'], kind: 'changed', before: 0, after: 1 }]);
+  });
+
   it('drops what came after a rewind, and seeds Loki states with initial_prompt', () => {
     const evs = events(R, [
       { event: 'run_started', agent: 'g', input: { input: 'v1.2', state: { attempts: 0 } } },
