@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use switchyard::doc::{Dialect, load_str};
 use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, read_trace};
 use switchyard::run::launch::{self, RunRequest};
-use switchyard::run::provider::{LlmProvider, NoProvider, ScriptedProvider};
+use switchyard::run::provider::{LlmProvider, NoProvider};
 use switchyard::run::session::{Breakpoint, RunOptions, new_run_id};
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -125,14 +125,7 @@ fn provider(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> Res
                 // Agents without LLM nodes need no replies; one that calls a model fails at that
                 // node with a message saying where replies are looked for.
                 None => Ok(Box::new(NoProvider)),
-                Some(p) => ScriptedProvider::load(&p).map(|s| Box::new(s) as Box<dyn LlmProvider + Send>).map_err(|diags| {
-                    let first = diags
-                        .iter()
-                        .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.column, d.message))
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    CmdError::new(format!("cannot use the scripted replies in {}:\n{first}", p.display()))
-                }),
+                Some(p) => launch::scripted(&p).map_err(CmdError::new),
             }
         }
         LlmMode::Replay { cassette } => Err(CmdError::new(format!(

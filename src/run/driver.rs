@@ -487,17 +487,17 @@ impl Worker {
             Msg::Control(c) => self.control(c),
             Msg::Answer(id, value, r) => {
                 let res = self.not_running("answer").and_then(|_| self.session.answer(&id, value));
-                let ok = res.is_ok();
-                let _ = r.send(res);
-                if ok {
+                if res.is_ok() {
                     self.set_go(true);
                 }
+                // The new status is out before the caller hears back.
                 self.publish();
+                let _ = r.send(res);
             }
             Msg::EditState(key, value, r) => {
                 let res = self.not_running("change the state").and_then(|_| self.session.edit_state(&key, value));
-                let _ = r.send(res);
                 self.publish();
+                let _ = r.send(res);
             }
             Msg::Breakpoints(bps, on_error, r) => {
                 let res = self.session.set_breakpoints(bps);
@@ -514,8 +514,8 @@ impl Worker {
             }
             Msg::Rewind(step, r) => {
                 let res = self.not_running("rewind").and_then(|_| self.session.rewind(step));
-                let _ = r.send(res);
                 self.publish();
+                let _ = r.send(res);
             }
             Msg::Checkpoints(r) => {
                 let _ = r.send(Ok(self.session.checkpoints()));

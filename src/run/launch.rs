@@ -37,16 +37,21 @@ pub fn default_script(doc: &Document) -> Option<PathBuf> {
 pub fn provider_for(doc: &Document, req: &RunRequest) -> Result<Box<dyn LlmProvider + Send>, String> {
     let script = req.llm_script.clone().or_else(|| default_script(doc));
     match script {
-        Some(p) => ScriptedProvider::load(&p).map(|s| Box::new(s) as Box<dyn LlmProvider + Send>).map_err(|diags| {
-            let first = diags
-                .iter()
-                .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.column, d.message))
-                .collect::<Vec<_>>()
-                .join("\n");
-            format!("cannot use the scripted replies in {}:\n{first}", p.display())
-        }),
+        Some(p) => scripted(&p),
         None => Ok(Box::new(NoProvider)),
     }
+}
+
+/// Scripted replies from `path`, or an error listing the file's problems with their positions.
+pub fn scripted(path: &std::path::Path) -> Result<Box<dyn LlmProvider + Send>, String> {
+    ScriptedProvider::load(path).map(|s| Box::new(s) as Box<dyn LlmProvider + Send>).map_err(|diags| {
+        let first = diags
+            .iter()
+            .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.column, d.message))
+            .collect::<Vec<_>>()
+            .join("\n");
+        format!("cannot use the scripted replies in {}:\n{first}", path.display())
+    })
 }
 
 /// The machine for `doc` (either dialect).

@@ -244,10 +244,12 @@ export function normUsage(u: unknown): TokenUsage | null {
 // ------------------------------------------------------------------------------------------------
 // The fold
 
-function findRow(steps: StepRow[], step: number): number {
+/** The index of the row of `step` in `steps` (ordered by step), or -1. */
+export function findRow(steps: StepRow[], step: number): number {
   const n = steps.length;
   if (!n) return -1;
   if (steps[n - 1].step === step) return n - 1;
+  if (steps[step - 1]?.step === step) return step - 1;
   let lo = 0;
   let hi = n - 1;
   while (lo <= hi) {

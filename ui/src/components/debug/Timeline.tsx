@@ -3,7 +3,7 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { useAppStore } from '../../store';
 import { shownModel, useDebug, useDebugStore } from '../../debug/store';
-import type { StepRow } from '../../debug/model';
+import { findRow, type StepRow } from '../../debug/model';
 
 /** Row height in px (must match `.tl-row` height set inline). */
 export const ROW_HEIGHT = 24;
@@ -233,17 +233,5 @@ export function Timeline() {
 }
 
 /** Index of `step` in `steps` (steps are in order; usually index = step - 1). */
-export function indexOfStep(steps: StepRow[], step: number): number {
-  const guess = step - 1;
-  if (steps[guess]?.step === step) return guess;
-  let lo = 0;
-  let hi = steps.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const s = steps[mid].step;
-    if (s === step) return mid;
-    if (s < step) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
-}
+/** The index of the row of `step` (kept as a name for the panel's callers). */
+export const indexOfStep = findRow;
