@@ -152,7 +152,9 @@ function runLabel(m: RunModel): string {
 }
 
 /** Share of one animation frame spent folding events (the rest is for React and painting). */
-const FRAME_BUDGET_MS = 8;
+const FRAME_BUDGET_MS = 24;
+/** Queued events beyond which a new status is shown before its events are folded. */
+const BACKLOG_EVENTS = 2000;
 /** Events folded between two looks at the clock. */
 const FOLD_CHUNK = 400;
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
@@ -652,6 +654,14 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         }
         if (batch.run !== st.info.run) return;
         queue.push(batch);
+        // Behind a backlog (a fast run outpacing the UI), the status line tells the truth at once
+        // (a pause shows as soon as the engine paused) while the timeline catches up; otherwise
+        // the status arrives with its events on the next frame.
+        if (batch.status && batch.status.state !== 'interrupted') {
+          let backlog = 0;
+          for (const b of queue) backlog += Array.isArray(b.events) ? b.events.length : 0;
+          if (backlog > BACKLOG_EVENTS) set({ status: batch.status });
+        }
         schedule();
       },
 
