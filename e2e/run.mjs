@@ -244,8 +244,13 @@ test('undo back to the original bytes and save: the file is identical to the ori
 test('recent files: a file opened before is listed on the empty screen', async ({ b, file, relaunch }) => {
   await waitForView(b, (v) => v.nodes.length > 0);
   const b2 = await relaunch([]);
-  await (await b2.$(testid('recent-list'))).waitForExist({ timeout: 10000 });
-  const text = await (await b2.$(testid('recent-list'))).getText();
+  // The list is fetched after the empty screen mounts: wait for its content, not just the element.
+  const list = await b2.$(testid('recent-list'));
+  await list.waitForExist({ timeout: 10000 });
+  let text = '';
+  await b2
+    .waitUntil(async () => (text = await b2.execute((el) => el.textContent || '', list)).includes('agent.yaml'), { timeout: 10000, interval: 100 })
+    .catch(() => {});
   assert(text.includes('agent.yaml'), `recent list names the file: ${text}`);
   const items = await b2.$$(testid('recent-item'));
   await items[0].click();
