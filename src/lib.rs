@@ -7,6 +7,7 @@ pub mod edit;
 pub mod expr;
 pub mod graph;
 pub mod layout;
+pub mod llm;
 pub mod rt;
 pub mod run;
 pub mod skills;

@@ -75,9 +75,25 @@ enum Cmd {
         /// Initial state as a JSON object.
         #[arg(long)]
         state: Option<String>,
-        /// Scripted LLM replies (YAML `replies: [...]`); default: `replies.yaml` beside the agent.
+        /// Scripted LLM replies (YAML `replies: [...]`); default: `replies.yaml` beside the
+        /// agent, else `<name>.cassette.json` / `cassette.json` beside it (replayed).
         #[arg(long, value_name = "FILE")]
         llm_script: Option<PathBuf>,
+        /// Call the models the agent names over HTTP (OpenAI-compatible or Anthropic). Keys
+        /// and base URLs from OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ... and the
+        /// provider file ~/.config/switchyard/providers.yaml.
+        #[arg(long, conflicts_with_all = ["llm_script", "replay"])]
+        live: bool,
+        /// Answer LLM calls and tool calls from a recorded cassette; the first request that
+        /// differs from the recording is reported.
+        #[arg(long, value_name = "CASSETTE.json", conflicts_with = "llm_script")]
+        replay: Option<PathBuf>,
+        /// With --replay: fail at the first request that differs from the recording.
+        #[arg(long, requires = "replay")]
+        replay_strict: bool,
+        /// Record every LLM and tool exchange of this run into a cassette (for --replay).
+        #[arg(long, value_name = "CASSETTE.json")]
+        record: Option<PathBuf>,
         /// An answer for the next interrupt/approval/input, in order (repeatable). Text, or a
         /// JSON object/list for a structured answer, e.g.
         /// '{"content": "ok", "additional_kwargs": {"decision": "approve"}}'.
@@ -215,6 +231,10 @@ struct RunArgs {
     input: Option<String>,
     state: Option<String>,
     llm_script: Option<PathBuf>,
+    live: bool,
+    replay: Option<PathBuf>,
+    replay_strict: bool,
+    record: Option<PathBuf>,
     answers: Vec<String>,
     trace: Option<PathBuf>,
     python_path: Vec<PathBuf>,
@@ -273,7 +293,17 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let req = RunRequest { agent: a.agent, input: a.input, state, llm_script: a.llm_script, python_path: a.python_path };
+    let req = RunRequest {
+        agent: a.agent,
+        input: a.input,
+        state,
+        llm_script: a.llm_script,
+        python_path: a.python_path,
+        replay: a.replay,
+        replay_strict: a.replay_strict,
+        live: a.live,
+        record: a.record,
+    };
     let trace = match &a.trace {
         None => None,
         Some(p) => match std::fs::File::create(p) {
@@ -405,8 +435,22 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Validate { paths, agent, format, quiet } => cmd_validate(&paths, agent.as_deref(), format, quiet),
         Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.as_deref(), format),
-        Cmd::Run { path, agent, input, state, llm_script, answers, trace, python_path, quiet } => {
-            cmd_run(RunArgs { path, agent, input, state, llm_script, answers, trace, python_path, quiet })
+        Cmd::Run { path, agent, input, state, llm_script, live, replay, replay_strict, record, answers, trace, python_path, quiet } => {
+            cmd_run(RunArgs {
+                path,
+                agent,
+                input,
+                state,
+                llm_script,
+                live,
+                replay,
+                replay_strict,
+                record,
+                answers,
+                trace,
+                python_path,
+                quiet,
+            })
         }
     }
 }

@@ -88,6 +88,67 @@ where
     }
 }
 
+/// Like [`block_on_until`], for a future that also sends messages while it runs (streamed
+/// text): `make` gets the sending half, and every message is handed to `on_msg` on the calling
+/// thread as it arrives, in order. Messages still queued when the future ends are delivered
+/// before its output is returned.
+pub fn pump<T, F, Fut>(
+    make: F,
+    mut on_msg: impl FnMut(T),
+    stop: Option<&AtomicBool>,
+    deadline: Option<Instant>,
+) -> Result<Fut::Output, Interrupted>
+where
+    T: Send + 'static,
+    F: FnOnce(std::sync::mpsc::Sender<T>) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    let (msg_tx, msg_rx) = std::sync::mpsc::channel::<T>();
+    let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
+    let fut = make(msg_tx);
+    let task = runtime().spawn(async move {
+        let out = fut.await;
+        let _ = done_tx.send(out);
+    });
+    const TICK: Duration = Duration::from_millis(5);
+    loop {
+        // Deliver everything queued so far.
+        while let Ok(m) = msg_rx.try_recv() {
+            on_msg(m);
+        }
+        match done_rx.try_recv() {
+            Ok(v) => {
+                while let Ok(m) = msg_rx.try_recv() {
+                    on_msg(m);
+                }
+                return Ok(v);
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                panic!("an I/O task of the engine panicked (see the message above)");
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+        }
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            task.abort();
+            return Err(Interrupted::Stopped);
+        }
+        let mut wait = TICK;
+        if let Some(d) = deadline {
+            let now = Instant::now();
+            if now >= d {
+                task.abort();
+                return Err(Interrupted::TimedOut);
+            }
+            wait = wait.min(d - now);
+        }
+        // Sleep until a message arrives or the tick passes.
+        if let Ok(m) = msg_rx.recv_timeout(wait) {
+            on_msg(m);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,8 +202,31 @@ mod tests {
     }
 
     #[test]
+    fn pump_delivers_messages_in_order_then_the_output() {
+        let mut got = Vec::new();
+        let out = pump(
+            |tx| async move {
+                for i in 0..5 {
+                    tx.send(i).unwrap();
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                "done"
+            },
+            |m| got.push(m),
+            None,
+            None,
+        );
+        assert_eq!(out, Ok("done"));
+        assert_eq!(got, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
     fn a_deadline_times_out() {
-        let r = block_on_until(tokio::time::sleep(Duration::from_secs(30)), None, Some(Instant::now() + Duration::from_millis(20)));
+        let r = block_on_until(
+            async { tokio::time::sleep(Duration::from_secs(30)).await },
+            None,
+            Some(Instant::now() + Duration::from_millis(20)),
+        );
         assert_eq!(r, Err(Interrupted::TimedOut));
     }
 }

@@ -12,7 +12,10 @@ use std::sync::{Arc, Mutex};
 use switchyard::doc::{Dialect, load_str};
 use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, read_trace};
 use switchyard::run::launch::{self, RunRequest};
-use switchyard::run::provider::{LlmProvider, NoProvider};
+use switchyard::llm::LiveProvider;
+use switchyard::llm::cassette::{Recorder, Replayer};
+use switchyard::llm::config::LlmConfig;
+use switchyard::run::provider::{BoxProvider, NoProvider};
 use switchyard::run::session::{Breakpoint, RunOptions, new_run_id};
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -44,6 +47,8 @@ pub enum LlmMode {
     Replay {
         #[serde(default)]
         cassette: Option<String>,
+        #[serde(default)]
+        strict: Option<bool>,
     },
     Live,
 }
@@ -65,6 +70,9 @@ pub struct RunConfig {
     break_on_error: bool,
     #[serde(default)]
     start: Option<Control>,
+    /// Record every LLM and tool exchange into this cassette (relative to the agent).
+    #[serde(default)]
+    record: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -110,7 +118,12 @@ fn safe_name(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
-fn provider(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> Res<Box<dyn LlmProvider + Send>> {
+fn resolve(base: &Path, p: &str) -> PathBuf {
+    let p = PathBuf::from(p);
+    if p.is_absolute() { p } else { base.join(p) }
+}
+
+fn provider(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> Res<BoxProvider> {
     match mode {
         LlmMode::None => Ok(Box::new(NoProvider)),
         LlmMode::Scripted { script } => {
@@ -128,13 +141,30 @@ fn provider(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> Res
                 Some(p) => launch::scripted(&p).map_err(CmdError::new),
             }
         }
-        LlmMode::Replay { cassette } => Err(CmdError::new(format!(
-            "replaying a recorded run{} is not available in this version yet; use scripted replies or “no LLM”",
-            cassette.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()
-        ))),
-        LlmMode::Live => Err(CmdError::new(
-            "live LLM providers are not available in this version yet; use scripted replies or “no LLM”",
-        )),
+        LlmMode::Replay { cassette, strict } => {
+            let path = match cassette.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+                Some(p) => resolve(base, p),
+                None => launch::default_cassette(doc).ok_or_else(|| {
+                    CmdError::new(format!(
+                        "no cassette beside the agent ({}.cassette.json or cassette.json in {}): name one, or record a run first (Record to cassette)",
+                        doc.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+                        base.display()
+                    ))
+                })?,
+            };
+            Replayer::load(&path, strict.unwrap_or(false)).map(|r| Box::new(r) as BoxProvider).map_err(CmdError::new)
+        }
+        LlmMode::Live => {
+            let config = LlmConfig::from_env().map_err(CmdError::new)?;
+            let live = LiveProvider::new(config);
+            live.preflight(&switchyard::llm::models_used(doc))
+                .map_err(|e| {
+                    CmdError::new(format!(
+                        "cannot run live:\n{e}\nAdd the key in Settings (⚙ in the toolbar), or set the variable before starting the app."
+                    ))
+                })?;
+            Ok(Box::new(live))
+        }
     }
 }
 
@@ -161,9 +191,12 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         }
     };
     let agent = config.agent.clone().or(if dialect == "sherma" { selected } else { None });
-    let req = RunRequest { agent: agent.clone(), input: config.input.clone(), state: config.state.clone(), llm_script: None, python_path: Vec::new() };
+    let req = RunRequest { agent: agent.clone(), input: config.input.clone(), state: config.state.clone(), ..RunRequest::default() };
     let base = doc.base_dir.clone();
-    let llm = provider(&config.llm, &base, &doc)?;
+    let mut llm = provider(&config.llm, &base, &doc)?;
+    if let Some(rec) = config.record.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        llm = Box::new(Recorder::new(llm, &resolve(&base, rec)));
+    }
     let llm_text = llm.describe();
     let run = new_run_id();
     let agent_name = agent.clone().unwrap_or_else(|| {

@@ -1085,6 +1085,17 @@ pub struct LokiDoc {
 }
 
 impl LokiDoc {
+    /// The `model` of every llm node that sets one: (node id, model text).
+    pub fn llm_models(&self) -> Vec<(String, String)> {
+        self.nodes
+            .iter()
+            .filter_map(|n| match &n.body {
+                NodeBody::Llm(l) => l.model.as_ref().map(|m| (n.id.value.clone(), m.value.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn node(&self, id: &str) -> Option<&LokiNode> {
         self.nodes.iter().find(|n| n.id.value == id)
     }

@@ -4,7 +4,7 @@
 //! e.g. `{"event":"node_enter","run":"r1","ts_ms":1700000000000,"step":3,"node":"x","kind":"set_state"}`.
 //! The `event` key always comes first, then `run` and `ts_ms`, then the kind's own fields.
 
-use crate::run::provider::{TokenUsage, ToolCall};
+use crate::run::provider::{ErrorKind, TokenUsage, ToolCall};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -58,6 +58,14 @@ pub enum EventBody {
         node: String,
         messages: Value,
         tools: Value,
+        /// The model the document names (`openai:gpt-4o-mini`); absent when it names none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+    /// Text of the answer as it streams in (coalesced: one event per ~40 ms of tokens).
+    LlmDelta {
+        node: String,
+        text: String,
     },
     LlmResponse {
         node: String,
@@ -67,6 +75,34 @@ pub enum EventBody {
         tool_calls: Vec<ToolCall>,
         #[serde(default)]
         usage: TokenUsage,
+        /// Wall time of the call (latency), including streaming.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// The model that answered, as the provider reports it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// What the call cost, when the model's price is known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
+    /// A replayed run sent a request that differs from the recording (the first difference).
+    ReplayDiverged {
+        node: String,
+        /// Which call of the node (1-based).
+        call: usize,
+        /// Where the requests differ (`messages[1].content`), or why there is no recorded call.
+        path: String,
+        #[serde(default)]
+        recorded: Value,
+        #[serde(default)]
+        now: Value,
+    },
+    /// A model call failed (it may be retried; see the node's `error`/`node_exit` events).
+    LlmError {
+        node: String,
+        kind: ErrorKind,
+        message: String,
+        duration_ms: u64,
     },
     ToolCall {
         node: String,
@@ -193,7 +229,10 @@ impl Event {
             EventBody::NodeExit { .. } => "node_exit",
             EventBody::Route { .. } => "route",
             EventBody::LlmRequest { .. } => "llm_request",
+            EventBody::LlmDelta { .. } => "llm_delta",
             EventBody::LlmResponse { .. } => "llm_response",
+            EventBody::LlmError { .. } => "llm_error",
+            EventBody::ReplayDiverged { .. } => "replay_diverged",
             EventBody::ToolCall { .. } => "tool_call",
             EventBody::ToolResult { .. } => "tool_result",
             EventBody::Interrupt { .. } => "interrupt",
@@ -315,8 +354,35 @@ mod tests {
                     node: "llm".into(),
                     messages: json!([{"role": "user", "content": "hi"}]),
                     tools: json!([]),
+                    model: None,
                 }),
                 with("llm_request", json!({"node": "llm", "messages": [{"role": "user", "content": "hi"}], "tools": []})),
+            ),
+            (
+                ev(EventBody::ReplayDiverged {
+                    node: "llm".into(),
+                    call: 2,
+                    path: "messages[0].content".into(),
+                    recorded: json!("a"),
+                    now: json!("b"),
+                }),
+                with(
+                    "replay_diverged",
+                    json!({"node": "llm", "call": 2, "path": "messages[0].content", "recorded": "a", "now": "b"}),
+                ),
+            ),
+            (
+                ev(EventBody::LlmDelta { node: "llm".into(), text: "hel".into() }),
+                with("llm_delta", json!({"node": "llm", "text": "hel"})),
+            ),
+            (
+                ev(EventBody::LlmError {
+                    node: "llm".into(),
+                    kind: ErrorKind::RateLimited,
+                    message: "HTTP 429".into(),
+                    duration_ms: 12,
+                }),
+                with("llm_error", json!({"node": "llm", "kind": "rate_limited", "message": "HTTP 429", "duration_ms": 12})),
             ),
             (
                 ev(EventBody::LlmResponse {
@@ -324,6 +390,9 @@ mod tests {
                     content: Some("hello".into()),
                     tool_calls: vec![tc()],
                     usage: TokenUsage { input_tokens: 5, output_tokens: 2 },
+                    duration_ms: None,
+                    model: None,
+                    cost_usd: None,
                 }),
                 with(
                     "llm_response",
@@ -388,7 +457,7 @@ mod tests {
     fn json_shape_of_every_kind() {
         let cases = cases();
         let kinds: std::collections::BTreeSet<&str> = cases.iter().map(|(e, _)| e.kind()).collect();
-        assert_eq!(kinds.len(), 12, "every event kind is covered: {kinds:?}");
+        assert_eq!(kinds.len(), 15, "every event kind is covered: {kinds:?}");
         for (e, want) in &cases {
             assert_eq!(&e.to_value(), want, "{}", e.kind());
             assert_eq!(serde_json::to_value(e).unwrap(), *want);

@@ -2,7 +2,7 @@
 //! Front ends (CLI, desktop shell, tests) all start runs here.
 
 use crate::doc::{Dialect, Document};
-use crate::run::provider::{LlmProvider, NoProvider, ScriptedProvider};
+use crate::run::provider::{BoxProvider, NoProvider, ScriptedProvider};
 use crate::run::session::{Machine, RunOptions, RunSession};
 use crate::run::sherma::{ShermaMachine, ShermaOptions};
 use serde_json::Value;
@@ -22,6 +22,15 @@ pub struct RunRequest {
     pub llm_script: Option<PathBuf>,
     /// Extra Python `sys.path` entries for sherma `import_path` tools.
     pub python_path: Vec<PathBuf>,
+    /// Answer from this cassette instead (see [`crate::llm::cassette`]).
+    pub replay: Option<PathBuf>,
+    /// With `replay`: fail at the first request that differs from the recording.
+    pub replay_strict: bool,
+    /// Call the models the document names, over HTTP (keys from the environment and the
+    /// provider file).
+    pub live: bool,
+    /// Record every LLM and tool exchange into this cassette.
+    pub record: Option<PathBuf>,
 }
 
 /// The scripted replies used when none are named: `<file stem>.replies.yaml` or
@@ -33,18 +42,43 @@ pub fn default_script(doc: &Document) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The provider a request asks for, or an error naming the script and its problems.
-pub fn provider_for(doc: &Document, req: &RunRequest) -> Result<Box<dyn LlmProvider + Send>, String> {
-    let script = req.llm_script.clone().or_else(|| default_script(doc));
-    match script {
-        Some(p) => scripted(&p),
-        None => Ok(Box::new(NoProvider)),
-    }
+/// The cassette used when none is named: `<file stem>.cassette.json` or `cassette.json` in the
+/// agent's directory.
+pub fn default_cassette(doc: &Document) -> Option<PathBuf> {
+    let stem = doc.path.file_stem()?.to_string_lossy().to_string();
+    [doc.base_dir.join(format!("{stem}.cassette.json")), doc.base_dir.join("cassette.json")]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// The provider a request asks for, or an error saying what is wrong: live (every model the
+/// document names checked first, so a missing key is reported before anything runs), a
+/// replay, a script (the named one, else `replies.yaml` beside the agent), else a cassette
+/// beside the agent, else none. `record` wraps any of them.
+pub fn provider_for(doc: &Document, req: &RunRequest) -> Result<BoxProvider, String> {
+    let base: BoxProvider = if req.live {
+        let config = crate::llm::config::LlmConfig::from_env()?;
+        let live = crate::llm::LiveProvider::new(config);
+        live.preflight(&crate::llm::models_used(doc)).map_err(|e| format!("cannot run live:\n{e}"))?;
+        Box::new(live)
+    } else if let Some(c) = &req.replay {
+        Box::new(crate::llm::cassette::Replayer::load(c, req.replay_strict)?)
+    } else if let Some(p) = req.llm_script.clone().or_else(|| default_script(doc)) {
+        scripted(&p)?
+    } else if let Some(c) = default_cassette(doc) {
+        Box::new(crate::llm::cassette::Replayer::load(&c, req.replay_strict)?)
+    } else {
+        Box::new(NoProvider)
+    };
+    Ok(match &req.record {
+        Some(path) => Box::new(crate::llm::cassette::Recorder::new(base, path)),
+        None => base,
+    })
 }
 
 /// Scripted replies from `path`, or an error listing the file's problems with their positions.
-pub fn scripted(path: &std::path::Path) -> Result<Box<dyn LlmProvider + Send>, String> {
-    ScriptedProvider::load(path).map(|s| Box::new(s) as Box<dyn LlmProvider + Send>).map_err(|diags| {
+pub fn scripted(path: &std::path::Path) -> Result<BoxProvider, String> {
+    ScriptedProvider::load(path).map(|s| Box::new(s) as BoxProvider).map_err(|diags| {
         let first = diags
             .iter()
             .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.column, d.message))

@@ -40,7 +40,7 @@ use crate::doc::{Document, load_path};
 use crate::expr::template::{self, TemplateError};
 use crate::run::pybridge::PyBridge;
 use crate::run::events::{EventBody, InterruptKind, RouteReason};
-use crate::run::provider::LlmRequest;
+use crate::run::provider::{LlmRequest, ModelRef};
 use crate::run::script::run_script;
 use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use serde_json::{Map, Value, json};
@@ -657,14 +657,17 @@ struct LlmErr {
     outer: String,
     chain: String,
     extraction: bool,
+    /// A provider classified the failure as one that may pass (timeout, connection, 429, 5xx,
+    /// malformed answer).
+    transient: bool,
 }
 
 impl LlmErr {
     fn plain(m: String) -> LlmErr {
-        LlmErr { outer: m.clone(), chain: m, extraction: false }
+        LlmErr { outer: m.clone(), chain: m, extraction: false, transient: false }
     }
     fn with(outer: &str, cause: impl std::fmt::Display) -> LlmErr {
-        LlmErr { outer: outer.to_string(), chain: format!("{outer}: {cause}"), extraction: false }
+        LlmErr { outer: outer.to_string(), chain: format!("{outer}: {cause}"), extraction: false, transient: false }
     }
 }
 
@@ -728,6 +731,20 @@ impl Exec<'_, '_> {
         }
         let bridge = slot.as_mut().expect("started above");
         bridge.call(&format!("tools.{name}"), args, timeout).map_err(|e| e.to_string())
+    }
+
+    /// The model of an llm node: its own `model`, else the agent's (`None`: the provider's
+    /// default).
+    fn model_of(&self, node_model: Option<&str>) -> Option<ModelRef> {
+        node_model.or(self.l.model.as_ref().map(|m| m.value.as_str())).map(ModelRef::parse)
+    }
+
+    /// Sleep for a server's `Retry-After` (at most a minute), waking for a stop or the deadline.
+    fn wait_unless_stopped(&self, d: Duration) {
+        let until = Instant::now() + d.min(Duration::from_secs(60));
+        while Instant::now() < until && !self.cx.stopped() && !self.past_deadline() {
+            std::thread::sleep(Duration::from_millis(10).min(until.saturating_duration_since(Instant::now())));
+        }
     }
 
     fn past_deadline(&self) -> bool {
@@ -1032,13 +1049,14 @@ impl Exec<'_, '_> {
                             outer: e.clone(),
                             chain: format!("structured extraction failed: {e}"),
                             extraction: true,
+                            transient: false,
                         })?,
                         None => Value::String(text),
                     };
                     return Ok(out);
                 }
                 Err((e, retry)) => {
-                    let transient = retry && TRANSIENT.iter().any(|t| e.chain.contains(t));
+                    let transient = retry && (e.transient || TRANSIENT.iter().any(|t| e.chain.contains(t)));
                     last = Some(e);
                     if !transient {
                         break;
@@ -1080,8 +1098,28 @@ impl Exec<'_, '_> {
             if self.past_deadline() || self.cx.stopped() {
                 return Err((LlmErr::plain(format!("Graph '{}' timed out or was stopped", self.graph)), false));
             }
-            let req = LlmRequest { node: id.to_string(), messages: Value::Array(messages.clone()), tools: Value::Array(tools.to_vec()) };
-            let resp = self.cx.complete(&req).map_err(|e| (LlmErr::with("LLM call failed", &e), true))?;
+            let req = LlmRequest {
+                node: id.to_string(),
+                messages: Value::Array(messages.clone()),
+                tools: Value::Array(tools.to_vec()),
+                model: self.model_of(x.model.as_ref().map(|m| m.value.as_str())),
+                temperature: x.temperature,
+                top_p: x.top_p,
+                response_format: None,
+            };
+            let resp = self.cx.complete(&req).map_err(|e| {
+                // Upstream retries by the error's text; classified failures (timeouts,
+                // connection errors, 429, 5xx, malformed answers) are retried too, after the
+                // server's `Retry-After` when it sent one.
+                if e.kind.transient()
+                    && let Some(after) = e.retry_after
+                {
+                    self.wait_unless_stopped(after);
+                }
+                let mut err = LlmErr::with("LLM call failed", &e);
+                err.transient = e.kind.transient();
+                (err, true)
+            })?;
             if let Some((n, d)) = node_deadline
                 && Instant::now() >= d
             {
@@ -1098,7 +1136,7 @@ impl Exec<'_, '_> {
             for call in &resp.tool_calls {
                 self.cx.emit(EventBody::ToolCall { node: id.to_string(), call: call.clone() });
                 let outcome = if offered.contains(&call.name.as_str()) {
-                    self.run_tool(&call.name, &call.args)
+                    self.cx.tool(id, &call.name, &call.args, || self.run_tool(&call.name, &call.args))
                 } else {
                     Err(format!("tool '{}' is not available to this node", call.name))
                 };
@@ -1131,10 +1169,13 @@ impl Exec<'_, '_> {
         }
         let pretty = serde_json::to_string_pretty(schema).unwrap_or_default();
         let call = |user: String| -> Result<String, String> {
+            // The extractor uses the agent's model, not the node's override (as upstream).
             let req = LlmRequest {
                 node: id.to_string(),
                 messages: json!([{"role": "system", "content": EXTRACTOR_SYSTEM}, {"role": "user", "content": user}]),
                 tools: json!([]),
+                model: self.model_of(None),
+                ..LlmRequest::default()
             };
             self.cx
                 .complete(&req)

@@ -1,6 +1,9 @@
 //! LLM providers: the `LlmProvider` trait a run calls for every LLM node, and the scripted
 //! provider that answers from a YAML file of canned replies (for tests, demos and debugging
-//! without a network). Synchronous on purpose; HTTP providers come later.
+//! without a network). The trait is synchronous (the engine steps a run on its own thread);
+//! HTTP providers (`crate::llm`) run their requests on the shared I/O runtime and watch the
+//! call's stop flag, so a stop cancels a request in flight. Providers are shared (`&self`,
+//! `Sync`): parallel branches call the model at the same time.
 //!
 //! Script format:
 //!
@@ -25,9 +28,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// What a node asks of the model.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LlmRequest {
     /// The node making the call.
     pub node: String,
@@ -35,8 +41,42 @@ pub struct LlmRequest {
     /// `[{"role": "system"|"user"|"assistant"|"tool", "content": ..., "tool_calls"?: [...],
     /// "tool_call_id"?: ..., "name"?: ...}, ...]`.
     pub messages: Value,
-    /// The tools offered, as JSON (`[]` when none).
+    /// The tools offered, as JSON (`[]` when none): `[{"name", "description", "parameters"}]`.
     pub tools: Value,
+    /// The model the document names for this call (`None`: the document names none; a live
+    /// provider then uses its configured default model).
+    pub model: Option<ModelRef>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    /// Structured output: `{"name", "description"?, "schema": <JSON Schema>}` (sherma
+    /// `response_format`). Providers that support it constrain the reply to the schema.
+    pub response_format: Option<Value>,
+}
+
+/// A model as a document names it: sherma `llms: [{provider, model_name}]`, Loki
+/// `model: provider:name`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelRef {
+    /// `openai`, `anthropic`, or another configured provider (Loki client names such as
+    /// `ollama`, `openrouter`, `claude`).
+    pub provider: String,
+    pub name: String,
+}
+
+impl ModelRef {
+    /// `provider:name` (Loki's spelling); a bare name means provider `openai`.
+    pub fn parse(text: &str) -> ModelRef {
+        match text.split_once(':') {
+            Some((p, n)) => ModelRef { provider: p.trim().to_string(), name: n.trim().to_string() },
+            None => ModelRef { provider: "openai".into(), name: text.trim().to_string() },
+        }
+    }
+}
+
+impl fmt::Display for ModelRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.provider, self.name)
+    }
 }
 
 /// One tool call requested by the model.
@@ -60,14 +100,98 @@ pub struct LlmResponse {
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub usage: TokenUsage,
+    /// The model that answered, as the provider reports it (`gpt-4o-mini-2024-07-18`).
+    pub model: Option<String>,
+    /// Why the model stopped (`stop`, `tool_calls`, `length`, `end_turn`, ...).
+    pub finish_reason: Option<String>,
 }
 
-/// A provider could not answer. `message` says what happened, `hint` what to do.
+/// A provider could not answer. `message` says what happened, `hint` what to do, `kind` whether
+/// trying again may help.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderError {
     pub node: String,
     pub message: String,
     pub hint: Option<String>,
+    pub kind: ErrorKind,
+    /// How long the server asked us to wait before trying again (`Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+/// What kind of failure a provider error is. The transient kinds are retried as the node's
+/// settings say (sherma `on_error.retry`, Loki `max_attempts`); the others fail at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No answer in time (connect, first byte, or between stream chunks).
+    Timeout,
+    /// Connection refused, reset, or closed before the answer was complete.
+    Connection,
+    /// HTTP 429.
+    RateLimited,
+    /// HTTP 5xx (and 529 overloaded).
+    Server,
+    /// The server answered, but not in the wire format (bad JSON, truncated stream).
+    Malformed,
+    /// HTTP 401/403: the key is missing, wrong or lacks access.
+    Auth,
+    /// HTTP 4xx other than the above: the request itself is wrong (unknown model, bad schema).
+    BadRequest,
+    /// The run was stopped while the call was in flight.
+    Cancelled,
+    /// The provider is not set up (no key, unknown provider, no script reply left).
+    Config,
+    /// Anything else (scripted errors without a recognisable cause).
+    Other,
+}
+
+impl ErrorKind {
+    /// Whether trying the same call again may succeed.
+    pub fn transient(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Timeout | ErrorKind::Connection | ErrorKind::RateLimited | ErrorKind::Server | ErrorKind::Malformed
+        )
+    }
+
+    /// The kind a failure message describes (for scripted `error:` replies, which simulate
+    /// real failures by their text: `429 rate limit`, `connection reset`, `timed out`, ...).
+    pub fn from_text(text: &str) -> ErrorKind {
+        let t = text.to_ascii_lowercase();
+        let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
+        if has(&["429", "rate limit", "too many requests"]) {
+            ErrorKind::RateLimited
+        } else if has(&["timed out", "timeout"]) {
+            ErrorKind::Timeout
+        } else if has(&["connection", "refused", "reset", "unreachable"]) {
+            ErrorKind::Connection
+        } else if has(&["500", "502", "503", "504", "529", "overloaded", "server error", "unavailable"]) {
+            ErrorKind::Server
+        } else if has(&["401", "403", "unauthorized", "forbidden", "api key"]) {
+            ErrorKind::Auth
+        } else if has(&["400", "404", "422", "bad request", "invalid"]) {
+            ErrorKind::BadRequest
+        } else if has(&["malformed", "truncated", "no output", "not json"]) {
+            ErrorKind::Malformed
+        } else {
+            ErrorKind::Other
+        }
+    }
+}
+
+impl ProviderError {
+    pub fn new(node: &str, kind: ErrorKind, message: impl Into<String>) -> ProviderError {
+        ProviderError { node: node.to_string(), message: message.into(), hint: None, kind, retry_after: None }
+    }
+    pub fn hint(mut self, hint: impl Into<String>) -> ProviderError {
+        self.hint = Some(hint.into());
+        self
+    }
+    /// Whether the node's retry settings apply. Scripted errors of unknown cause count as
+    /// transient, so a script can exercise retries with any text.
+    pub fn retryable(&self) -> bool {
+        self.kind.transient() || self.kind == ErrorKind::Other
+    }
 }
 
 impl fmt::Display for ProviderError {
@@ -82,37 +206,75 @@ impl fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
-/// Where a run's LLM replies come from.
-pub trait LlmProvider {
-    fn complete(&mut self, request: &LlmRequest) -> Result<LlmResponse, ProviderError>;
+/// What a call may use besides the request: the run's stop flag (a provider gives up as soon
+/// as it is raised) and a sink for text as it streams in.
+pub struct CallCtl<'a> {
+    pub stop: &'a AtomicBool,
+    pub on_text: &'a (dyn Fn(&str) + Sync),
+    /// Extra events about the call (a replay's divergence report).
+    pub emit: &'a (dyn Fn(crate::run::events::EventBody) + Sync),
+}
+
+fn ignore_text(_: &str) {}
+fn ignore_event(_: crate::run::events::EventBody) {}
+static NEVER_STOP: AtomicBool = AtomicBool::new(false);
+
+impl CallCtl<'static> {
+    /// No stop flag, streamed text and extra events dropped.
+    pub fn none() -> CallCtl<'static> {
+        CallCtl { stop: &NEVER_STOP, on_text: &ignore_text, emit: &ignore_event }
+    }
+}
+
+impl CallCtl<'_> {
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Where a run's LLM replies come from. Shared by the run, its parallel branches and its
+/// nested runs, hence `&self` and `Sync`.
+pub trait LlmProvider: Send + Sync {
+    fn complete(&self, request: &LlmRequest, ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError>;
     /// A position to come back to when a run is rewound (scripted providers: how many replies
     /// were taken). Live providers have no position: the default is 0.
     fn mark(&self) -> usize {
         0
     }
     /// Forget everything taken after `mark` (see [`LlmProvider::mark`]).
-    fn rewind_to(&mut self, _mark: usize) {}
+    fn rewind_to(&self, _mark: usize) {}
     /// A short description for narration (`scripted: replies.yaml`).
     fn describe(&self) -> String {
         "provider".into()
     }
+    /// A tool call about to run: a replaying provider answers it from its recording
+    /// (`Some`); every other provider lets it run (`None`).
+    fn replay_tool(&self, _node: &str, _name: &str, _args: &Value) -> Option<Result<Value, String>> {
+        None
+    }
+    /// A tool call that ran, with its outcome (a recording provider writes it down).
+    fn record_tool(&self, _node: &str, _name: &str, _args: &Value, _outcome: &Result<Value, String>) {}
 }
+
+/// A provider as runs take it.
+pub type BoxProvider = Box<dyn LlmProvider>;
 
 /// The provider of a run that has none: every call fails with a message saying how to get one.
 #[derive(Clone, Debug, Default)]
 pub struct NoProvider;
 
 impl LlmProvider for NoProvider {
-    fn complete(&mut self, request: &LlmRequest) -> Result<LlmResponse, ProviderError> {
-        Err(ProviderError {
-            node: request.node.clone(),
-            message: format!("node `{}` calls an LLM, but this run has no LLM provider", request.node),
-            hint: Some(
-                "pass `--llm-script FILE` with scripted replies (`replies: [{content: ...}]`), or put a \
-                 `replies.yaml` beside the agent"
-                    .into(),
-            ),
-        })
+    fn complete(&self, request: &LlmRequest, _ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
+        Err(ProviderError::new(
+            &request.node,
+            ErrorKind::Config,
+            format!("node `{}` calls an LLM, but this run has no LLM provider", request.node),
+        )
+        .hint(
+            "pass `--llm-script FILE` with scripted replies (`replies: [{content: ...}]`) or put a \
+             `replies.yaml` beside the agent; `--replay CASSETTE` to answer from a recording; or \
+             `--live` to call the model the agent names (needs its API key)",
+        ))
     }
     fn describe(&self) -> String {
         "no LLM provider".into()
@@ -133,10 +295,16 @@ pub struct ScriptedReply {
 }
 
 /// Answers LLM calls from a script of replies (see the module docs).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct ScriptedProvider {
     path: PathBuf,
     replies: Vec<ScriptedReply>,
+    cursor: Mutex<Cursor>,
+}
+
+/// Which replies are taken.
+#[derive(Clone, Debug, Default)]
+struct Cursor {
     used: Vec<bool>,
     /// Indices of the replies taken, in order (for rewinding).
     taken: Vec<usize>,
@@ -180,8 +348,8 @@ impl ScriptedProvider {
             Some(root) => check_root(&file, root, &mut diags),
         };
         if diags.is_empty() {
-            let used = vec![false; replies.len()];
-            Ok(ScriptedProvider { path: path.to_path_buf(), replies, used, taken: Vec::new(), first_free: 0, calls: 0 })
+            let cursor = Cursor { used: vec![false; replies.len()], ..Cursor::default() };
+            Ok(ScriptedProvider { path: path.to_path_buf(), replies, cursor: Mutex::new(cursor) })
         } else {
             Err(diags)
         }
@@ -195,38 +363,44 @@ impl ScriptedProvider {
     }
     /// How many replies have not been taken yet.
     pub fn remaining(&self) -> usize {
-        self.used.iter().filter(|u| !**u).count()
+        self.cursor().used.iter().filter(|u| !**u).count()
+    }
+    fn cursor(&self) -> std::sync::MutexGuard<'_, Cursor> {
+        self.cursor.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 impl LlmProvider for ScriptedProvider {
-    fn complete(&mut self, request: &LlmRequest) -> Result<LlmResponse, ProviderError> {
+    fn complete(&self, request: &LlmRequest, _ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
         let node = request.node.as_str();
-        while self.first_free < self.used.len() && self.used[self.first_free] {
-            self.first_free += 1;
+        let mut cur = self.cursor();
+        while cur.first_free < cur.used.len() && cur.used[cur.first_free] {
+            cur.first_free += 1;
         }
-        let pick = (self.first_free..self.replies.len())
-            .find(|&i| !self.used[i] && self.replies[i].node.as_deref().is_none_or(|n| n == node));
+        let pick = (cur.first_free..self.replies.len())
+            .find(|&i| !cur.used[i] && self.replies[i].node.as_deref().is_none_or(|n| n == node));
         let Some(i) = pick else {
-            return Err(self.exhausted(node));
+            return Err(self.exhausted(node, &cur));
         };
-        self.used[i] = true;
-        self.taken.push(i);
-        self.calls += 1;
+        cur.used[i] = true;
+        cur.taken.push(i);
+        cur.calls += 1;
+        let calls = cur.calls;
+        drop(cur);
         let r = &self.replies[i];
         if let Some(e) = &r.error {
-            return Err(ProviderError {
-                node: node.to_string(),
-                message: format!("{e} (scripted error, {}:{})", self.path.display(), r.line),
-                hint: None,
-            });
+            return Err(ProviderError::new(
+                node,
+                ErrorKind::from_text(e),
+                format!("{e} (scripted error, {}:{})", self.path.display(), r.line),
+            ));
         }
         let tool_calls: Vec<ToolCall> = r
             .tool_calls
             .iter()
             .enumerate()
             .map(|(k, c)| ToolCall {
-                id: if c.id.is_empty() { format!("call_{}_{}", self.calls, k + 1) } else { c.id.clone() },
+                id: if c.id.is_empty() { format!("call_{}_{}", calls, k + 1) } else { c.id.clone() },
                 name: c.name.clone(),
                 args: c.args.clone(),
             })
@@ -240,13 +414,21 @@ impl LlmProvider for ScriptedProvider {
             content: r.content.clone(),
             tool_calls,
             usage: TokenUsage { input_tokens: input_chars.div_ceil(4) as u64, output_tokens: output_chars.div_ceil(4) as u64 },
+            model: None,
+            finish_reason: Some(if r.tool_calls.is_empty() { "stop" } else { "tool_calls" }.into()),
         })
     }
     fn mark(&self) -> usize {
-        self.taken.len()
+        self.cursor().taken.len()
     }
-    fn rewind_to(&mut self, mark: usize) {
-        self.rewind(mark);
+    fn rewind_to(&self, mark: usize) {
+        let mut cur = self.cursor();
+        while cur.taken.len() > mark {
+            let i = cur.taken.pop().expect("len > mark");
+            cur.used[i] = false;
+            cur.first_free = cur.first_free.min(i);
+        }
+        cur.calls = cur.taken.len();
     }
     fn describe(&self) -> String {
         format!("scripted replies from {}", self.path.display())
@@ -265,28 +447,19 @@ fn text_len(v: &Value) -> usize {
 }
 
 impl ScriptedProvider {
-    fn rewind(&mut self, mark: usize) {
-        while self.taken.len() > mark {
-            let i = self.taken.pop().expect("len > mark");
-            self.used[i] = false;
-            self.first_free = self.first_free.min(i);
-        }
-        self.calls = self.taken.len();
-    }
-
-    fn exhausted(&self, node: &str) -> ProviderError {
+    fn exhausted(&self, node: &str, cur: &Cursor) -> ProviderError {
         let file = self.path.display();
         let reserved: Vec<String> = self
             .replies
             .iter()
-            .zip(&self.used)
+            .zip(&cur.used)
             .filter(|(_, u)| !**u)
             .filter_map(|(r, _)| r.node.clone())
             .collect();
         let mut message = format!(
             "scripted provider: no reply left for node `{node}` in `{file}` ({} replies in the script, {} used)",
             self.replies.len(),
-            self.used.iter().filter(|u| **u).count()
+            cur.used.iter().filter(|u| **u).count()
         );
         if !reserved.is_empty() {
             let mut names = reserved.clone();
@@ -296,13 +469,9 @@ impl ScriptedProvider {
                 names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
             ));
         }
-        ProviderError {
-            node: node.to_string(),
-            message,
-            hint: Some(format!(
-                "add a reply for this call at the end of `replies:` in `{file}`, e.g.\n  - node: {node}\n    content: \"...\""
-            )),
-        }
+        ProviderError::new(node, ErrorKind::Config, message).hint(format!(
+            "add a reply for this call at the end of `replies:` in `{file}`, e.g.\n  - node: {node}\n    content: \"...\""
+        ))
     }
 }
 
@@ -433,29 +602,29 @@ mod tests {
         ScriptedProvider::from_str(Path::new("replies.yaml"), text)
     }
     fn req(node: &str) -> LlmRequest {
-        LlmRequest { node: node.into(), messages: json!([{"role": "user", "content": "hi"}]), tools: json!([]) }
+        LlmRequest { node: node.into(), messages: json!([{"role": "user", "content": "hi"}]), tools: json!([]), ..Default::default() }
     }
-    fn content(p: &mut ScriptedProvider, node: &str) -> String {
-        p.complete(&req(node)).unwrap().content.unwrap_or_default()
+    fn content(p: &ScriptedProvider, node: &str) -> String {
+        p.complete(&req(node), &CallCtl::none()).unwrap().content.unwrap_or_default()
     }
 
     #[test]
     fn replies_are_taken_in_order() {
-        let mut p = load("replies:\n  - content: one\n  - content: two\n  - content: three\n").unwrap();
+        let p = load("replies:\n  - content: one\n  - content: two\n  - content: three\n").unwrap();
         assert_eq!(p.remaining(), 3);
-        assert_eq!(content(&mut p, "a"), "one");
-        assert_eq!(content(&mut p, "b"), "two");
-        assert_eq!(content(&mut p, "a"), "three");
+        assert_eq!(content(&p, "a"), "one");
+        assert_eq!(content(&p, "b"), "two");
+        assert_eq!(content(&p, "a"), "three");
         assert_eq!(p.remaining(), 0);
     }
 
     #[test]
     fn tool_calls_are_returned_with_ids_and_args() {
-        let mut p = load(
+        let p = load(
             "replies:\n  - content: looking\n    tool_calls:\n      - name: search\n        args: {q: rust, n: 3}\n      - {name: clock}\n      - {name: x, id: fixed}\n",
         )
         .unwrap();
-        let r = p.complete(&req("agent")).unwrap();
+        let r = p.complete(&req("agent"), &CallCtl::none()).unwrap();
         assert_eq!(r.content.as_deref(), Some("looking"));
         assert_eq!(r.tool_calls.len(), 3);
         assert_eq!(r.tool_calls[0].name, "search");
@@ -465,8 +634,8 @@ mod tests {
         assert_eq!(r.tool_calls[2].id, "fixed");
         assert!(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
         // Tool calls only, no content.
-        let mut p = load("replies:\n  - tool_calls: [{name: search, args: {q: a}}]\n").unwrap();
-        let r = p.complete(&req("agent")).unwrap();
+        let p = load("replies:\n  - tool_calls: [{name: search, args: {q: a}}]\n").unwrap();
+        let r = p.complete(&req("agent"), &CallCtl::none()).unwrap();
         assert_eq!(r.content, None);
         assert_eq!(r.tool_calls[0].name, "search");
     }
@@ -474,23 +643,23 @@ mod tests {
     #[test]
     fn node_targeted_replies_are_reserved() {
         let text = "replies:\n  - node: summarise\n    content: S\n  - content: one\n  - content: two\n  - node: plan\n    content: P\n";
-        let mut p = load(text).unwrap();
+        let p = load(text).unwrap();
         // `agent` skips the reply reserved for `summarise`.
-        assert_eq!(content(&mut p, "agent"), "one");
+        assert_eq!(content(&p, "agent"), "one");
         // `summarise`'s first call takes its reply even though it comes first in the file.
-        assert_eq!(content(&mut p, "summarise"), "S");
+        assert_eq!(content(&p, "summarise"), "S");
         // `plan` takes the next reply in order it may take: untargeted `two` comes before `P`.
-        assert_eq!(content(&mut p, "plan"), "two");
-        assert_eq!(content(&mut p, "plan"), "P");
+        assert_eq!(content(&p, "plan"), "two");
+        assert_eq!(content(&p, "plan"), "P");
         assert_eq!(p.replies()[0].node.as_deref(), Some("summarise"));
         assert_eq!(p.replies()[3].line, 6);
     }
 
     #[test]
     fn exhaustion_names_node_file_and_what_to_add() {
-        let mut p = load("replies:\n  - content: one\n  - node: other\n    content: reserved\n").unwrap();
-        assert_eq!(content(&mut p, "agent"), "one");
-        let e = p.complete(&req("agent")).unwrap_err();
+        let p = load("replies:\n  - content: one\n  - node: other\n    content: reserved\n").unwrap();
+        assert_eq!(content(&p, "agent"), "one");
+        let e = p.complete(&req("agent"), &CallCtl::none()).unwrap_err();
         assert_eq!(e.node, "agent");
         assert_eq!(
             e.message,
@@ -501,8 +670,8 @@ mod tests {
         assert!(text.contains("add a reply for this call at the end of `replies:` in `replies.yaml`"), "{text}");
         assert!(text.contains("- node: agent\n    content: \"...\""), "{text}");
         // An empty list runs out at once.
-        let mut p = load("replies: []\n").unwrap();
-        let e = p.complete(&req("x")).unwrap_err();
+        let p = load("replies: []\n").unwrap();
+        let e = p.complete(&req("x"), &CallCtl::none()).unwrap_err();
         assert!(e.message.contains("no reply left for node `x`") && e.message.contains("0 replies"), "{}", e.message);
     }
 
@@ -549,17 +718,17 @@ mod tests {
 
     #[test]
     fn error_replies_fail_the_call_and_rewind_gives_replies_back() {
-        let mut p = load("replies:\n  - error: 429 rate limit\n  - content: ok\n").unwrap();
-        let e = p.complete(&req("n")).unwrap_err();
+        let p = load("replies:\n  - error: 429 rate limit\n  - content: ok\n").unwrap();
+        let e = p.complete(&req("n"), &CallCtl::none()).unwrap_err();
         assert!(e.message.starts_with("429 rate limit (scripted error, replies.yaml:2)"), "{}", e.message);
         let m = p.mark();
         assert_eq!(m, 1);
-        assert_eq!(p.complete(&req("n")).unwrap().content.as_deref(), Some("ok"));
-        assert!(p.complete(&req("n")).is_err());
+        assert_eq!(p.complete(&req("n"), &CallCtl::none()).unwrap().content.as_deref(), Some("ok"));
+        assert!(p.complete(&req("n"), &CallCtl::none()).is_err());
         p.rewind_to(m);
-        assert_eq!(p.complete(&req("n")).unwrap().content.as_deref(), Some("ok"));
+        assert_eq!(p.complete(&req("n"), &CallCtl::none()).unwrap().content.as_deref(), Some("ok"));
         p.rewind_to(0);
-        assert!(p.complete(&req("n")).is_err(), "the error reply is given back too");
+        assert!(p.complete(&req("n"), &CallCtl::none()).is_err(), "the error reply is given back too");
     }
 
     #[test]
@@ -583,9 +752,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("s.yaml");
         std::fs::write(&f, "replies:\n  - content: hi\n").unwrap();
-        let mut p = ScriptedProvider::load(&f).unwrap();
+        let p = ScriptedProvider::load(&f).unwrap();
         assert_eq!(p.path(), f.as_path());
-        assert_eq!(content(&mut p, "a"), "hi");
+        assert_eq!(content(&p, "a"), "hi");
         let errs = ScriptedProvider::load(&dir.join("missing.yaml")).unwrap_err();
         assert_eq!(errs[0].code, "io-error");
         assert!(errs[0].message.contains("missing.yaml"));

@@ -23,13 +23,13 @@
 //! desktop shell forwards them to the UI; the CLI narrates and writes the JSONL trace).
 
 use crate::run::events::{Event, EventBody, InterruptKind, PauseReason, RunStatus};
-use crate::run::provider::{LlmProvider, LlmRequest, LlmResponse, ProviderError};
+use crate::run::provider::{BoxProvider, CallCtl, LlmProvider, LlmRequest, LlmResponse, ProviderError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Called with every event as it happens (from the thread running the step).
 pub type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -195,7 +195,7 @@ impl EventLog {
 }
 
 /// The provider shared by a run, its parallel branches and its nested runs.
-pub type SharedProvider = Arc<Mutex<Box<dyn LlmProvider + Send>>>;
+pub type SharedProvider = Arc<dyn LlmProvider>;
 
 /// What a step may use: the event log, the provider, the stop flag, the step number.
 pub struct Cx<'a> {
@@ -226,25 +226,80 @@ impl<'a> Cx<'a> {
     }
     /// One LLM call, with its `llm_request` / `llm_response` events.
     pub fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, ProviderError> {
-        if self.wanted() {
+        let wanted = self.wanted();
+        if wanted {
             self.emit(EventBody::LlmRequest {
                 node: request.node.clone(),
                 messages: request.messages.clone(),
                 tools: request.tools.clone(),
+                model: request.model.as_ref().map(|m| m.to_string()),
             });
         }
-        let result = self.provider.lock().unwrap_or_else(|p| p.into_inner()).complete(request);
-        if let Ok(r) = &result {
-            if self.wanted() {
-                self.emit(EventBody::LlmResponse {
+        let t0 = Instant::now();
+        // Streamed text goes out as `llm_delta` events, coalesced to at most one every 40 ms
+        // (a trace line per token would bloat traces without helping anyone read them).
+        let pending = Mutex::new((String::new(), Instant::now()));
+        let flush = |force: bool| {
+            let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+            if !p.0.is_empty() && (force || p.1.elapsed() >= Duration::from_millis(40)) {
+                let text = std::mem::take(&mut p.0);
+                p.1 = Instant::now();
+                drop(p);
+                self.emit(EventBody::LlmDelta { node: request.node.clone(), text });
+            }
+        };
+        let on_text = |t: &str| {
+            if !wanted {
+                return;
+            }
+            pending.lock().unwrap_or_else(|e| e.into_inner()).0.push_str(t);
+            flush(false);
+        };
+        let emit = |b: EventBody| {
+            if wanted {
+                self.emit(b)
+            }
+        };
+        let ctl = CallCtl { stop: self.stop, on_text: &on_text, emit: &emit };
+        let result = self.provider.complete(request, &ctl);
+        flush(true);
+        let duration_ms = t0.elapsed().as_millis() as u64;
+        if wanted {
+            match &result {
+                Ok(r) => self.emit(EventBody::LlmResponse {
                     node: request.node.clone(),
                     content: r.content.clone(),
                     tool_calls: r.tool_calls.clone(),
                     usage: r.usage,
-                });
+                    duration_ms: Some(duration_ms),
+                    model: r.model.clone(),
+                    // Priced only when a real model answered (scripted replies have no model
+                    // and their token counts are estimates).
+                    cost_usd: r
+                        .model
+                        .as_ref()
+                        .and(request.model.as_ref())
+                        .and_then(|m| crate::llm::price::cost_usd(m, r.usage)),
+                }),
+                Err(e) => self.emit(EventBody::LlmError {
+                    node: request.node.clone(),
+                    kind: e.kind,
+                    message: e.message.clone(),
+                    duration_ms,
+                }),
             }
         }
         result
+    }
+    /// One tool call, through the provider: a replay answers it from the recording, a
+    /// recording writes it down, otherwise `run` runs it.
+    pub fn tool(&self, node: &str, name: &str, args: &Value, run: impl FnOnce() -> Result<Value, String>) -> Result<Value, String> {
+        if let Some(r) = self.provider.replay_tool(node, name, args) {
+            return r;
+        }
+        let out = run();
+        self.provider.record_tool(node, name, args, &out);
+        out
     }
     /// The context of a nested run (a child agent): its own run id, one level deeper.
     pub fn child(&self, node: &str) -> Cx<'a> {
@@ -333,7 +388,7 @@ pub fn run_nested(child: &mut dyn Machine, cx: &Cx<'_>, node: &str, input: Value
 
 /// How a session is set up.
 pub struct RunOptions {
-    pub provider: Box<dyn LlmProvider + Send>,
+    pub provider: BoxProvider,
     /// Answers used, in order, for interrupts/approvals/inputs before asking anyone.
     pub answers: Vec<Value>,
     pub breakpoints: Vec<Breakpoint>,
@@ -349,7 +404,7 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    pub fn new(provider: Box<dyn LlmProvider + Send>) -> RunOptions {
+    pub fn new(provider: BoxProvider) -> RunOptions {
         RunOptions {
             provider,
             answers: Vec::new(),
@@ -430,7 +485,7 @@ impl RunSession {
         let log = EventLog::new(options.listener, options.keep_events);
         let mut s = RunSession {
             id,
-            provider: Arc::new(Mutex::new(options.provider)),
+            provider: Arc::from(options.provider),
             log,
             stop: Arc::new(AtomicBool::new(false)),
             pause: Arc::new(AtomicBool::new(false)),
@@ -589,7 +644,7 @@ impl RunSession {
         self.checkpoints.truncate(pos + 1);
         let cp = &self.checkpoints[pos];
         self.machine = cp.machine.fork();
-        self.provider.lock().unwrap_or_else(|p| p.into_inner()).rewind_to(cp.provider_mark);
+        self.provider.rewind_to(cp.provider_mark);
         self.step = step;
         self.stop.store(false, Ordering::Relaxed);
         self.held_failure = None;
@@ -627,7 +682,7 @@ impl RunSession {
         if !self.checkpoints_on && !self.checkpoints.is_empty() {
             return;
         }
-        let provider_mark = self.provider.lock().unwrap_or_else(|p| p.into_inner()).mark();
+        let provider_mark = self.provider.mark();
         self.checkpoints.push(Checkpoint { step: self.step, machine: self.machine.fork(), provider_mark, nodes });
     }
 

@@ -25,7 +25,7 @@ use crate::expr::CelEngine;
 use crate::graph::lower_sherma::{self, Cond, EffKind, Effective};
 use crate::graph::{END, START};
 use crate::run::events::{EventBody, InterruptKind, RouteReason};
-use crate::run::provider::{LlmRequest, ToolCall};
+use crate::run::provider::{LlmRequest, ModelRef, ToolCall};
 use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use crate::run::sherma_state::{self, MESSAGES, State, message, normalize_message};
 use serde_json::{Map, Value, json};
@@ -453,7 +453,14 @@ impl ShermaMachine {
                 }
             }
         }
-        let request = LlmRequest { node: node.to_string(), messages: Value::Array(wire), tools: Value::Array(tools_json) };
+        let request = LlmRequest {
+            node: node.to_string(),
+            messages: Value::Array(wire),
+            tools: Value::Array(tools_json),
+            model: self.model_of(c),
+            response_format: c.response_format.clone(),
+            ..LlmRequest::default()
+        };
         // 3. the model call, with on_error.retry
         let retry = decl.on_error.as_ref().and_then(|o| o.retry.clone());
         let max_attempts = retry.as_ref().map_or(1, |r| r.max_attempts.max(1));
@@ -463,7 +470,9 @@ impl ShermaMachine {
             match cx.complete(&request) {
                 Ok(r) => break r,
                 Err(e) => {
-                    if attempt >= max_attempts || cx.stopped() {
+                    // Only failures that may pass are retried (timeouts, connection errors,
+                    // 429, 5xx, malformed answers); a wrong key or a bad request fails at once.
+                    if attempt >= max_attempts || cx.stopped() || !e.retryable() {
                         return Err(NodeError {
                             message: format!("LLM call failed: {e}"),
                             kind: "LLMError".into(),
@@ -472,7 +481,11 @@ impl ShermaMachine {
                     }
                     let r = retry.as_ref().expect("attempts > 1 only with retry");
                     let base = if r.strategy == "exponential" { r.delay * 2f64.powi(attempt as i32 - 1) } else { r.delay };
-                    let delay = base.min(r.max_delay).max(0.0) * self.shared.opts.retry_delay_scale;
+                    let mut delay = base.min(r.max_delay).max(0.0) * self.shared.opts.retry_delay_scale;
+                    // A server's `Retry-After` wins over a shorter backoff.
+                    if let Some(after) = e.retry_after {
+                        delay = delay.max(after.as_secs_f64());
+                    }
                     cx.emit(EventBody::Error {
                         node: Some(node.to_string()),
                         message: format!(
@@ -510,6 +523,18 @@ impl ShermaMachine {
             up.insert(key.value.clone(), v);
         }
         Ok(up)
+    }
+
+    /// The model a call_llm names: its `llm`, else the file's `default_llm`, looked up in
+    /// `llms` (`provider` defaults to `openai`, as in sherma).
+    fn model_of(&self, c: &CallLlm) -> Option<ModelRef> {
+        let sd = self.shared.sherma();
+        let id = c.llm.as_ref().or(sd.default_llm.as_ref())?.id_str().to_string();
+        let l = sd.llms.iter().find(|l| l.id_str() == id)?;
+        Some(ModelRef {
+            provider: l.get_str("provider").unwrap_or("openai").to_string(),
+            name: l.get_str("model_name").unwrap_or("").to_string(),
+        })
     }
 
     /// The tools a call_llm binds, in sherma's order (§7.1), without duplicates.
@@ -703,11 +728,13 @@ impl ShermaMachine {
 
     fn exec_tool(&self, node: &str, t: &Tool, args: &Value, cx: &Cx<'_>) -> Result<Value, String> {
         match &t.kind {
-            ToolKind::Python(path) => {
+            // Through the provider: a replay answers from the recording, a recorder writes
+            // the outcome down.
+            ToolKind::Python(path) => cx.tool(node, &t.name, args, || {
                 let runner = self.shared.runner()?;
                 let mut r = runner.lock().unwrap_or_else(|p| p.into_inner());
                 r.call(path, args, self.shared.opts.tool_timeout)
-            }
+            }),
             ToolKind::Skill(name) => Ok(Value::String(self.skill_tool(name, args))),
             ToolKind::SubAgent(i) => {
                 let id = self.shared.sherma().sub_agents[*i].id_str().to_string();

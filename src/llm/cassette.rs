@@ -1,0 +1,541 @@
+//! Record and replay: a cassette holds every LLM and tool exchange of a run, so the run can be
+//! repeated offline, without keys, servers or tools.
+//!
+//! - [`Recorder`] wraps any provider; each exchange is appended to the cassette file as it
+//!   happens (the file is rewritten atomically, so a crash keeps everything up to that point).
+//! - [`Replayer`] answers from a cassette. Calls are matched by node and by their order within
+//!   the node (the 2nd call of node `plan` gets the 2nd recorded answer of `plan`), so parallel
+//!   branches replay correctly whatever their interleaving. When a request differs from the
+//!   recorded one (the graph or a prompt was edited) it reports the first difference as a
+//!   `replay_diverged` event and, by default, still answers with the recording so the run can
+//!   be followed further; `strict` fails the call instead.
+//!
+//! Format (JSON):
+//!
+//! ```json
+//! {"version": 1, "exchanges": [
+//!   {"kind": "llm", "node": "agent", "call": 1,
+//!    "request": {"model": "openai:gpt-4o", "messages": [...], "tools": [...]},
+//!    "response": {"content": "...", "tool_calls": [], "usage": {...}}},
+//!   {"kind": "tool", "node": "tools", "call": 1, "name": "search", "args": {...}, "result": ...}
+//! ]}
+//! ```
+
+use crate::run::events::EventBody;
+use crate::run::provider::{
+    BoxProvider, CallCtl, ErrorKind, LlmProvider, LlmRequest, LlmResponse, ModelRef, ProviderError, TokenUsage, ToolCall,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+pub const VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cassette {
+    pub version: u32,
+    #[serde(default)]
+    pub exchanges: Vec<Exchange>,
+}
+
+/// The parts of a request a replay compares.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub messages: Value,
+    #[serde(default)]
+    pub tools: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedResponse {
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    pub usage: TokenUsage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Exchange {
+    Llm {
+        node: String,
+        /// 1-based order of the call within its node.
+        call: usize,
+        request: RecordedRequest,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response: Option<RecordedResponse>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<RecordedError>,
+    },
+    Tool {
+        node: String,
+        call: usize,
+        name: String,
+        #[serde(default)]
+        args: Value,
+        #[serde(default)]
+        result: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+fn recorded_request(req: &LlmRequest) -> RecordedRequest {
+    RecordedRequest {
+        model: req.model.as_ref().map(ModelRef::to_string),
+        messages: req.messages.clone(),
+        tools: req.tools.clone(),
+        response_format: req.response_format.clone(),
+    }
+}
+
+impl Cassette {
+    pub fn load(path: &Path) -> Result<Cassette, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the cassette {}: {e}", path.display()))?;
+        let c: Cassette = serde_json::from_str(&text).map_err(|e| {
+            format!("{}:{}:{}: not a cassette: {e}", path.display(), e.line(), e.column())
+        })?;
+        if c.version != VERSION {
+            return Err(format!("{}: cassette version {} is not supported (this build reads version {VERSION})", path.display(), c.version));
+        }
+        Ok(c)
+    }
+
+    /// Write atomically (temp file, fsync, rename).
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let tmp = path.with_extension("cassette.tmp");
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+            f.write_all(text.as_bytes())
+                .and_then(|_| f.write_all(b"\n"))
+                .and_then(|_| f.sync_all())
+                .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        }
+        std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+/// Counts calls per node (for matching).
+#[derive(Default, Clone)]
+struct Counter(HashMap<(bool, String), usize>);
+
+impl Counter {
+    fn next(&mut self, tool: bool, node: &str) -> usize {
+        let n = self.0.entry((tool, node.to_string())).or_insert(0);
+        *n += 1;
+        *n
+    }
+}
+
+/// Records every exchange of a run into a cassette file (see the module docs).
+pub struct Recorder {
+    inner: BoxProvider,
+    path: PathBuf,
+    state: Mutex<RecState>,
+}
+
+#[derive(Default)]
+struct RecState {
+    cassette: Cassette,
+    counter: Counter,
+    /// Marks handed out: (inner provider's mark, exchanges so far, counter).
+    marks: Vec<(usize, usize, Counter)>,
+    /// The first write error (reported once).
+    write_error: Option<String>,
+}
+
+impl Recorder {
+    /// Records into `path` (created or replaced when the first exchange happens).
+    pub fn new(inner: BoxProvider, path: &Path) -> Recorder {
+        let state = RecState { cassette: Cassette { version: VERSION, exchanges: Vec::new() }, ..RecState::default() };
+        Recorder { inner, path: path.to_path_buf(), state: Mutex::new(state) }
+    }
+
+    fn push(&self, make: impl FnOnce(&mut Counter) -> Exchange) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let ex = make(&mut st.counter);
+        st.cassette.exchanges.push(ex);
+        if let Err(e) = st.cassette.save(&self.path)
+            && st.write_error.is_none()
+        {
+            tracing::warn!("recording: {e}");
+            st.write_error = Some(e);
+        }
+    }
+}
+
+impl LlmProvider for Recorder {
+    fn complete(&self, req: &LlmRequest, ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
+        let out = self.inner.complete(req, ctl);
+        self.push(|counter| {
+            let call = counter.next(false, &req.node);
+            let (response, error) = match &out {
+                Ok(r) => (
+                    Some(RecordedResponse {
+                        content: r.content.clone(),
+                        tool_calls: r.tool_calls.clone(),
+                        usage: r.usage,
+                        model: r.model.clone(),
+                        finish_reason: r.finish_reason.clone(),
+                    }),
+                    None,
+                ),
+                Err(e) => (None, Some(RecordedError { kind: e.kind, message: e.message.clone() })),
+            };
+            Exchange::Llm { node: req.node.clone(), call, request: recorded_request(req), response, error }
+        });
+        out
+    }
+    fn mark(&self) -> usize {
+        let inner = self.inner.mark();
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = (inner, st.cassette.exchanges.len(), st.counter.clone());
+        st.marks.push(entry);
+        st.marks.len() - 1
+    }
+    fn rewind_to(&self, mark: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((inner, len, counter)) = st.marks.get(mark).cloned() else { return };
+        st.cassette.exchanges.truncate(len);
+        st.counter = counter;
+        let _ = st.cassette.save(&self.path);
+        drop(st);
+        self.inner.rewind_to(inner);
+    }
+    fn describe(&self) -> String {
+        format!("{}, recorded to {}", self.inner.describe(), self.path.display())
+    }
+    fn replay_tool(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
+        self.inner.replay_tool(node, name, args)
+    }
+    fn record_tool(&self, node: &str, name: &str, args: &Value, outcome: &Result<Value, String>) {
+        self.push(|counter| {
+            let call = counter.next(true, node);
+            let (result, error) = match outcome {
+                Ok(v) => (v.clone(), None),
+                Err(e) => (Value::Null, Some(e.clone())),
+            };
+            Exchange::Tool { node: node.to_string(), call, name: name.to_string(), args: args.clone(), result, error }
+        });
+    }
+}
+
+/// Answers from a cassette (see the module docs).
+pub struct Replayer {
+    path: PathBuf,
+    cassette: Cassette,
+    strict: bool,
+    state: Mutex<ReplayState>,
+}
+
+#[derive(Default)]
+struct ReplayState {
+    counter: Counter,
+    marks: Vec<Counter>,
+    /// A divergence was reported already (only the first is).
+    diverged: bool,
+}
+
+/// The first place two JSON values differ: (path, left, right).
+pub fn first_difference(path: &str, a: &Value, b: &Value) -> Option<(String, Value, Value)> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                match y.get(k) {
+                    Some(vb) => {
+                        if let Some(d) = first_difference(&p, va, vb) {
+                            return Some(d);
+                        }
+                    }
+                    None => return Some((p, va.clone(), Value::Null)),
+                }
+            }
+            y.iter().find(|(k, _)| !x.contains_key(*k)).map(|(k, vb)| {
+                (if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, Value::Null, vb.clone())
+            })
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                if let Some(d) = first_difference(&format!("{path}[{i}]"), va, vb) {
+                    return Some(d);
+                }
+            }
+            if x.len() != y.len() {
+                let i = x.len().min(y.len());
+                return Some((
+                    format!("{path}[{i}]"),
+                    x.get(i).cloned().unwrap_or(Value::Null),
+                    y.get(i).cloned().unwrap_or(Value::Null),
+                ));
+            }
+            None
+        }
+        _ if a == b => None,
+        _ => Some((path.to_string(), a.clone(), b.clone())),
+    }
+}
+
+impl Replayer {
+    pub fn load(path: &Path, strict: bool) -> Result<Replayer, String> {
+        let cassette = Cassette::load(path)?;
+        Ok(Replayer { path: path.to_path_buf(), cassette, strict, state: Mutex::new(ReplayState::default()) })
+    }
+
+    pub fn cassette(&self) -> &Cassette {
+        &self.cassette
+    }
+
+    fn find_llm(&self, node: &str, call: usize) -> Option<(&RecordedRequest, &Option<RecordedResponse>, &Option<RecordedError>)> {
+        self.cassette.exchanges.iter().find_map(|e| match e {
+            Exchange::Llm { node: n, call: c, request, response, error } if n == node && *c == call => Some((request, response, error)),
+            _ => None,
+        })
+    }
+
+    fn recorded_calls(&self, node: &str, tool: bool) -> usize {
+        self.cassette
+            .exchanges
+            .iter()
+            .filter(|e| match e {
+                Exchange::Llm { node: n, .. } => !tool && n == node,
+                Exchange::Tool { node: n, .. } => tool && n == node,
+            })
+            .count()
+    }
+}
+
+impl LlmProvider for Replayer {
+    fn complete(&self, req: &LlmRequest, ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
+        let call = {
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.counter.next(false, &req.node)
+        };
+        let file = self.path.display();
+        let Some((request, response, error)) = self.find_llm(&req.node, call) else {
+            let n = self.recorded_calls(&req.node, false);
+            let why = format!("the recording has {n} call(s) of node `{}`; this is call {call}", req.node);
+            self.report(ctl, &req.node, call, why.clone(), Value::Null, Value::Null);
+            return Err(ProviderError::new(
+                &req.node,
+                ErrorKind::Config,
+                format!("replay: no recorded answer for call {call} of node `{}` in {file} ({why})", req.node),
+            )
+            .hint("the graph now makes calls the recorded run did not: record the run again (`--record`), or run it live"));
+        };
+        let now = recorded_request(req);
+        let a = serde_json::to_value(request).unwrap_or(Value::Null);
+        let b = serde_json::to_value(&now).unwrap_or(Value::Null);
+        if let Some((path, recorded, current)) = first_difference("", &a, &b) {
+            let first = self.report(ctl, &req.node, call, path.clone(), recorded.clone(), current.clone());
+            if self.strict {
+                return Err(ProviderError::new(
+                    &req.node,
+                    ErrorKind::BadRequest,
+                    format!(
+                        "replay diverged at call {call} of node `{}`: `{path}` was {} in the recording, now {}",
+                        req.node,
+                        short(&recorded),
+                        short(&current)
+                    ),
+                ));
+            }
+            if first {
+                tracing::info!("replay diverged at {}#{call}: {path}", req.node);
+            }
+        }
+        if let Some(e) = error {
+            // The recorded failure exactly as it happened (a replay reproduces the trace).
+            return Err(ProviderError::new(&req.node, e.kind, e.message.clone()));
+        }
+        let r = response.clone().unwrap_or_default();
+        if let Some(c) = &r.content
+            && !c.is_empty()
+        {
+            (ctl.on_text)(c);
+        }
+        Ok(LlmResponse {
+            content: r.content,
+            tool_calls: r.tool_calls,
+            usage: r.usage,
+            model: r.model,
+            finish_reason: r.finish_reason,
+        })
+    }
+    fn mark(&self) -> usize {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let c = st.counter.clone();
+        st.marks.push(c);
+        st.marks.len() - 1
+    }
+    fn rewind_to(&self, mark: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = st.marks.get(mark).cloned() {
+            st.counter = c;
+        }
+    }
+    fn describe(&self) -> String {
+        format!("replay of {}{}", self.path.display(), if self.strict { " (strict)" } else { "" })
+    }
+    fn replay_tool(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
+        let call = {
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.counter.next(true, node)
+        };
+        let found = self.cassette.exchanges.iter().find_map(|e| match e {
+            Exchange::Tool { node: n, call: c, name: nm, args: a, result, error } if n == node && *c == call => {
+                Some((nm, a, result, error))
+            }
+            _ => None,
+        });
+        Some(match found {
+            Some((nm, a, result, error)) => {
+                if nm != name || a != args {
+                    let (rec, now) = (json!({"name": nm, "args": a}), json!({"name": name, "args": args}));
+                    if self.strict {
+                        return Some(Err(format!(
+                            "replay diverged at tool call {call} of node `{node}`: recorded {}, now {}",
+                            short(&rec),
+                            short(&now)
+                        )));
+                    }
+                }
+                match error {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(result.clone()),
+                }
+            }
+            None => Err(format!(
+                "replay: no recorded result for tool call {call} of node `{node}` (`{name}`) in {}; record the run again",
+                self.path.display()
+            )),
+        })
+    }
+}
+
+impl Replayer {
+    /// Emits `replay_diverged` for the first divergence only; returns whether this was it.
+    fn report(&self, ctl: &CallCtl<'_>, node: &str, call: usize, path: String, recorded: Value, now: Value) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.diverged {
+            return false;
+        }
+        st.diverged = true;
+        drop(st);
+        (ctl.emit)(EventBody::ReplayDiverged { node: node.to_string(), call, path, recorded, now });
+        true
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 120 { format!("{}…", s.chars().take(120).collect::<String>()) } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::provider::ScriptedProvider;
+
+    fn req(node: &str, text: &str) -> LlmRequest {
+        LlmRequest { node: node.into(), messages: json!([{"role": "user", "content": text}]), tools: json!([]), ..Default::default() }
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("switchyard-cassette-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn record_then_replay_gives_the_same_answers_and_reports_the_first_difference() {
+        let d = scratch("rr");
+        let script = ScriptedProvider::from_str(Path::new("r.yaml"), "replies:\n  - content: one\n  - content: two\n").unwrap();
+        let rec = Recorder::new(Box::new(script), &d.join("c.json"));
+        let ctl = CallCtl::none();
+        assert_eq!(rec.complete(&req("a", "hi"), &ctl).unwrap().content.as_deref(), Some("one"));
+        rec.record_tool("t", "add", &json!({"x": 1}), &Ok(json!(2)));
+        assert_eq!(rec.complete(&req("a", "again"), &ctl).unwrap().content.as_deref(), Some("two"));
+
+        let rep = Replayer::load(&d.join("c.json"), false).unwrap();
+        assert_eq!(rep.cassette().exchanges.len(), 3);
+        assert_eq!(rep.complete(&req("a", "hi"), &ctl).unwrap().content.as_deref(), Some("one"));
+        assert_eq!(rep.replay_tool("t", "add", &json!({"x": 1})), Some(Ok(json!(2))));
+        // An edited prompt: still answered (lenient), and reported.
+        let seen = Mutex::new(Vec::new());
+        let emit = |e: EventBody| seen.lock().unwrap().push(e);
+        let ctl2 = CallCtl { emit: &emit, ..CallCtl::none() };
+        assert_eq!(rep.complete(&req("a", "edited"), &ctl2).unwrap().content.as_deref(), Some("two"));
+        let seen = seen.into_inner().unwrap();
+        assert!(
+            matches!(&seen[..], [EventBody::ReplayDiverged { node, call: 2, path, recorded, now }]
+                if node == "a" && path == "messages[0].content" && recorded == "again" && now == "edited"),
+            "{seen:?}"
+        );
+        // A call the recording does not have.
+        let e = rep.complete(&req("a", "x"), &ctl).unwrap_err();
+        assert!(e.message.contains("no recorded answer for call 3 of node `a`"), "{}", e.message);
+        // Strict mode fails at the difference.
+        let strict = Replayer::load(&d.join("c.json"), true).unwrap();
+        let e = strict.complete(&req("a", "changed"), &ctl).unwrap_err();
+        assert!(e.message.contains("replay diverged at call 1 of node `a`"), "{}", e.message);
+    }
+
+    #[test]
+    fn rewinding_a_recording_drops_what_came_after() {
+        let d = scratch("rewind");
+        let script = ScriptedProvider::from_str(Path::new("r.yaml"), "replies:\n  - content: one\n  - content: two\n").unwrap();
+        let rec = Recorder::new(Box::new(script), &d.join("c.json"));
+        let ctl = CallCtl::none();
+        rec.complete(&req("a", "1"), &ctl).unwrap();
+        let m = rec.mark();
+        rec.complete(&req("a", "2"), &ctl).unwrap();
+        rec.rewind_to(m);
+        assert_eq!(rec.complete(&req("a", "2b"), &ctl).unwrap().content.as_deref(), Some("two"));
+        let c = Cassette::load(&d.join("c.json")).unwrap();
+        assert_eq!(c.exchanges.len(), 2);
+        assert!(matches!(&c.exchanges[1], Exchange::Llm { call: 2, request, .. } if request.messages[0]["content"] == "2b"));
+    }
+
+    #[test]
+    fn bad_cassettes_are_positioned() {
+        let d = scratch("bad");
+        std::fs::write(d.join("c.json"), "{\"version\": 1, \"exchanges\": [ {\"kind\": \"llm\"} ]}").unwrap();
+        let e = Replayer::load(&d.join("c.json"), false).err().unwrap();
+        assert!(e.contains("c.json:1:") && e.contains("not a cassette"), "{e}");
+        let e = Replayer::load(&d.join("missing.json"), false).err().unwrap();
+        assert!(e.contains("cannot read the cassette"), "{e}");
+    }
+
+    #[test]
+    fn first_difference_paths() {
+        assert_eq!(first_difference("", &json!({"a": [1, 2]}), &json!({"a": [1, 2]})), None);
+        assert_eq!(first_difference("", &json!({"a": [1, 2]}), &json!({"a": [1, 3]})).unwrap().0, "a[1]");
+        assert_eq!(first_difference("", &json!({"a": [1]}), &json!({"a": [1, 3]})).unwrap().0, "a[1]");
+        assert_eq!(first_difference("", &json!({"a": 1}), &json!({"a": 1, "b": 2})).unwrap().0, "b");
+    }
+}

@@ -1,0 +1,157 @@
+//! Live LLM providers over HTTP, their configuration, prices, and record/replay cassettes.
+//!
+//! - [`LiveProvider`] sends each call to the provider the document names for the node
+//!   ([`config`] resolves names to endpoints), in the OpenAI chat-completions or Anthropic
+//!   Messages wire format, streamed; text arrives as `llm_delta` events; a stop cancels the
+//!   request in flight; failures are classified ([`crate::run::provider::ErrorKind`]).
+//! - [`cassette`] records every LLM and tool exchange of a run, and replays them offline,
+//!   reporting the first request that differs from the recording.
+
+pub mod anthropic;
+pub mod cassette;
+pub mod config;
+pub mod http;
+pub mod openai;
+pub mod price;
+
+use crate::doc::{Dialect, Document};
+use crate::rt::{self, Interrupted};
+use crate::run::provider::{CallCtl, ErrorKind, LlmProvider, LlmRequest, LlmResponse, ModelRef, ProviderError};
+use config::{LlmConfig, Wire};
+use std::time::Instant;
+
+/// Calls real models (see the module docs).
+pub struct LiveProvider {
+    config: LlmConfig,
+}
+
+impl LiveProvider {
+    pub fn new(config: LlmConfig) -> LiveProvider {
+        LiveProvider { config }
+    }
+
+    /// Check before a run starts that every model the document names can be called (known
+    /// provider, key present). The error lists every problem with where the model is named.
+    pub fn preflight(&self, models: &[(ModelRef, String)]) -> Result<(), String> {
+        let mut problems = Vec::new();
+        for (m, origin) in models {
+            if let Err(e) = self.config.check(m) {
+                problems.push(format!("{origin}: {e}"));
+            }
+        }
+        if models.is_empty()
+            && let Some(m) = self.config.default_model()
+            && let Err(e) = self.config.check(&m)
+        {
+            problems.push(format!("default model: {e}"));
+        }
+        problems.dedup();
+        if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+    }
+
+    fn model_for(&self, req: &LlmRequest) -> Result<ModelRef, ProviderError> {
+        req.model.clone().or_else(|| self.config.default_model()).ok_or_else(|| {
+            ProviderError::new(&req.node, ErrorKind::Config, format!("node `{}` names no model and no default model is set", req.node))
+                .hint("set `model: provider:name` on the node or the agent, or `default_model` in the provider file, or SWITCHYARD_MODEL")
+        })
+    }
+}
+
+impl LlmProvider for LiveProvider {
+    fn complete(&self, req: &LlmRequest, ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
+        let model = self.model_for(req)?;
+        let ep = self.config.check(&model).map_err(|e| ProviderError::new(&req.node, ErrorKind::Config, e))?;
+        let key = ep.api_key.clone().unwrap_or_default();
+        let (url, headers, body, parser): (String, Vec<(&'static str, String)>, _, Box<dyn http::WireParser>) = match ep.wire {
+            Wire::Openai => {
+                let mut h = Vec::new();
+                if !key.is_empty() {
+                    h.push(("authorization", format!("Bearer {key}")));
+                }
+                (
+                    format!("{}/chat/completions", ep.base_url),
+                    h,
+                    openai::request_body(req, &model.name),
+                    Box::new(openai::Parser::new(&ep.provider)),
+                )
+            }
+            Wire::Anthropic => {
+                let base = ep.base_url.strip_suffix("/v1").unwrap_or(&ep.base_url);
+                (
+                    format!("{base}/v1/messages"),
+                    vec![("x-api-key", key), ("anthropic-version", "2023-06-01".to_string())],
+                    anthropic::request_body(req, &model.name),
+                    Box::new(anthropic::Parser::new(&ep.provider)),
+                )
+            }
+        };
+        let deadline = Instant::now() + ep.timeout;
+        let ep2 = ep.clone();
+        let out = rt::pump(
+            move |tx| async move { http::post(&ep2, url, headers, body, parser, tx).await },
+            |t: String| (ctl.on_text)(&t),
+            Some(ctl.stop),
+            Some(deadline),
+        );
+        match out {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(mut e)) => {
+                e.node = req.node.clone();
+                e.message = format!("{} ({model}): {}", req.node, e.message);
+                Err(e)
+            }
+            Err(Interrupted::Stopped) => Err(ProviderError::new(
+                &req.node,
+                ErrorKind::Cancelled,
+                format!("{}: the run was stopped during the call to {model}; the request was cancelled", req.node),
+            )),
+            Err(Interrupted::TimedOut) => Err(ProviderError::new(
+                &req.node,
+                ErrorKind::Timeout,
+                format!("{} ({model}): no complete answer within {} s", req.node, ep.timeout.as_secs_f64()),
+            )
+            .hint("raise `timeout_s` for this provider in the provider file, or check the server")),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self.config.default_model() {
+            Some(m) => format!("live models (default {m})"),
+            None => "live models".into(),
+        }
+    }
+}
+
+/// The models a document names, each with where it is named (`llms[0] \`gpt\``, `node
+/// \`triage\``), for the pre-run check.
+pub fn models_used(doc: &Document) -> Vec<(ModelRef, String)> {
+    let mut out = Vec::new();
+    let file = doc.path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+    match doc.dialect() {
+        Some(Dialect::Sherma) => {
+            if let Some(sd) = doc.sherma() {
+                for l in &sd.llms {
+                    out.push((
+                        ModelRef {
+                            provider: l.get_str("provider").unwrap_or("openai").to_string(),
+                            name: l.get_str("model_name").unwrap_or("").to_string(),
+                        },
+                        format!("{file}: llm `{}`", l.id_str()),
+                    ));
+                }
+            }
+        }
+        Some(Dialect::Loki) => {
+            if let Some(l) = doc.loki() {
+                if let Some(m) = &l.model {
+                    out.push((ModelRef::parse(&m.value), format!("{file}: agent `model`")));
+                }
+                for (id, m) in l.llm_models() {
+                    out.push((ModelRef::parse(&m), format!("{file}: node `{id}` `model`")));
+                }
+            }
+        }
+        None => {}
+    }
+    out
+}
