@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -633,7 +633,7 @@ fn agent_file(name: &str, url: &str) -> PathBuf {
     path
 }
 
-fn start(path: &PathBuf, input: &str, script: Option<PathBuf>, a2a: A2aOptions) -> RunSession {
+fn start(path: &Path, input: &str, script: Option<PathBuf>, a2a: A2aOptions) -> RunSession {
     let doc = Arc::new(switchyard::doc::load_path(path));
     let req = RunRequest {
         input: Some(input.to_string()),

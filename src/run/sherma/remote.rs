@@ -70,14 +70,14 @@ pub(super) enum ToolResume {
         done: Vec<Value>,
         internal: Map<String, Value>,
         internal_changed: bool,
-        wait: (RemoteWait, Value),
+        wait: Box<(RemoteWait, Value)>,
     },
 }
 
 /// The outcome of one exchange with a remote agent.
 pub(super) enum RemoteStep {
     Done(String),
-    Wait(RemoteWait),
+    Wait(Box<RemoteWait>),
 }
 
 impl RemoteWait {
@@ -204,7 +204,7 @@ impl ShermaMachine {
             }
             RemoteStep::Wait(w) => {
                 let p = w.pending();
-                self.remote = Some(w);
+                self.remote = Some(*w);
                 Ok(NodeResult::Interrupt(p))
             }
         }
@@ -221,7 +221,7 @@ impl ShermaMachine {
                         done: t.done,
                         internal: t.internal,
                         internal_changed: t.internal_changed,
-                        wait: (w, answer),
+                        wait: Box::new((w, answer)),
                     }
                 }
                 None => {
@@ -241,7 +241,7 @@ impl ShermaMachine {
         node: &str,
         t: &Tool,
         args: &Value,
-        resuming: Option<(RemoteWait, Value)>,
+        resuming: Option<Box<(RemoteWait, Value)>>,
         cx: &Cx<'_>,
     ) -> Option<Result<RemoteStep, String>> {
         let ToolKind::SubAgent(i) = &t.kind else {
@@ -252,7 +252,7 @@ impl ShermaMachine {
             Ok(a) => a,
             Err(e) => return Some(Err(e)),
         };
-        let r = match resuming {
+        let r = match resuming.map(|b| *b) {
             Some((w, answer)) => {
                 self.a2a_exchange(node, &agent, &answer_text(&answer), Some(&w), cx)
             }
@@ -267,7 +267,7 @@ impl ShermaMachine {
     /// Stop tool node `node` at call `call` for the remote agent's question.
     pub(super) fn wait_in_tool(
         &mut self,
-        mut w: RemoteWait,
+        mut w: Box<RemoteWait>,
         call: usize,
         done: Vec<Value>,
         internal: Map<String, Value>,
@@ -280,7 +280,7 @@ impl ShermaMachine {
             internal_changed,
         });
         let p = w.pending();
-        self.remote = Some(w);
+        self.remote = Some(*w);
         NodeResult::Interrupt(p)
     }
 
@@ -338,7 +338,7 @@ impl ShermaMachine {
                     error: None,
                 });
                 if reply.needs_input() {
-                    Ok(RemoteStep::Wait(RemoteWait {
+                    Ok(RemoteStep::Wait(Box::new(RemoteWait {
                         node: node.to_string(),
                         agent: agent.id.clone(),
                         // A server may leave the ids out of a continued task's reply: keep ours.
@@ -347,7 +347,7 @@ impl ShermaMachine {
                         state: state.unwrap_or_default(),
                         question: reply.text,
                         tool: None,
-                    }))
+                    })))
                 } else {
                     Ok(RemoteStep::Done(reply.text))
                 }
