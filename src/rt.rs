@@ -142,7 +142,9 @@ mod tests {
 
     #[test]
     fn a_deadline_times_out() {
-        let r = block_on_until(tokio::time::sleep(Duration::from_secs(30)), None, Some(Instant::now() + Duration::from_millis(20)));
+        // `sleep` needs the runtime when it is created: create it inside the future.
+        let fut = async { tokio::time::sleep(Duration::from_secs(30)).await };
+        let r = block_on_until(fut, None, Some(Instant::now() + Duration::from_millis(20)));
         assert_eq!(r, Err(Interrupted::TimedOut));
     }
 }
