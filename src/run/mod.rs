@@ -1,6 +1,7 @@
 //! Runs: what a run reports to a debugger (`events`) and where its LLM replies come from
 //! (`provider`), the dialect-neutral debugger session (`session`) and the interpreters.
 
+pub mod a2a;
 pub mod events;
 pub mod provider;
 pub mod pybridge;

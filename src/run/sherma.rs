@@ -18,6 +18,9 @@
 //!   maps is appended as is. The node runs once on resume (upstream re-runs its CEL first).
 //! - Tool errors inside `tool_node` fail the node (upstream behaviour, §7.2); unknown tool names
 //!   become an error tool message, as upstream.
+//! - Remote sub-agents (`url`) are called over A2A (`sherma/remote.rs`); upstream drops an
+//!   `input-required` reply (empty result), here it is an interrupt of this run whose answer
+//!   goes to the same remote task.
 
 use crate::doc::sherma::{AgentDef, CallLlm, Entity, NodeArgs, NodeDef, ShermaDoc, SubAgentsAsTools};
 use crate::doc::{Document, Model};
@@ -33,6 +36,8 @@ use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod remote;
 
 /// The internal state key sherma keeps its bookkeeping in.
 pub const INTERNAL: &str = "__sherma__";
@@ -60,6 +65,8 @@ pub struct ShermaOptions {
     pub retry_delay_scale: f64,
     /// Runs `import_path` tools; default: the Python bridge, started on first use.
     pub tools: Option<Arc<Mutex<dyn ToolRunner>>>,
+    /// Timeouts and limits of remote (A2A) sub-agents.
+    pub a2a: crate::run::a2a::A2aOptions,
 }
 
 impl Default for ShermaOptions {
@@ -70,6 +77,7 @@ impl Default for ShermaOptions {
             tool_timeout: Duration::from_secs(60),
             retry_delay_scale: 1.0,
             tools: None,
+            a2a: Default::default(),
         }
     }
 }
@@ -117,6 +125,8 @@ struct Shared {
     described: Mutex<std::collections::HashMap<String, (String, Value)>>,
     /// Nodes with `on_error.fallback` (they record errors instead of failing).
     recursion_limit: i64,
+    /// Remote (A2A) sub-agents' clients.
+    remotes: remote::Remotes,
 }
 
 impl Shared {
@@ -172,6 +182,8 @@ pub struct ShermaMachine {
     /// Node runs since the start or the last answer.
     since_resume: i64,
     output: Value,
+    /// A remote sub-agent's task waiting for the answer to the pending interrupt.
+    remote: Option<remote::RemoteWait>,
 }
 
 impl ShermaMachine {
@@ -219,7 +231,9 @@ impl ShermaMachine {
         let recursion_limit = agent_def.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT);
         let runner = Mutex::new(opts.tools.clone());
         let described = Mutex::new(Default::default());
-        let shared = Shared { doc: doc.clone(), agent_index, eff, extras, tools, opts, runner, described, recursion_limit };
+        let remotes = Default::default();
+        let shared =
+            Shared { doc: doc.clone(), agent_index, eff, extras, tools, opts, runner, described, recursion_limit, remotes };
         let mut m = ShermaMachine {
             shared: Arc::new(shared),
             state,
@@ -228,6 +242,7 @@ impl ShermaMachine {
             resume: None,
             since_resume: 0,
             output: Value::Null,
+            remote: None,
         };
         let entry = m.route_from(START);
         if entry.is_empty() {
@@ -328,7 +343,7 @@ impl ShermaMachine {
         let eff = shared.eff.node(node).ok_or_else(|| NodeError::plain(format!("no node `{node}` in the agent")))?;
         if eff.tools_for.is_some() {
             // A derived tool node: all registry tools (upstream behaviour, §7.2).
-            return self.tool_node(node, None, cx).map(NodeResult::Update);
+            return self.tool_node(node, None, cx);
         }
         let decl = shared.decl(node).ok_or_else(|| NodeError::plain(format!("no node `{node}` in the agent")))?;
         match &decl.args {
@@ -341,10 +356,13 @@ impl ShermaMachine {
             NodeArgs::CallLlm(c) => self.call_llm(decl, c, cx).map(NodeResult::Update),
             NodeArgs::ToolNode { tools } => {
                 let names = tools.as_ref().map(|t| t.iter().map(|r| r.id_str().to_string()).collect());
-                self.tool_node(node, names, cx).map(NodeResult::Update)
+                self.tool_node(node, names, cx)
             }
             NodeArgs::CallAgent { agent, input } => {
                 let sub = agent.as_ref().map(|a| a.id_str().to_string()).unwrap_or_default();
+                if let Some(remote) = self.remote_agent(&sub) {
+                    return self.call_remote_agent(node, remote, input.as_ref(), cx);
+                }
                 let value = match input {
                     Some(e) => self.eval(&e.text, None).map_err(NodeError::plain)?,
                     None => Value::String(String::new()),
@@ -622,7 +640,7 @@ impl ShermaMachine {
     }
 
     /// Execute the tool calls of the last message. `only`: the node's explicit tools.
-    fn tool_node(&mut self, node: &str, only: Option<Vec<String>>, cx: &Cx<'_>) -> Result<Map<String, Value>, NodeError> {
+    fn tool_node(&mut self, node: &str, only: Option<Vec<String>>, cx: &Cx<'_>) -> Result<NodeResult, NodeError> {
         let calls: Vec<ToolCall> = self
             .state
             .messages()
@@ -634,23 +652,36 @@ impl ShermaMachine {
             Some(names) => self.shared.tools.iter().filter(|t| names.contains(&t.name)).cloned().collect(),
             None => self.shared.tools.clone(),
         };
-        let mut out_msgs = Vec::new();
-        let mut internal_changed = false;
-        let mut internal = self
-            .state
-            .get(INTERNAL)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        for call in &calls {
-            cx.emit(EventBody::ToolCall { node: node.to_string(), call: call.clone() });
+        // A remote sub-agent's question stopped this node: go on from the call that asked.
+        let (start, mut out_msgs, mut internal, mut internal_changed, mut resumed) = match self.tool_resume(node) {
+            remote::ToolResume::Fresh => {
+                let internal = self.state.get(INTERNAL).and_then(Value::as_object).cloned().unwrap_or_default();
+                (0, Vec::new(), internal, false, None)
+            }
+            remote::ToolResume::Ask(p) => return Ok(NodeResult::Interrupt(p)),
+            remote::ToolResume::Go { call, done, internal, internal_changed, wait } => {
+                (call, done, internal, internal_changed, Some(wait))
+            }
+        };
+        for (i, call) in calls.iter().enumerate().skip(start) {
+            let resuming = if i == start { resumed.take() } else { None };
+            if resuming.is_none() {
+                cx.emit(EventBody::ToolCall { node: node.to_string(), call: call.clone() });
+            }
             let result = match available.iter().find(|t| t.name == call.name) {
                 None => Ok(Value::String(format!(
                     "Error: {} is not a valid tool, try one of [{}].",
                     call.name,
                     available.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
                 ))),
-                Some(t) => self.exec_tool(node, t, &call.args, cx),
+                Some(t) => match self.remote_tool_call(node, t, &call.args, resuming, cx) {
+                    None => self.exec_tool(node, t, &call.args, cx),
+                    Some(Ok(remote::RemoteStep::Done(text))) => Ok(Value::String(text)),
+                    Some(Ok(remote::RemoteStep::Wait(w))) => {
+                        return Ok(self.wait_in_tool(w, i, out_msgs, internal, internal_changed));
+                    }
+                    Some(Err(e)) => Err(e),
+                },
             };
             match result {
                 Ok(v) => {
@@ -692,7 +723,7 @@ impl ShermaMachine {
         if internal_changed {
             up.insert(INTERNAL.into(), Value::Object(internal));
         }
-        Ok(up)
+        Ok(NodeResult::Update(up))
     }
 
     fn track_skill(&self, internal: &mut Map<String, Value>, tool: &str, id: &str, version: &str) -> bool {
@@ -755,8 +786,8 @@ impl ShermaMachine {
             .ok_or_else(|| format!("no sub-agent `{id}` is declared under `sub_agents:`"))?;
         let Some(path) = ent.resolved_path.clone() else {
             return Err(match ent.get_str("url") {
-                Some(u) => format!("sub-agent `{id}` is remote ({u}); remote A2A agents are not supported yet — use `yaml_path`"),
-                None => format!("sub-agent `{id}` has no `yaml_path`"),
+                Some(u) => format!("sub-agent `{id}` is remote ({u}); it is called over A2A, not as a nested run"),
+                None => format!("sub-agent `{id}` has no `yaml_path` (nor `url`)"),
             });
         };
         if cx.depth >= 8 {
@@ -1056,6 +1087,7 @@ impl Machine for ShermaMachine {
             resume: self.resume.clone(),
             since_resume: self.since_resume,
             output: self.output.clone(),
+            remote: self.remote.clone(),
         })
     }
 
