@@ -106,29 +106,16 @@ where
 {
     let (msg_tx, msg_rx) = std::sync::mpsc::channel::<T>();
     let (done_tx, done_rx) = std::sync::mpsc::sync_channel(1);
+    // The only sender of messages lives in the future: when the future ends it is dropped,
+    // which wakes the wait below at once (no tick lost per call).
     let fut = make(msg_tx);
     let task = runtime().spawn(async move {
         let out = fut.await;
         let _ = done_tx.send(out);
     });
     const TICK: Duration = Duration::from_millis(5);
+    let mut messages_over = false;
     loop {
-        // Deliver everything queued so far.
-        while let Ok(m) = msg_rx.try_recv() {
-            on_msg(m);
-        }
-        match done_rx.try_recv() {
-            Ok(v) => {
-                while let Ok(m) = msg_rx.try_recv() {
-                    on_msg(m);
-                }
-                return Ok(v);
-            }
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                panic!("an I/O task of the engine panicked (see the message above)");
-            }
-            Err(std::sync::mpsc::TryRecvError::Empty) => {}
-        }
         if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
             task.abort();
             return Err(Interrupted::Stopped);
@@ -142,9 +129,19 @@ where
             }
             wait = wait.min(d - now);
         }
-        // Sleep until a message arrives or the tick passes.
-        if let Ok(m) = msg_rx.recv_timeout(wait) {
-            on_msg(m);
+        if messages_over {
+            match done_rx.recv_timeout(wait) {
+                Ok(v) => return Ok(v),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    panic!("an I/O task of the engine panicked (see the message above)");
+                }
+            }
+        }
+        match msg_rx.recv_timeout(wait) {
+            Ok(m) => on_msg(m),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => messages_over = true,
         }
     }
 }

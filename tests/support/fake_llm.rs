@@ -31,6 +31,8 @@ pub enum Reply {
     Stall,
     /// 200 with a body that is not JSON.
     Garbage,
+    /// An OpenAI answer with this text, streamed or whole as the request asks (`stream`).
+    Text(String),
 }
 
 #[derive(Default)]
@@ -38,6 +40,10 @@ struct Shared {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<(HeaderMap, Value)>>,
     latency: Mutex<Duration>,
+    /// Taken when no reply is queued.
+    default: Mutex<Option<Reply>>,
+    /// Keep request bodies (off for benchmarks).
+    keep: Mutex<bool>,
 }
 
 pub struct FakeLlm {
@@ -49,7 +55,7 @@ pub struct FakeLlm {
 
 impl FakeLlm {
     pub fn start() -> FakeLlm {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared { keep: Mutex::new(true), ..Shared::default() });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let s2 = shared.clone();
@@ -81,6 +87,16 @@ impl FakeLlm {
     pub fn push(&self, r: Reply) -> &Self {
         self.shared.replies.lock().unwrap().push_back(r);
         self
+    }
+
+    /// The reply for every request when none is queued.
+    pub fn set_default(&self, r: Reply) {
+        *self.shared.default.lock().unwrap() = Some(r);
+    }
+
+    /// Stop keeping request bodies (long benchmarks).
+    pub fn forget_requests(&self) {
+        *self.shared.keep.lock().unwrap() = false;
     }
 
     /// A fixed delay before every answer (the "model latency").
@@ -134,9 +150,12 @@ fn sse_bytes(event: &Option<String>, data: &str) -> Bytes {
 
 async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    shared.requests.lock().unwrap().push((headers, v));
+    let streamed = v.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    if *shared.keep.lock().unwrap() {
+        shared.requests.lock().unwrap().push((headers, v));
+    }
     let latency = *shared.latency.lock().unwrap();
-    let reply = shared.replies.lock().unwrap().pop_front();
+    let reply = shared.replies.lock().unwrap().pop_front().or_else(|| shared.default.lock().unwrap().clone());
     let Some(reply) = reply else {
         return Response::builder().status(500).body(Body::from("{\"error\":{\"message\":\"fake server: no reply scripted\"}}")).unwrap();
     };
@@ -190,6 +209,26 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         Reply::Stall => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             Response::new(Body::empty())
+        }
+        Reply::Text(t) if streamed => {
+            let events = [
+                json!({"id": "c1", "object": "chat.completion.chunk", "model": "fake-gpt", "choices": [{"index": 0, "delta": {"role": "assistant", "content": t}}]}),
+                json!({"id": "c1", "object": "chat.completion.chunk", "model": "fake-gpt", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}),
+            ];
+            let mut body = String::new();
+            for e in events {
+                body.push_str(&format!("data: {e}\n\n"));
+            }
+            body.push_str("data: [DONE]\n\n");
+            sse(Body::from(body))
+        }
+        Reply::Text(t) => {
+            let v = json!({
+                "id": "c1", "object": "chat.completion", "created": 0, "model": "fake-gpt",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+            });
+            Response::builder().status(200).header("content-type", "application/json").body(Body::from(v.to_string())).unwrap()
         }
         Reply::Garbage => Response::builder().status(200).header("content-type", "application/json").body(Body::from("<html>oops")).unwrap(),
     }

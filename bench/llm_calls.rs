@@ -1,0 +1,140 @@
+//! LLM-bound overhead: 20 sequential `call_llm` nodes against a fake OpenAI-compatible server
+//! on 127.0.0.1 that waits 20 ms before each answer. The physical limit is the server's
+//! latency, 20 × 20 ms = 400 ms; the target is a total within 5 % of it. The same graph is run
+//! by sherma 1.8.0 (its own ChatOpenAI over real HTTP, `bench/sherma_llm_peer.py`) against the
+//! same server in the same run, and the ratio is printed.
+//!
+//! Ours: the live provider (streamed SSE over reqwest), a `RunSession` with checkpoints and
+//! events kept (as in the app); median of 7 after 2 warm-ups. `cargo bench --bench llm_calls`.
+//! Under `cargo test --all-targets` it does nothing.
+
+#[path = "../tests/support/fake_llm.rs"]
+mod fake_llm;
+
+use fake_llm::{FakeLlm, Reply};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use switchyard::doc;
+use switchyard::llm::LiveProvider;
+use switchyard::llm::config::{LlmConfig, ProviderEntry, ProviderFile};
+use switchyard::run::events::RunStatus;
+use switchyard::run::launch::{self, RunRequest};
+use switchyard::run::session::{RunOptions, Status};
+
+const CALLS: usize = 20;
+const LATENCY: Duration = Duration::from_millis(20);
+const WARMUP: usize = 2;
+const RUNS: usize = 7;
+const TARGET_OVERHEAD: f64 = 0.05;
+
+fn chain_yaml(calls: usize) -> String {
+    let mut s = String::from(
+        "manifest_version: 1\nllms:\n  - id: gpt\n    provider: openai\n    model_name: gpt-4o-mini\ndefault_llm: {id: gpt}\ncheckpointer: {type: memory}\nagents:\n  chain:\n    state:\n      fields:\n        - {name: messages, type: list, default: []}\n    graph:\n      entry_point: c1\n      nodes:\n",
+    );
+    for i in 1..=calls {
+        s.push_str(&format!(
+            "        - name: c{i}\n          type: call_llm\n          args:\n            prompt:\n              - {{role: system, content: '\"Answer briefly.\"'}}\n              - {{role: messages, content: state.messages}}\n            state_updates:\n              messages: '[llm_response]'\n"
+        ));
+    }
+    s.push_str("      edges:\n");
+    for i in 1..calls {
+        s.push_str(&format!("        - {{source: c{i}, target: c{}}}\n", i + 1));
+    }
+    s.push_str(&format!("        - {{source: c{calls}, target: __end__}}\n"));
+    s
+}
+
+fn sherma_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SWITCHYARD_SHERMA_PYTHON").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let tools = std::env::var_os("SWITCHYARD_TOOLS")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/switchyard-tools")))?;
+    Some(tools.join("sherma-venv/bin/python"))
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("llm_calls: a benchmark (cargo bench --bench llm_calls); nothing to do under cargo test");
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tmp/switchyard-bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("llm_chain.yaml");
+    std::fs::write(&file, chain_yaml(CALLS)).unwrap();
+
+    let fake = FakeLlm::start();
+    fake.set_latency(LATENCY);
+    fake.set_default(Reply::Text("ok".into()));
+    fake.forget_requests();
+
+    let mut providers = BTreeMap::new();
+    providers.insert(
+        "openai".to_string(),
+        ProviderEntry { base_url: Some(fake.base()), api_key: Some("sk-bench".into()), ..Default::default() },
+    );
+    let config = LlmConfig::new(ProviderFile { default_model: None, providers }, BTreeMap::new());
+    let d = Arc::new(doc::load_path(&file));
+    let req = RunRequest { input: Some("go".into()), ..Default::default() };
+    let once = || {
+        let opts = RunOptions::new(Box::new(LiveProvider::new(config.clone())));
+        let t0 = Instant::now();
+        let mut s = launch::session(d.clone(), &req, opts).expect("session");
+        let st = s.run().clone();
+        let dt = t0.elapsed();
+        match st {
+            Status::Finished { status: RunStatus::Completed, .. } => {}
+            other => panic!("the chain did not complete: {other:?}"),
+        }
+        let n = s.state()["messages"].as_array().map_or(0, |m| m.len());
+        assert_eq!(n, CALLS + 1, "one answer per call");
+        dt
+    };
+    for _ in 0..WARMUP {
+        once();
+    }
+    let mut times: Vec<Duration> = (0..RUNS).map(|_| once()).collect();
+    times.sort();
+    let ours = times[RUNS / 2];
+    let limit = LATENCY * CALLS as u32;
+    let overhead = ours.as_secs_f64() / limit.as_secs_f64() - 1.0;
+    println!(
+        "llm chain ({CALLS} sequential calls, fake server latency {} ms): ours {:.1} ms; physical limit {} ms; overhead {:.1}% (target ≤ {:.0}%: {}) [median of {RUNS}, min {:.1}, max {:.1}]",
+        LATENCY.as_millis(),
+        ours.as_secs_f64() * 1e3,
+        limit.as_millis(),
+        overhead * 100.0,
+        TARGET_OVERHEAD * 100.0,
+        if overhead <= TARGET_OVERHEAD { "met" } else { "NOT met" },
+        times[0].as_secs_f64() * 1e3,
+        times[RUNS - 1].as_secs_f64() * 1e3,
+    );
+
+    let Some(py) = sherma_python().filter(|p| p.exists()) else {
+        println!("llm chain: sherma peer skipped (no venv; `./dev bench` creates it)");
+        return;
+    };
+    let out = Command::new(&py)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/sherma_llm_peer.py"))
+        .args(["--yaml", &file.to_string_lossy(), "--base-url", &fake.base(), "--calls", &CALLS.to_string(), "--runs", "5"])
+        .output()
+        .expect("start the sherma peer");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.trim_start().starts_with('{')).unwrap_or("");
+    let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+    let Some(secs) = v.get("seconds").and_then(serde_json::Value::as_f64).filter(|_| out.status.success()) else {
+        eprintln!("sherma_llm_peer.py failed ({}):\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+        std::process::exit(1);
+    };
+    println!(
+        "llm chain: sherma 1.8.0 {:.1} ms (overhead {:.1}% over the limit); ratio sherma/ours = {:.2}",
+        secs * 1e3,
+        (secs / limit.as_secs_f64() - 1.0) * 100.0,
+        secs / ours.as_secs_f64()
+    );
+}
