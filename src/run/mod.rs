@@ -12,3 +12,4 @@ pub mod launch;
 pub mod narrate;
 pub mod loki;
 pub mod driver;
+pub mod mcp;
