@@ -117,6 +117,9 @@ pub static MCP_SERVER_DEF: Obj = Obj {
         opt("args", Ty::List(&Ty::Str), "arguments (stdio)"),
         opt("env", Ty::Map(&Ty::Str), "environment (stdio)"),
         opt("tool_prefix", Ty::Str, "prefix added to every tool name of this server"),
+        opt("timeout", Ty::Float { min: Some(0.0) }, "Switchyard extension: per-call timeout in seconds (default 60)"),
+        opt("cwd", Ty::Str, "Switchyard extension: working directory of a stdio server, relative to this file (default: its folder)"),
+        opt("allowed_tools", Ty::List(&Ty::Str), "Switchyard extension: register only these tools of the server"),
     ],
     open: false,
 };

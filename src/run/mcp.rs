@@ -465,16 +465,40 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
+/// The reqwest error behind an rmcp transport error (rmcp's `Client` variant does not expose
+/// it as a source, so it is looked for by type).
+fn reqwest_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a reqwest::Error> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut cur = Some(e);
+    while let Some(x) = cur {
+        if let Some(r) = x.downcast_ref::<reqwest::Error>() {
+            return Some(r);
+        }
+        if let Some(StreamableHttpError::Client(r)) =
+            x.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return Some(r);
+        }
+        cur = x.source();
+    }
+    None
+}
+
 fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur = Some(e);
+    if let Some(r) = reqwest_cause(e) {
+        cur = Some(r as &(dyn std::error::Error + 'static));
+    }
     while let Some(x) = cur {
         if let Some(io) = x.downcast_ref::<std::io::Error>()
             && io.kind() == std::io::ErrorKind::ConnectionRefused
         {
             return true;
         }
-        let t = x.to_string().to_ascii_lowercase();
-        if t.contains("connection refused") {
+        if x.to_string()
+            .to_ascii_lowercase()
+            .contains("connection refused")
+        {
             return true;
         }
         cur = x.source();
@@ -727,8 +751,15 @@ impl McpServer {
                         .custom_headers(custom);
                     let transport = StreamableHttpClientTransport::from_config(config);
                     ().serve(transport).await.map_err(|e| {
-                        if refused(&e) {
+                        // The transport error is a field, not a `source`, of the init error.
+                        let root: &(dyn std::error::Error + 'static) = match &e {
+                            rmcp::service::ClientInitializeError::TransportError { error, .. } => error,
+                            other => other,
+                        };
+                        if refused(root) {
                             format!("MCP server `{}`: connection refused at {url} (is the server running?)", spec.name)
+                        } else if let Some(r) = reqwest_cause(root).filter(|r| r.is_connect() || r.is_timeout()) {
+                            format!("MCP server `{}`: cannot connect to {url}: {}", spec.name, chain(r))
                         } else {
                             format!("MCP server `{}`: cannot connect to {url}: {}", spec.name, chain(&e))
                         }
