@@ -785,6 +785,16 @@ pub fn build(
                 Diagnostic::error("mcp-server", format!("{p} (server `{}`)", m.id_str()))
                     .at(file, super::schema::head_span(file, &m.node)),
             );
+        } else if transport == "sse" {
+            let at = m.get("transport").map(|t| t.span).unwrap_or_else(|| super::schema::head_span(file, &m.node));
+            b.diags.push(
+                Diagnostic::warning(
+                    "mcp-sse",
+                    format!("MCP server `{}`: the legacy `sse` transport is not supported by Switchyard's MCP client", m.id_str()),
+                )
+                .at(file, at)
+                .hint("use the server's streamable-HTTP endpoint (often `/mcp` instead of `/sse`) with `transport: streamable_http`"),
+            );
         }
     }
 
