@@ -124,7 +124,7 @@ impl McpServerSpec {
         name: &str,
         v: &Value,
         base_dir: &Path,
-        expand: Option<&dyn Fn(&str) -> Option<String>>,
+        expand: Option<EnvLookup<'_>>,
     ) -> Result<McpServerSpec, String> {
         let obj = v
             .as_object()
@@ -263,6 +263,9 @@ impl McpServerSpec {
         })
     }
 }
+
+/// Where `${VAR}` values come from ([`process_env`], or a test's table).
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// `${VAR}` and `${VAR:-default}` (braced forms only; `$$` is a literal `$`), from `lookup`.
 /// A variable that is missing and has no default is an error naming it.
@@ -689,10 +692,10 @@ impl McpServer {
 
     /// Make sure `g` holds a live connection.
     fn ensure(&self, g: &mut Option<Conn>, stop: &AtomicBool) -> Result<(), String> {
-        if let Some(c) = g.as_ref() {
-            if c.service.as_ref().is_some_and(|s| !s.is_closed()) {
-                return Ok(());
-            }
+        if let Some(c) = g.as_ref()
+            && c.service.as_ref().is_some_and(|s| !s.is_closed())
+        {
+            return Ok(());
         }
         if let Some(old) = g.take() {
             self.close_conn(old);
@@ -1021,7 +1024,9 @@ pub fn loki_pool(agent_dir: &Path, servers: &[String]) -> McpPool {
         return pool;
     }
     let files = loki_config_files(agent_dir);
-    let mut parsed: Vec<(PathBuf, Result<Map<String, Value>, String>)> = Vec::new();
+    // Each file that exists: its `mcpServers` entries, or why they cannot be read.
+    type Entries = Result<Map<String, Value>, String>;
+    let mut parsed: Vec<(PathBuf, Entries)> = Vec::new();
     for f in &files {
         let Ok(text) = std::fs::read_to_string(f) else {
             continue;
