@@ -142,7 +142,11 @@ mod tests {
 
     #[test]
     fn a_deadline_times_out() {
-        let r = block_on_until(tokio::time::sleep(Duration::from_secs(30)), None, Some(Instant::now() + Duration::from_millis(20)));
+        let r = block_on_until(
+            async { tokio::time::sleep(Duration::from_secs(30)).await },
+            None,
+            Some(Instant::now() + Duration::from_millis(20)),
+        );
         assert_eq!(r, Err(Interrupted::TimedOut));
     }
 }
