@@ -18,6 +18,9 @@
 //!   maps is appended as is. The node runs once on resume (upstream re-runs its CEL first).
 //! - Tool errors inside `tool_node` fail the node (upstream behaviour, §7.2); unknown tool names
 //!   become an error tool message, as upstream.
+//! - `mcp_servers` connect when a node first needs their tools (a call_llm binding the registry
+//!   or naming a tool not declared locally, a tool node calling one), not at load; their tools
+//!   join the registry as `<tool_prefix><name>` after the declared ones (`hooks.*` never).
 
 use crate::doc::sherma::{AgentDef, CallLlm, Entity, NodeArgs, NodeDef, ShermaDoc, SubAgentsAsTools};
 use crate::doc::{Document, Model};
