@@ -870,6 +870,13 @@ fn example_agent(graph: &str) -> PathBuf {
     let synth = std::fs::read_to_string(fixtures.join("synthesize.py")).unwrap();
     let retrieve = std::fs::read_to_string(fixtures.join("retrieve.sh")).unwrap();
     let root = agents_root();
+    // The example's `mcp:ddg-search` server, defined where Loki looks (`<config>/functions/mcp.json`):
+    // the test MCP server of tests/mcp.rs stands in for it.
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/stdio_server.py");
+    let functions = root.parent().unwrap().join("functions");
+    std::fs::create_dir_all(&functions).unwrap();
+    let mcp = json!({"mcpServers": {"ddg-search": {"command": "python3", "args": [server.display().to_string()]}}});
+    std::fs::write(functions.join("mcp.json"), mcp.to_string()).unwrap();
     write_agent(
         &root,
         "deep-research",

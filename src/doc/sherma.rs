@@ -117,6 +117,9 @@ pub static MCP_SERVER_DEF: Obj = Obj {
         opt("args", Ty::List(&Ty::Str), "arguments (stdio)"),
         opt("env", Ty::Map(&Ty::Str), "environment (stdio)"),
         opt("tool_prefix", Ty::Str, "prefix added to every tool name of this server"),
+        opt("timeout", Ty::Float { min: Some(0.0) }, "Switchyard extension: per-call timeout in seconds (default 60)"),
+        opt("cwd", Ty::Str, "Switchyard extension: working directory of a stdio server, relative to this file (default: its folder)"),
+        opt("allowed_tools", Ty::List(&Ty::Str), "Switchyard extension: register only these tools of the server"),
     ],
     open: false,
 };
@@ -781,6 +784,16 @@ pub fn build(
             b.diags.push(
                 Diagnostic::error("mcp-server", format!("{p} (server `{}`)", m.id_str()))
                     .at(file, super::schema::head_span(file, &m.node)),
+            );
+        } else if transport == "sse" {
+            let at = m.get("transport").map(|t| t.span).unwrap_or_else(|| super::schema::head_span(file, &m.node));
+            b.diags.push(
+                Diagnostic::warning(
+                    "mcp-sse",
+                    format!("MCP server `{}`: the legacy `sse` transport is not supported by Switchyard's MCP client", m.id_str()),
+                )
+                .at(file, at)
+                .hint("use the server's streamable-HTTP endpoint (often `/mcp` instead of `/sse`) with `transport: streamable_http`"),
             );
         }
     }

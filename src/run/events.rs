@@ -160,6 +160,12 @@ pub enum EventBody {
         state: Value,
         output: Value,
     },
+    /// Text a helper process wrote for humans, captured instead of reaching the terminal (an
+    /// MCP server's stderr: `source` is `mcp:<server>`).
+    Log {
+        source: String,
+        text: String,
+    },
 }
 
 /// Why the run went from `from` to `to`.
@@ -241,6 +247,7 @@ impl Event {
             EventBody::Rewound { .. } => "rewound",
             EventBody::Error { .. } => "error",
             EventBody::RunFinished { .. } => "run_finished",
+            EventBody::Log { .. } => "log",
         }
     }
     /// The event as a JSON object (`event`, `run`, `ts_ms` first).
@@ -450,6 +457,10 @@ mod tests {
                 ev(EventBody::RunFinished { status: RunStatus::Completed, state: json!({"n": 1}), output: json!("done") }),
                 with("run_finished", json!({"status": "completed", "state": {"n": 1}, "output": "done"})),
             ),
+            (
+                ev(EventBody::Log { source: "mcp:fs".into(), text: "listening\n".into() }),
+                with("log", json!({"source": "mcp:fs", "text": "listening\n"})),
+            ),
         ]
     }
 
@@ -457,7 +468,7 @@ mod tests {
     fn json_shape_of_every_kind() {
         let cases = cases();
         let kinds: std::collections::BTreeSet<&str> = cases.iter().map(|(e, _)| e.kind()).collect();
-        assert_eq!(kinds.len(), 15, "every event kind is covered: {kinds:?}");
+        assert_eq!(kinds.len(), 16, "every event kind is covered: {kinds:?}");
         for (e, want) in &cases {
             assert_eq!(&e.to_value(), want, "{}", e.kind());
             assert_eq!(serde_json::to_value(e).unwrap(), *want);

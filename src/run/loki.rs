@@ -25,7 +25,8 @@
 //! | a map llm/agent branch can never deliver its own output (§9.2); a stale parent value of `output_key` is collected | the item's own write of `output_key` is collected; else, for llm/agent branches with `output_key: output`, the node's output; a value that was already in the parent state does not count |
 //! | `settings.timeout` is wall clock since the run started | only time spent running steps counts: time paused at a breakpoint or waiting for an answer is not charged |
 //! | approval/input ask interactively (no way to pre-supply answers headless) | they interrupt the run; answers come from the session (`--answer`, the debugger); nested runs take them from the answer queue only |
-//! | llm tools are executed | Python agent tools (`tools.py`) run through the Python bridge; shell/TypeScript tools (llm-functions/argc) and global tools get an error tool message saying so |
+//! | llm tools are executed | Python agent tools (`tools.py`) run through the Python bridge; MCP tools (`mcp:<server>` or a tool's own name) go to the server; shell/TypeScript tools (llm-functions/argc) and global tools get an error tool message saying so |
+//! | `mcp:<server>`: recent Loki versions offer the server through meta functions (`mcp_search_<server>`, `mcp_describe_<server>`, `mcp_invoke_<server>`) | the server's tools themselves, with cleaned schemas; definitions from `mcp.json` in the agent directory, else Loki's `<config>/functions/mcp.json` |
 //! | rag nodes retrieve from a knowledge base | rag is not supported until a later version: the node fails with a message saying so |
 //! | agent nodes run any Loki agent | only graph agents (`graph.yaml`) beside this agent or under `<agent_dir>/agents/`; an LLM-loop agent (`config.yaml`) is a clear error |
 //! | graph-level `temperature` etc. ignored by llm nodes | same (not sent: providers take no sampling options yet) |
@@ -40,6 +41,7 @@ use crate::doc::{Document, load_path};
 use crate::expr::template::{self, TemplateError};
 use crate::run::pybridge::PyBridge;
 use crate::run::events::{EventBody, InterruptKind, RouteReason};
+use crate::run::mcp::{McpPool, McpServer, McpTool};
 use crate::run::provider::{LlmRequest, ModelRef};
 use crate::run::script::run_script;
 use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
@@ -83,6 +85,9 @@ pub struct LokiMachine {
     done: bool,
     /// Python agent tools (`tools.py`), one bridge shared by every fork of the run.
     py: Arc<Mutex<Option<PyBridge>>>,
+    /// The agent's MCP servers (`mcp_servers`, defined in `mcp.json`), shared by every fork;
+    /// they connect on first use.
+    mcp: Arc<McpPool>,
 }
 
 impl std::fmt::Debug for LokiMachine {
@@ -149,6 +154,8 @@ impl LokiMachine {
         if let Some(s) = &l.start {
             frontier.insert(s.value.clone());
         }
+        let servers: Vec<String> = l.mcp_servers.iter().map(|s| s.value.clone()).collect();
+        let mcp = Arc::new(crate::run::mcp::loki_pool(&l.agent_dir, &servers));
         Ok(LokiMachine {
             doc,
             agent,
@@ -162,6 +169,7 @@ impl LokiMachine {
             output: Value::Null,
             done: false,
             py: Arc::new(Mutex::new(None)),
+            mcp,
         })
     }
 
@@ -277,7 +285,7 @@ impl LokiMachine {
             deadline = Some(deadline.map_or(o, |d| d.min(o)));
         }
         let answers = std::mem::take(&mut self.answers);
-        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline, py: &self.py };
+        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline, py: &self.py, mcp: &self.mcp };
         let snapshot = &self.state;
         let results: Vec<(String, NodeResult)> = if frontier.len() == 1 {
             vec![(frontier[0].clone(), ex.run_node(&frontier[0], snapshot))]
@@ -679,6 +687,7 @@ struct Exec<'a, 'c> {
     answers: &'a BTreeMap<String, String>,
     deadline: Option<Instant>,
     py: &'a Mutex<Option<PyBridge>>,
+    mcp: &'a McpPool,
 }
 
 /// Whether the agent's `tools.py` defines `name` at the top level.
@@ -715,6 +724,19 @@ impl Exec<'_, '_> {
     /// bridge with the agent's directory on `sys.path`; others are refused with a message.
     fn run_tool(&self, name: &str, args: &Value) -> Result<Value, String> {
         let dir = &self.l.agent_dir;
+        if !python_tool(dir, name)
+            && let Some((server, tool)) = self.connected_mcp_tool(name)
+        {
+            let mut timeout = server.spec().timeout;
+            if let Some(d) = self.deadline {
+                timeout = timeout.min(d.saturating_duration_since(Instant::now()));
+            }
+            let result = server.call_with_timeout(&tool, args, self.cx.stop, timeout);
+            if let Some(ev) = server.take_log() {
+                self.cx.emit(ev);
+            }
+            return result;
+        }
         if !python_tool(dir, name) {
             return Err(format!(
                 "tool '{name}' cannot be executed: Switchyard runs Python agent tools (`tools.py`) but \
@@ -745,6 +767,26 @@ impl Exec<'_, '_> {
         while Instant::now() < until && !self.cx.stopped() && !self.past_deadline() {
             std::thread::sleep(Duration::from_millis(10).min(until.saturating_duration_since(Instant::now())));
         }
+    }
+
+    /// The MCP tool the model sees as `name`, among servers already connected (an llm node
+    /// connects the servers it offers before the model can call their tools).
+    fn connected_mcp_tool(&self, name: &str) -> Option<(Arc<McpServer>, String)> {
+        self.mcp.servers().iter().filter(|s| s.is_connected()).find_map(|s| {
+            let tools = s.list_tools(self.cx.stop).ok()?;
+            tools.into_iter().find(|t| t.name == name).map(|t| (s.clone(), t.tool))
+        })
+    }
+
+    /// The tools of the agent's MCP server `server` (connecting it on first use), with its
+    /// stderr so far moved to the run log.
+    fn mcp_tools(&self, server: &str) -> Result<Vec<McpTool>, String> {
+        let s = self.mcp.server(server)?;
+        let listed = s.list_tools(self.cx.stop);
+        if let Some(ev) = s.take_log() {
+            self.cx.emit(ev);
+        }
+        listed
     }
 
     fn past_deadline(&self) -> bool {
@@ -995,6 +1037,27 @@ impl Exec<'_, '_> {
         let mut out = Vec::new();
         for t in list {
             let name = t.value.as_str();
+            if let Some(server) = name.strip_prefix("mcp:")
+                && servers.contains(&server)
+            {
+                // `mcp:<server>`: every tool of that server.
+                out.extend(self.mcp_tools(server)?.iter().map(McpTool::offer));
+                continue;
+            }
+            if !name.starts_with("mcp:") && !universe.iter().any(|u| u == name) && !servers.is_empty() {
+                // An individual MCP function, looked up in the agent's servers.
+                let mut found = None;
+                for server in &servers {
+                    if let Some(tool) = self.mcp_tools(server)?.into_iter().find(|x| x.name == name) {
+                        found = Some(tool);
+                        break;
+                    }
+                }
+                if let Some(tool) = found {
+                    out.push(tool.offer());
+                    continue;
+                }
+            }
             let known = match name.strip_prefix("mcp:") {
                 Some(server) => servers.contains(&server),
                 None => universe.iter().any(|u| u == name),

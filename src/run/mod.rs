@@ -13,3 +13,4 @@ pub mod launch;
 pub mod narrate;
 pub mod loki;
 pub mod driver;
+pub mod mcp;

@@ -21,6 +21,9 @@
 //! - Remote sub-agents (`url`) are called over A2A (`sherma/remote.rs`); upstream drops an
 //!   `input-required` reply (empty result), here it is an interrupt of this run whose answer
 //!   goes to the same remote task.
+//! - `mcp_servers` connect when a node first needs their tools (a call_llm binding the registry
+//!   or naming a tool not declared locally, a tool node calling one), not at load; their tools
+//!   join the registry as `<tool_prefix><name>` after the declared ones (`hooks.*` never).
 
 use crate::doc::sherma::{AgentDef, CallLlm, Entity, NodeArgs, NodeDef, ShermaDoc, SubAgentsAsTools};
 use crate::doc::{Document, Model};
@@ -28,6 +31,7 @@ use crate::expr::CelEngine;
 use crate::graph::lower_sherma::{self, Cond, EffKind, Effective};
 use crate::graph::{END, START};
 use crate::run::events::{EventBody, InterruptKind, RouteReason};
+use crate::run::mcp::{McpPool, McpServerSpec};
 use crate::run::provider::{LlmRequest, ModelRef, ToolCall};
 use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use crate::run::sherma_state::{self, MESSAGES, State, message, normalize_message};
@@ -91,8 +95,19 @@ enum ToolKind {
     Skill(&'static str),
     /// A sub-agent wrapped as a tool (argument `request`).
     SubAgent(usize),
-    /// Declared but not runnable here (MCP before issue 6, remote agents).
+    /// A tool of an MCP server (`mcp_servers`), listed when the server connects.
+    Mcp(Box<McpToolRef>),
+    /// Declared but not runnable here (remote agents, tools without `import_path`).
     Unavailable(String),
+}
+
+/// Where an MCP tool lives: the server (index in the run's pool) and its own name there.
+#[derive(Clone, Debug)]
+struct McpToolRef {
+    server: usize,
+    tool: String,
+    description: String,
+    schema: Value,
 }
 
 #[derive(Clone, Debug)]
@@ -127,6 +142,10 @@ struct Shared {
     recursion_limit: i64,
     /// Remote (A2A) sub-agents' clients.
     remotes: remote::Remotes,
+    /// The agent's MCP servers (`mcp_servers`); they connect on first use.
+    mcp: McpPool,
+    /// Their tools, registered as `<tool_prefix><name>` once every server has connected.
+    mcp_tools: Mutex<Option<Vec<Tool>>>,
 }
 
 impl Shared {
@@ -144,6 +163,59 @@ impl Shared {
     }
     fn extras(&self) -> Vec<(&str, &Value)> {
         self.extras.iter().map(|(k, v)| (*k, v)).collect()
+    }
+    /// The tool registry: the declared tools, then the MCP tools once listed.
+    fn all_tools(&self) -> Vec<Tool> {
+        let mut all = self.tools.clone();
+        if let Some(m) = &*self.mcp_tools.lock().unwrap_or_else(|p| p.into_inner()) {
+            all.extend(m.iter().filter(|t| !all.iter().any(|x| x.name == t.name)).cloned().collect::<Vec<_>>());
+        }
+        all
+    }
+    /// Connect every MCP server (once) and register its tools (`hooks.*` tools never are).
+    /// Captured server stderr goes to the run log.
+    fn connect_mcp(&self, cx: &Cx<'_>) -> Result<(), String> {
+        if self.mcp.is_empty() || self.mcp_tools.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            return Ok(());
+        }
+        let mut tools = Vec::new();
+        let mut failure = None;
+        for ent in &self.sherma().mcp_servers {
+            let listed = self.mcp.server(ent.id_str()).and_then(|s| s.list_tools(cx.stop));
+            match listed {
+                Ok(list) => {
+                    let index = self.mcp.servers().iter().position(|s| s.name() == ent.id_str()).unwrap_or(0);
+                    tools.extend(list.into_iter().map(|t| Tool {
+                        name: t.name,
+                        kind: ToolKind::Mcp(Box::new(McpToolRef {
+                            server: index,
+                            tool: t.tool,
+                            description: t.description,
+                            schema: t.input_schema,
+                        })),
+                    }));
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        for ev in self.mcp.take_logs() {
+            cx.emit(ev);
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        *self.mcp_tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(tools);
+        Ok(())
+    }
+    /// Whether a call_llm needs the MCP tools: it binds the whole registry, or names a tool that
+    /// is not declared locally.
+    fn needs_mcp(&self, c: &CallLlm) -> bool {
+        !self.mcp.is_empty()
+            && (c.use_tools_from_registry
+                || c.tools.iter().flatten().any(|r| !self.tools.iter().any(|t| t.name == r.id_str())))
     }
     fn runner(&self) -> Result<Arc<Mutex<dyn ToolRunner>>, String> {
         let mut slot = self.runner.lock().unwrap_or_else(|p| p.into_inner());
@@ -232,8 +304,21 @@ impl ShermaMachine {
         let runner = Mutex::new(opts.tools.clone());
         let described = Mutex::new(Default::default());
         let remotes = Default::default();
-        let shared =
-            Shared { doc: doc.clone(), agent_index, eff, extras, tools, opts, runner, described, recursion_limit, remotes };
+        let mcp = build_mcp_pool(sd, &doc.base_dir, opts.tool_timeout);
+        let shared = Shared {
+            doc: doc.clone(),
+            agent_index,
+            eff,
+            extras,
+            tools,
+            opts,
+            runner,
+            described,
+            recursion_limit,
+            remotes,
+            mcp,
+            mcp_tools: Mutex::new(None),
+        };
         let mut m = ShermaMachine {
             shared: Arc::new(shared),
             state,
@@ -353,7 +438,12 @@ impl ShermaMachine {
             NodeArgs::DataTransform { .. } => sherma_state::run_data_transform_with(decl, &self.state, &shared.extras())
                 .map(NodeResult::Update)
                 .map_err(NodeError::plain),
-            NodeArgs::CallLlm(c) => self.call_llm(decl, c, cx).map(NodeResult::Update),
+            NodeArgs::CallLlm(c) => {
+                if shared.needs_mcp(c) {
+                    shared.connect_mcp(cx).map_err(NodeError::plain)?;
+                }
+                self.call_llm(decl, c, cx).map(NodeResult::Update)
+            }
             NodeArgs::ToolNode { tools } => {
                 let names = tools.as_ref().map(|t| t.iter().map(|r| r.id_str().to_string()).collect());
                 self.tool_node(node, names, cx)
@@ -557,7 +647,7 @@ impl ShermaMachine {
 
     /// The tools a call_llm binds, in sherma's order (§7.1), without duplicates.
     fn bound_tools(&self, c: &CallLlm) -> Result<Vec<Tool>, String> {
-        let all = &self.shared.tools;
+        let all = &self.shared.all_tools();
         let mut out: Vec<Tool> = Vec::new();
         let push = |t: &Tool, out: &mut Vec<Tool>| {
             if !out.iter().any(|x| x.name == t.name) {
@@ -634,6 +724,7 @@ impl ShermaMachine {
                 format!("Invoke agent: {}", self.shared.sherma().sub_agents[*i].id_str()),
                 json!({"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}),
             ),
+            ToolKind::Mcp(m) => (m.description.clone(), m.schema.clone()),
             ToolKind::Unavailable(why) => (why.clone(), json!({"type": "object"})),
         };
         json!({"name": t.name, "description": description, "parameters": parameters})
@@ -648,9 +739,13 @@ impl ShermaMachine {
             .and_then(|m| m.get("tool_calls"))
             .and_then(|t| serde_json::from_value::<Vec<ToolCall>>(t.clone()).ok())
             .unwrap_or_default();
+        if calls.iter().any(|c| !self.shared.tools.iter().any(|t| t.name == c.name)) {
+            self.shared.connect_mcp(cx).map_err(NodeError::plain)?;
+        }
+        let all = self.shared.all_tools();
         let available: Vec<Tool> = match &only {
-            Some(names) => self.shared.tools.iter().filter(|t| names.contains(&t.name)).cloned().collect(),
-            None => self.shared.tools.clone(),
+            Some(names) => all.into_iter().filter(|t| names.contains(&t.name)).collect(),
+            None => all,
         };
         // A remote sub-agent's question stopped this node: go on from the call that asked.
         let (start, mut out_msgs, mut internal, mut internal_changed, mut resumed) = match self.tool_resume(node) {
@@ -772,6 +867,14 @@ impl ShermaMachine {
                 let request = args.get("request").map(display).unwrap_or_default();
                 Ok(Value::String(self.run_sub_agent(node, &id, &request, cx)?.unwrap_or_default()))
             }
+            ToolKind::Mcp(m) => cx.tool(node, &t.name, args, || {
+                let server = &self.shared.mcp.servers()[m.server];
+                let result = server.call(&m.tool, args, cx.stop);
+                if let Some(ev) = server.take_log() {
+                    cx.emit(ev);
+                }
+                result
+            }),
             ToolKind::Unavailable(why) => Err(why.clone()),
         }
     }
@@ -1264,8 +1367,31 @@ fn build_tools(sd: &ShermaDoc) -> Vec<Tool> {
     for (i, s) in sd.sub_agents.iter().enumerate() {
         add(Tool { name: s.id_str().to_string(), kind: ToolKind::SubAgent(i) }, &mut tools);
     }
-    // MCP tools are listed by their servers at run time (issue 6), so none are added here.
+    // MCP tools are listed by their servers when they connect (`Shared::connect_mcp`).
     tools
+}
+
+/// The agent's MCP servers, not connected. An entry that cannot be used (a bad transport, no
+/// `command`) fails the first node that needs it, with the reason.
+fn build_mcp_pool(sd: &ShermaDoc, base_dir: &std::path::Path, timeout: Duration) -> McpPool {
+    let mut specs = Vec::new();
+    let mut bad = Vec::new();
+    for ent in &sd.mcp_servers {
+        match McpServerSpec::from_json(ent.id_str(), &ent.node.to_json(), base_dir, None) {
+            Ok(mut spec) => {
+                if ent.node.get("timeout").is_none() {
+                    spec.timeout = timeout;
+                }
+                specs.push(spec);
+            }
+            Err(e) => bad.push((ent.id_str().to_string(), e)),
+        }
+    }
+    let mut pool = McpPool::new(specs);
+    for (name, why) in bad {
+        pool.add_unavailable(&name, why);
+    }
+    pool
 }
 
 fn skill_tool_doc(name: &str) -> &'static str {

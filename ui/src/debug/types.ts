@@ -123,6 +123,8 @@ export type DebugEvent = EventBase &
     | { event: 'paused'; reason: PauseReason }
     | { event: 'error'; node?: string | null; message: string }
     | { event: 'run_finished'; status: FinishStatus; state: unknown; output: unknown }
+    /** A helper process's own output (an MCP server's stderr, `source` = `mcp:<server>`); kept in the event log only. */
+    | { event: 'log'; source: string; text: string }
   );
 
 export interface TraceFile {
