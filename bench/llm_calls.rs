@@ -115,6 +115,33 @@ fn main() {
         times[RUNS - 1].as_secs_f64() * 1e3,
     );
 
+    // The floor a client can reach on this machine: the same 20 requests with a bare HTTP
+    // client (no engine), for reference.
+    let floor = {
+        let url = format!("{}/chat/completions", fake.base());
+        let body = serde_json::json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "go"}], "stream": true});
+        let bare = || {
+            let t0 = Instant::now();
+            for _ in 0..CALLS {
+                let (url, body) = (url.clone(), body.clone());
+                switchyard::rt::block_on(async move {
+                    let r = switchyard::llm::http::client().post(url).json(&body).send().await.unwrap();
+                    r.bytes().await.unwrap()
+                });
+            }
+            t0.elapsed()
+        };
+        bare();
+        let mut v: Vec<Duration> = (0..RUNS).map(|_| bare()).collect();
+        v.sort();
+        v[RUNS / 2]
+    };
+    println!(
+        "llm chain: for reference, the same {CALLS} requests from a bare HTTP client take {:.1} ms (engine overhead over that: {:.2} ms per call)",
+        floor.as_secs_f64() * 1e3,
+        (ours.as_secs_f64() - floor.as_secs_f64()) * 1e3 / CALLS as f64
+    );
+
     let Some(py) = sherma_python().filter(|p| p.exists()) else {
         println!("llm chain: sherma peer skipped (no venv; `./dev bench` creates it)");
         return;

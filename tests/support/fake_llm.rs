@@ -68,6 +68,11 @@ impl FakeLlm {
                     .with_state(s2);
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                // No Nagle delay on the server's writes (a real provider's edge does the same).
+                use axum::serve::ListenerExt;
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
                 axum::serve(listener, app)
                     .with_graceful_shutdown(async {
                         let _ = stop_rx.await;
@@ -160,7 +165,9 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         return Response::builder().status(500).body(Body::from("{\"error\":{\"message\":\"fake server: no reply scripted\"}}")).unwrap();
     };
     if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
+        // A thread sleep is precise to well under a millisecond; tokio's timer rounds up to
+        // the next millisecond tick, which would make the "physical limit" a lie.
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(latency)).await;
     }
     let sse = |body: Body| Response::builder().status(200).header("content-type", "text/event-stream").body(body).unwrap();
     match reply {
