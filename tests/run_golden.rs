@@ -140,3 +140,42 @@ fn golden_traces_have_the_documented_shape() {
         assert!(events.iter().any(|e| e["event"] == "node_enter" && e["node"].is_string()));
     }
 }
+
+/// The cassettes shipped beside the examples replay strictly: every request the agent makes
+/// today is the one recorded, and the run ends as the scripted run does. When an example is
+/// edited, re-record its cassette (the failure says how).
+#[test]
+fn example_cassettes_replay_strictly() {
+    use switchyard::run::launch::{self, RunRequest};
+    use switchyard::run::session::{RunOptions, Status};
+    for (ex, cassette) in [
+        (&EXAMPLES[0], "agents/support-triage/agent.cassette.json"),
+        (&EXAMPLES[1], "agents/release-gate/cassette.json"),
+    ] {
+        let d = std::sync::Arc::new(switchyard::doc::load_path(&root().join(ex.path)));
+        let req = RunRequest {
+            input: Some(ex.input.into()),
+            replay: Some(root().join(cassette)),
+            replay_strict: true,
+            ..Default::default()
+        };
+        let mut opts = RunOptions::new(Box::new(switchyard::run::provider::NoProvider));
+        opts.answers = ex.answers.iter().map(|a| serde_json::Value::String(a.to_string())).collect();
+        let mut s = launch::start(d, &req, opts).unwrap_or_else(|e| panic!("{}: {e}", ex.name));
+        let st = s.run().clone();
+        assert!(
+            matches!(st, Status::Finished { status: switchyard::run::events::RunStatus::Completed, .. }),
+            "{}: the replay of {cassette} did not complete ({st:?}). If the agent was changed on purpose, re-record: \
+             switchyard run {} --input {:?} {} --record {cassette}",
+            ex.name,
+            ex.path,
+            ex.input,
+            ex.answers.iter().map(|a| format!("--answer {a:?}")).collect::<Vec<_>>().join(" ")
+        );
+        assert!(
+            !s.events().iter().any(|e| matches!(e.body, switchyard::run::events::EventBody::ReplayDiverged { .. })),
+            "{}: no divergence",
+            ex.name
+        );
+    }
+}

@@ -84,6 +84,18 @@ impl Narrator {
                 let at = node.as_deref().map(|n| format!("{n} ")).unwrap_or_default();
                 out.push(format!("▸ {t} {at}FAILED -- {}", first_line(message, 120)));
             }
+            EventBody::LlmError { node, kind, message, .. } => {
+                let kind = serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                out.push(format!("▸ {t} {node} LLM call failed ({kind}): {}", first_line(message, 160)));
+            }
+            EventBody::ReplayDiverged { node, call, path, recorded, now } => {
+                let short = |v: &serde_json::Value| first_line(&v.to_string(), 80);
+                out.push(format!(
+                    "▸ {t} replay diverged at call {call} of {node}: `{path}` was {} in the recording, now {}",
+                    short(recorded),
+                    short(now)
+                ));
+            }
             EventBody::Paused { reason } => {
                 out.push(format!("▸ {t} paused ({})", serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()));
             }
