@@ -43,7 +43,7 @@ use crate::run::pybridge::PyBridge;
 use crate::run::events::{EventBody, InterruptKind, RouteReason};
 use crate::run::mcp::{McpPool, McpServer, McpTool};
 use crate::run::provider::{LlmRequest, ModelRef};
-use crate::run::script::run_script;
+use crate::run::script::run_script_until;
 use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -840,7 +840,7 @@ impl Exec<'_, '_> {
                 if let Some(d) = self.deadline {
                     timeout = timeout.min(d.saturating_duration_since(Instant::now()));
                 }
-                match run_script(&self.l.agent_dir, &script, &state_value(st), timeout) {
+                match run_script_until(&self.l.agent_dir, &script, &state_value(st), timeout, Some(self.cx.stop)) {
                     Ok(out) => {
                         for (k, v) in out.updates {
                             st.insert(k, Arc::new(v));

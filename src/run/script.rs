@@ -82,6 +82,10 @@ pub enum ScriptError {
         script: String,
         timeout: Duration,
     },
+    /// The run was stopped while the script ran; it and its children were killed.
+    Stopped {
+        script: String,
+    },
     /// Exit status not zero; `code` is `None` when killed by `signal`.
     Failed {
         script: String,
@@ -147,6 +151,9 @@ impl fmt::Display for ScriptError {
                     f,
                     "script '{script}': could not pass the state to it: {error}"
                 )
+            }
+            ScriptError::Stopped { script } => {
+                write!(f, "script '{script}' was killed (with its child processes) because the run was stopped")
             }
             ScriptError::Timeout { script, timeout } => write!(
                 f,
@@ -230,6 +237,17 @@ pub fn run_script(
     state: &Value,
     timeout: Duration,
 ) -> Result<ScriptOutcome, ScriptError> {
+    run_script_until(agent_dir, script, state, timeout, None)
+}
+
+/// [`run_script`], also ending (process group killed) as soon as `stop` is raised.
+pub fn run_script_until(
+    agent_dir: &Path,
+    script: &str,
+    state: &Value,
+    timeout: Duration,
+    stop: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<ScriptOutcome, ScriptError> {
     let started = Instant::now();
     let name = script.to_string();
     let joined = agent_dir.join(script);
@@ -282,12 +300,15 @@ pub fn run_script(
     let err = Capture::start(child.stderr.take(), true);
 
     let deadline = started + timeout;
-    let status = match wait_until(&mut child, deadline) {
+    let status = match wait_until(&mut child, deadline, stop) {
         Some(status) => status,
         None => {
             group.kill();
             let _ = child.kill();
             let _ = child.wait();
+            if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+                return Err(ScriptError::Stopped { script: name });
+            }
             return Err(ScriptError::Timeout {
                 script: name,
                 timeout,
@@ -435,7 +456,7 @@ fn on_path(prog: &str) -> Option<PathBuf> {
 }
 
 /// Poll the child until it exits or `deadline` passes (`None`).
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+fn wait_until(child: &mut Child, deadline: Instant, stop: Option<&std::sync::atomic::AtomicBool>) -> Option<ExitStatus> {
     let mut pause = Duration::from_millis(1);
     loop {
         match child.try_wait() {
@@ -445,7 +466,7 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
             Err(_) => return None,
         }
         let now = Instant::now();
-        if now >= deadline {
+        if now >= deadline || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
             return None;
         }
         thread::sleep(pause.min(deadline - now));
@@ -811,6 +832,29 @@ printf '{"doubled": %d, "cwd_marker": "%s", "file_set": "%s"}\n' $((n * 2)) "$(c
             thread::sleep(Duration::from_millis(20));
         }
         assert!(dead(pid), "child {pid} of the script survived the timeout");
+    }
+
+    #[test]
+    fn a_stop_kills_the_script_and_its_children_at_once() {
+        let d = Dir::new("stop");
+        d.file("scripts/slow.sh", "sleep 30 &\necho $! > child.pid\nsleep 30\n");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            s2.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let t0 = Instant::now();
+        let e = run_script_until(&d.0, "scripts/slow.sh", &json!({}), T, Some(&stop)).unwrap_err();
+        assert!(matches!(e, ScriptError::Stopped { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        let pid = std::fs::read_to_string(d.0.join("child.pid")).unwrap_or_default();
+        let pid = pid.trim().to_string();
+        let until = Instant::now() + Duration::from_secs(2);
+        while !pid.is_empty() && !dead(&pid) && Instant::now() < until {
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert!(pid.is_empty() || dead(&pid), "child {pid} survived the stop");
     }
 
     #[test]
