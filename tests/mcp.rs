@@ -838,3 +838,27 @@ fn the_cli_keeps_server_stderr_out_of_the_terminal_and_in_the_trace() {
         .collect();
     assert!(logs(&events).contains("server calc starting"), "{lines}");
 }
+
+/// A skill card's `mcps` server: loading the skill binds every tool of the server to a
+/// call_llm with `use_tools_from_loaded_skills`, and the tool node calls it.
+#[test]
+fn a_skill_cards_mcp_server_serves_the_loaded_skills_tools() {
+    let s = run_to_end(&fixtures().join("skill/agent.yaml"), "add 20 and 22");
+    assert_eq!(finished(&s), RunStatus::Completed, "{:#?}", s.events());
+    let events = s.events();
+    let offered: Vec<String> = events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::LlmRequest { tools, .. } => Some(tools.clone()),
+            _ => None,
+        })
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect();
+    assert!(offered.contains(&"add".to_string()) && !offered.iter().any(|n| n.starts_with("hooks.")), "{offered:?}");
+    assert_eq!(tool_results(&events), [("add".to_string(), json!("42"), None)]);
+    assert_eq!(s.state()["__sherma__"]["loaded_tools_from_skills"], json!(["calc-server"]));
+}

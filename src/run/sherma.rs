@@ -146,6 +146,9 @@ struct Shared {
     mcp: McpPool,
     /// Their tools, registered as `<tool_prefix><name>` once every server has connected.
     mcp_tools: Mutex<Option<Vec<Tool>>>,
+    /// Tools of skill-card MCP servers (`mcps`), by the card's key, listed when a node first
+    /// binds the tools of a loaded skill that names the server.
+    skill_mcp_tools: Mutex<std::collections::BTreeMap<String, Vec<Tool>>>,
 }
 
 impl Shared {
@@ -170,7 +173,40 @@ impl Shared {
         if let Some(m) = &*self.mcp_tools.lock().unwrap_or_else(|p| p.into_inner()) {
             all.extend(m.iter().filter(|t| !all.iter().any(|x| x.name == t.name)).cloned().collect::<Vec<_>>());
         }
+        for tools in self.skill_mcp_tools.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            all.extend(tools.iter().filter(|t| !all.iter().any(|x| x.name == t.name)).cloned().collect::<Vec<_>>());
+        }
         all
+    }
+    /// The tools of the skill-card MCP server `key` (a key of some card's `mcps`), connecting
+    /// it on first use; `None` when no card names such a server.
+    fn skill_mcp(&self, key: &str, cx: &Cx<'_>) -> Option<Result<Vec<Tool>, String>> {
+        if let Some(t) = self.skill_mcp_tools.lock().unwrap_or_else(|p| p.into_inner()).get(key) {
+            return Some(Ok(t.clone()));
+        }
+        let (skill, _) = self.sherma().skill_cards.iter().find(|(_, c)| c.card.mcps.contains_key(key))?;
+        let name = skill_mcp_name(skill, key);
+        let listed = self.mcp.server(&name).and_then(|s| s.list_tools(cx.stop));
+        for ev in self.mcp.take_logs() {
+            cx.emit(ev);
+        }
+        Some(listed.map(|list| {
+            let index = self.mcp.servers().iter().position(|s| s.name() == name).unwrap_or(0);
+            let tools: Vec<Tool> = list
+                .into_iter()
+                .map(|t| Tool {
+                    name: t.name,
+                    kind: ToolKind::Mcp(Box::new(McpToolRef {
+                        server: index,
+                        tool: t.tool,
+                        description: t.description,
+                        schema: t.input_schema,
+                    })),
+                })
+                .collect();
+            self.skill_mcp_tools.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_string(), tools.clone());
+            tools
+        }))
     }
     /// Connect every MCP server (once) and register its tools (`hooks.*` tools never are).
     /// Captured server stderr goes to the run log.
@@ -318,6 +354,7 @@ impl ShermaMachine {
             remotes,
             mcp,
             mcp_tools: Mutex::new(None),
+            skill_mcp_tools: Mutex::new(Default::default()),
         };
         let mut m = ShermaMachine {
             shared: Arc::new(shared),
@@ -503,7 +540,7 @@ impl ShermaMachine {
     fn call_llm(&self, decl: &NodeDef, c: &CallLlm, cx: &Cx<'_>) -> Result<Map<String, Value>, NodeError> {
         let node = decl.name.value.as_str();
         // 1. tools
-        let tools = self.bound_tools(c).map_err(NodeError::plain)?;
+        let tools = self.bound_tools(c, cx).map_err(NodeError::plain)?;
         let tools_json: Vec<Value> = tools.iter().map(|t| self.tool_schema(t)).collect();
         // 2. prompt
         let mut wire: Vec<Value> = Vec::new();
@@ -646,7 +683,7 @@ impl ShermaMachine {
     }
 
     /// The tools a call_llm binds, in sherma's order (§7.1), without duplicates.
-    fn bound_tools(&self, c: &CallLlm) -> Result<Vec<Tool>, String> {
+    fn bound_tools(&self, c: &CallLlm, cx: &Cx<'_>) -> Result<Vec<Tool>, String> {
         let all = &self.shared.all_tools();
         let mut out: Vec<Tool> = Vec::new();
         let push = |t: &Tool, out: &mut Vec<Tool>| {
@@ -665,6 +702,12 @@ impl ShermaMachine {
             for id in loaded.iter().filter_map(Value::as_str) {
                 if let Some(t) = all.iter().find(|t| t.name == id) {
                     push(t, &mut out);
+                } else if let Some(listed) = self.shared.skill_mcp(id, cx) {
+                    // A card's `mcps` key: every tool of that server (upstream records the
+                    // key, which names no tool, so the server's tools were never bound).
+                    for t in &listed? {
+                        push(t, &mut out);
+                    }
                 }
             }
         }
@@ -995,7 +1038,15 @@ impl ShermaMachine {
             tm.insert("tool_call_id".into(), Value::String(call_id));
             tm.insert("name".into(), "load_skill_md".into());
             tool_msgs.push(normalize_message(&tm));
-            let names: Vec<Value> = card.card.local_tools.values().map(|t| Value::String(t.id.clone())).collect();
+            // Its local tools and its MCP servers (by the card's key; a node binding the loaded
+            // skills' tools gets every tool of such a server).
+            let names: Vec<Value> = card
+                .card
+                .local_tools
+                .values()
+                .map(|t| Value::String(t.id.clone()))
+                .chain(card.card.mcps.keys().map(|k| Value::String(k.clone())))
+                .collect();
             for n in &names {
                 if !loaded.contains(n) {
                     loaded.push(n.clone());
@@ -1387,11 +1438,33 @@ fn build_mcp_pool(sd: &ShermaDoc, base_dir: &std::path::Path, timeout: Duration)
             Err(e) => bad.push((ent.id_str().to_string(), e)),
         }
     }
+    // Skill cards' `mcps` (`{id, version, url, transport}`, or a stdio `command`): one server
+    // each, named `<skill>/<key>`, connected only when a node binds the loaded skill's tools.
+    for (skill, card) in &sd.skill_cards {
+        let dir = card.path.parent().map(std::path::Path::to_path_buf).unwrap_or_else(|| base_dir.to_path_buf());
+        for (key, def) in &card.card.mcps {
+            let name = skill_mcp_name(skill, key);
+            match McpServerSpec::from_json(&name, def, &dir, None) {
+                Ok(mut spec) => {
+                    if def.get("timeout").is_none() {
+                        spec.timeout = timeout;
+                    }
+                    specs.push(spec);
+                }
+                Err(e) => bad.push((name, e)),
+            }
+        }
+    }
     let mut pool = McpPool::new(specs);
     for (name, why) in bad {
         pool.add_unavailable(&name, why);
     }
     pool
+}
+
+/// The pool name of a skill card's MCP server.
+fn skill_mcp_name(skill: &str, key: &str) -> String {
+    format!("{skill}/{key}")
 }
 
 fn skill_tool_doc(name: &str) -> &'static str {
