@@ -69,11 +69,9 @@ fn with_timeout<T: Send + 'static>(
 
 fn keyring_error(e: &keyring::Error) -> String {
     match e {
-        keyring::Error::NoStorageAccess(inner) => format!("no access to the OS keyring: {inner}"),
-        keyring::Error::PlatformFailure(inner) => {
-            format!("the OS keyring is not available: {inner}")
-        }
-        other => format!("the OS keyring failed: {other}"),
+        keyring::Error::NoStorageAccess(inner) => format!("no access: {inner}"),
+        keyring::Error::PlatformFailure(inner) => inner.to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -95,7 +93,7 @@ impl OsKeyring {
             v.trim().to_ascii_lowercase().as_str(),
             "off" | "0" | "no" | "false" | "file"
         )
-        .then(|| "the OS keyring is turned off (SWITCHYARD_KEYRING=off)".to_string())
+        .then(|| "turned off with SWITCHYARD_KEYRING=off".to_string())
     }
 
     fn call<T: Send + 'static>(
@@ -116,10 +114,7 @@ impl OsKeyring {
         }) {
             Some(r) => Ok(r),
             None => {
-                let why = format!(
-                    "the OS keyring did not answer within {} s (is it locked?)",
-                    timeout.as_secs()
-                );
+                let why = format!("no answer within {} s (is it locked?)", timeout.as_secs());
                 *self.down.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
                 Err(why)
             }

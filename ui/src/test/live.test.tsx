@@ -152,6 +152,14 @@ describe('the Settings dialog', () => {
     fireEvent.click(byId('settings-default-save'));
     await waitFor(() => expect(cmds(backend, 'settings_save')).toHaveLength(3));
     expect(cmds(backend, 'settings_save')[2].args).toEqual({ change: { default_model: 'local:qwen' } });
+
+    // Esc closes the form, then the dialog.
+    fireEvent.click(byId('settings-add'));
+    expect(byId('settings-form')).toBeTruthy();
+    fireEvent.keyDown(byId('settings-name'), { key: 'Escape' });
+    expect(screen.queryByTestId('settings-form')).toBeNull();
+    fireEvent.keyDown(document.body, { key: 'Escape' });
+    await waitFor(() => expect(screen.queryByTestId('settings-dialog')).toBeNull());
   });
 
   it('without a keyring says the key went to the private file', async () => {

@@ -377,7 +377,7 @@ function LiveModels({ model, onModel, onSettings }: { model: string | null; onMo
         <label className="rc-field" style={{ flex: 1 }}>
           <span className="rc-label">Model for nodes that name none (this run)</span>
           <select className="input mono" data-testid="run-live-model" value={model ?? ''} onChange={(e) => onModel(e.target.value || null)}>
-            <option value="">{info?.default_model ? `default: ${info.default_model}` : 'no default model (Settings)'}</option>
+            <option value="">{info?.default_model ? `default: ${info.default_model}` : 'none set (Settings)'}</option>
             {choices
               .filter((c) => c !== info?.default_model)
               .map((c) => (

@@ -49,6 +49,18 @@ function SettingsBody() {
     dialog.current?.focus();
   }, []);
 
+  // Esc closes the form first, then the dialog (wherever the focus is).
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape') return;
+      e.stopPropagation();
+      if (form) setForm(null);
+      else close();
+    };
+    window.addEventListener('keydown', onKey, true);
+    return () => window.removeEventListener('keydown', onKey, true);
+  }, [form, close]);
+
   const save = async (change: SettingsChange, after?: () => void): Promise<boolean> => {
     setBusy(true);
     setFormError(null);
@@ -88,13 +100,6 @@ function SettingsBody() {
         aria-modal="true"
         aria-labelledby="settings-title"
         data-testid="settings-dialog"
-        onKeyDown={(e) => {
-          if (e.key === 'Escape') {
-            e.stopPropagation();
-            if (form) setForm(null);
-            else close();
-          }
-        }}
       >
         <div className="st-head">
           <h2 id="settings-title">Settings</h2>
