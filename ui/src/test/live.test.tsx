@@ -153,6 +153,16 @@ describe('the Settings dialog', () => {
     await waitFor(() => expect(cmds(backend, 'settings_save')).toHaveLength(3));
     expect(cmds(backend, 'settings_save')[2].args).toEqual({ change: { default_model: 'local:qwen' } });
 
+    // Removing takes a second click.
+    const rm = within(again.querySelector('[data-testid="settings-provider"][data-name="local"]') as HTMLElement).getByTestId('settings-remove');
+    fireEvent.click(rm);
+    expect(rm.textContent).toContain('Click again');
+    expect(cmds(backend, 'settings_save')).toHaveLength(3);
+    fireEvent.click(rm);
+    await waitFor(() => expect(cmds(backend, 'settings_save')).toHaveLength(4));
+    expect(cmds(backend, 'settings_save')[3].args).toEqual({ change: { remove: ['local'] } });
+    await waitFor(() => expect(again.querySelector('[data-testid="settings-provider"][data-name="local"]')).toBeNull());
+
     // Esc closes the form, then the dialog.
     fireEvent.click(byId('settings-add'));
     expect(byId('settings-form')).toBeTruthy();

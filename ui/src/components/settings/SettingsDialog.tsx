@@ -80,9 +80,14 @@ function SettingsBody() {
     }
   };
 
+  // Removing takes a second click on the same button (it says what it will do).
+  const [confirming, setConfirming] = useState<string | null>(null);
   const remove = (p: ProviderInfo) => {
-    const what = p.builtin ? `Reset ${p.name} to its built-in settings and forget its saved key?` : `Remove the provider ${p.name} and its saved key?`;
-    if (typeof window !== 'undefined' && typeof window.confirm === 'function' && !window.confirm(what)) return;
+    if (confirming !== p.name) {
+      setConfirming(p.name);
+      return;
+    }
+    setConfirming(null);
     void save({ remove: [p.name] }, () => {
       if (form && form.name === p.name) setForm(null);
     });
@@ -137,7 +142,18 @@ function SettingsBody() {
                 </thead>
                 <tbody>
                   {settings.providers.map((p) => (
-                    <ProviderRow key={p.name} p={p} editing={form?.name === p.name && !form.isNew} onEdit={() => { setFormError(null); setForm(formFromProvider(p)); }} onRemove={() => remove(p)} />
+                    <ProviderRow
+                      key={p.name}
+                      p={p}
+                      editing={form?.name === p.name && !form.isNew}
+                      confirming={confirming === p.name}
+                      onEdit={() => {
+                        setFormError(null);
+                        setConfirming(null);
+                        setForm(formFromProvider(p));
+                      }}
+                      onRemove={() => remove(p)}
+                    />
                   ))}
                 </tbody>
               </table>
@@ -256,7 +272,7 @@ function KeyringLine({ s }: { s: Settings }) {
   );
 }
 
-function ProviderRow({ p, editing, onEdit, onRemove }: { p: ProviderInfo; editing: boolean; onEdit(): void; onRemove(): void }) {
+function ProviderRow({ p, editing, confirming, onEdit, onRemove }: { p: ProviderInfo; editing: boolean; confirming: boolean; onEdit(): void; onRemove(): void }) {
   const removable = p.configured || p.key_source === 'keyring' || p.key_source === 'file';
   return (
     <tr
@@ -292,8 +308,15 @@ function ProviderRow({ p, editing, onEdit, onRemove }: { p: ProviderInfo; editin
           Edit
         </button>
         {removable ? (
-          <button type="button" className="link danger" data-testid="settings-remove" onClick={onRemove} title={p.builtin ? 'Back to the built-in settings; forget the saved key' : 'Remove the provider and its saved key'}>
-            {p.builtin ? 'Reset' : 'Remove'}
+          <button
+            type="button"
+            className="link danger"
+            data-testid="settings-remove"
+            data-confirm={confirming ? 'true' : 'false'}
+            onClick={onRemove}
+            title={p.builtin ? 'Back to the built-in settings; forget the saved key' : 'Remove the provider and its saved key'}
+          >
+            {confirming ? (p.builtin ? 'Click again to reset' : 'Click again to remove') : p.builtin ? 'Reset' : 'Remove'}
           </button>
         ) : null}
       </td>
