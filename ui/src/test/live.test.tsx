@@ -2,7 +2,7 @@
 // payload, the keyring fallback), the run configuration's replay / live / record options, and
 // streamed text, failed calls and replay divergence in the debugger.
 import { describe, expect, it } from 'vitest';
-import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { act, configure, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { App } from '../App';
 import { createFakeBackend, maskKey, type FakeBackend } from '../backend';
 import { createAppStore } from '../store';
@@ -14,6 +14,10 @@ import { defaultCassette, needsSettings } from '../components/debug/RunConfigPan
 import { divergenceText } from '../components/debug/DebugPanel';
 import { fmtCost } from '../components/debug/CallInspector';
 import { shortcutFor } from '../shortcuts';
+
+// These tests walk through several dialogs: on a loaded 2-core machine (the whole suite in
+// parallel) a step can take longer than the default 1 s of `waitFor`/`findBy*`.
+configure({ asyncUtilTimeout: 5000 });
 
 type Ev = { [k: string]: unknown; event: string };
 let ts = 1_700_000_000_000;
