@@ -300,3 +300,133 @@ export function registerDebugTests(test, { assert, assertEq }) {
     assertEq(await attr(b, nodeSel('note'), 'data-run'), 'visited', 'note visited');
   }, { loki: true });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 6 in the app: Settings (providers and keys), live runs without a key, record and replay.
+
+/**
+ * Set the values of React-controlled inputs, textareas and selects in one round trip (`{testid:
+ * value}`): the native value setter, then the `input`/`change` event React listens to. Typing
+ * character by character over WebDriver costs ~0.3 s per field.
+ */
+async function fill(b, values) {
+  const missing = await b.execute((values) => {
+    const out = [];
+    for (const [id, value] of Object.entries(values)) {
+      const el = document.querySelector(`[data-testid="${id}"]`);
+      if (!el) {
+        out.push(id);
+        continue;
+      }
+      const proto = el instanceof HTMLTextAreaElement ? HTMLTextAreaElement.prototype : el instanceof HTMLSelectElement ? HTMLSelectElement.prototype : HTMLInputElement.prototype;
+      Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, value);
+      el.dispatchEvent(new Event(el instanceof HTMLSelectElement ? 'change' : 'input', { bubbles: true }));
+    }
+    return out;
+  }, values);
+  if (missing.length) throw new Error(`fill: no element for ${missing.join(', ')}`);
+}
+
+async function providerRow(b, name) {
+  const sel = `[data-testid="settings-provider"][data-name="${name}"]`;
+  const row = await b.$(sel);
+  await row.waitForExist({ timeout: 5000 });
+  return row;
+}
+
+export function registerLiveTests(test, { assert, assertEq }) {
+  test('settings: add a provider with a key; listed masked after reopening; the provider file is private', async ({ b, configDir }) => {
+    const file = path.join(configDir, 'switchyard', 'providers.yaml');
+    fs.rmSync(file, { force: true });
+    await waitForView(b);
+    await click(b, testid('settings-button'));
+    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: 5000 });
+    await providerRow(b, 'openai');
+    await click(b, testid('settings-add'));
+    await (await b.$(testid('settings-form'))).waitForDisplayed({ timeout: 5000 });
+    await fill(b, { 'settings-name': 'e2ebox', 'settings-base-url': 'http://127.0.0.1:9/v1', 'settings-key': 'sk-e2e-secret-key-5678', 'settings-models': 'qwen' });
+    await click(b, testid('settings-save'));
+    const msg = await b.$(testid('settings-message'));
+    await msg.waitForDisplayed({ timeout: 10000 });
+    const text = await msg.getText();
+    const row = await providerRow(b, 'e2ebox');
+    const source = await row.getAttribute('data-key-source');
+    assert(source === 'file' || source === 'keyring', `the key is stored somewhere: ${source}`);
+    // The file is written either way (the provider itself); only the user may read it.
+    const mode = await eventually(() => (fs.existsSync(file) ? fs.statSync(file).mode & 0o777 : -1), (m) => m !== -1, 'the provider file');
+    assertEq(mode.toString(8), '600', 'the provider file is readable by the user only');
+    const yaml = fs.readFileSync(file, 'utf8');
+    assert(yaml.includes('e2ebox') && yaml.includes('http://127.0.0.1:9/v1'), `the provider is in the file:\n${yaml}`);
+    if (source === 'file') {
+      // No secret service under Xvfb: the key went to the file, and the user was told where.
+      assert(/not available/.test(text) && text.includes(file), `the message says where the key went: ${text}`);
+      assert(yaml.includes('sk-e2e-secret-key-5678'), 'the key is in the private file');
+      assertEq(await attr(b, testid('settings-keyring'), 'data-available'), 'false', 'the keyring is reported unavailable');
+    } else {
+      assert(!yaml.includes('sk-e2e-secret-key-5678'), 'a keyring key is not in the file');
+    }
+    // Closed, opened again with Ctrl+,: listed with the masked key, never the key itself.
+    await click(b, testid('settings-close'));
+    await (await b.$(testid('settings-dialog'))).waitForExist({ timeout: 5000, reverse: true });
+    await press(b, 'Control', ',');
+    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: 5000 });
+    const again = await providerRow(b, 'e2ebox');
+    const masked = await (await again.$(testid('settings-provider-key'))).getText();
+    assertEq(masked, 'sk-…5678', 'the masked key');
+    const html = await b.execute(() => document.body.innerHTML);
+    assert(!html.includes('sk-e2e-secret-key-5678'), 'the key is nowhere in the page');
+  });
+
+  test('live mode without a key: the run refuses with the variable to set and opens Settings', async ({ b }) => {
+    if (process.env.OPENAI_API_KEY) return; // a real key in the environment would make a real call
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'answer'));
+    await click(b, testid('dbg-config'));
+    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: 5000 });
+    await fill(b, { 'run-llm-mode': 'live' });
+    const model = await b.$(`[data-testid="run-llm-model"][data-model="openai:gpt-4o-mini"]`);
+    await model.waitForExist({ timeout: 5000 });
+    assertEq(await model.getAttribute('data-ready'), 'false', 'no key: not ready');
+    await click(b, testid('run-config-run'));
+    const err = await b.$(testid('run-config-error'));
+    await err.waitForDisplayed({ timeout: 10000 });
+    const text = await err.getText();
+    assert(text.includes('OPENAI_API_KEY'), `the error names the variable: ${text}`);
+    await click(b, testid('run-open-settings'));
+    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: 5000 });
+  });
+
+  test('record a scripted run to a cassette, then replay it with a different input: the divergence is shown', async ({ b, dir }) => {
+    await waitForView(b, (v) => v.nodes.some((n) => n.id === 'answer'));
+    const cassette = path.join(dir, 'agent.cassette.json');
+    await click(b, testid('dbg-config'));
+    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: 5000 });
+    await fill(b, { 'run-input': 'Where is my order 1001?' });
+    await click(b, testid('run-record'));
+    assertEq(await (await b.$(testid('run-record-path'))).getValue(), 'agent.cassette.json', 'the default cassette path');
+    await click(b, testid('run-config-run'));
+    await waitDbg(b, (d) => d.state === 'interrupted', 'the recorded run waits at confirm');
+    const recorded = await eventually(() => (fs.existsSync(cassette) ? JSON.parse(fs.readFileSync(cassette, 'utf8')) : null),
+      (c) => c && c.exchanges && c.exchanges.length >= 3, 'the cassette with the LLM and tool exchanges');
+    assert(recorded.exchanges.some((e) => e.kind === 'tool') && recorded.exchanges.some((e) => e.kind === 'llm'), 'LLM and tool exchanges are recorded');
+    // Leave the question unanswered; the next start replaces this run.
+    await answerDialog(b, 'interrupt');
+    await click(b, testid('interrupt-cancel'));
+
+    await click(b, testid('dbg-config'));
+    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: 5000 });
+    await fill(b, { 'run-llm-mode': 'replay', 'run-input': 'Where is my order 1002?' });
+    await click(b, testid('run-record'));
+    await click(b, testid('run-config-run'));
+    await waitDbg(b, (d) => d.state === 'interrupted', 'the replayed run reaches confirm');
+    await answerDialog(b, 'interrupt');
+    await click(b, testid('interrupt-cancel'));
+    const banner = await b.$(testid('replay-diverged'));
+    await banner.waitForDisplayed({ timeout: 5000 });
+    assertEq(await banner.getAttribute('data-node'), 'answer', 'diverged at answer');
+    const bt = await banner.getText();
+    assert(bt.includes('1002') && bt.includes('1001'), `was … now …: ${bt}`);
+    await click(b, testid('replay-diverged-select'));
+    await b.waitUntil(async () => (await (await b.$(testid('inspector-name'))).isExisting()) && (await (await b.$(testid('inspector-name'))).getValue()) === 'answer',
+      { timeout: 5000, timeoutMsg: 'the node was not selected' });
+  });
+}

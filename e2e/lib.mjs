@@ -69,9 +69,12 @@ export async function startDriver() {
   const config = tmpDir('switchyard-e2e-config-');
   // Run traces of the debugger go here (the app reads SWITCHYARD_RUNS_DIR).
   const runsDir = tmpDir('switchyard-e2e-runs-');
+  // The provider file (Settings) goes to the scratch config dir too: $XDG_CONFIG_HOME/switchyard/.
+  const env = { ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir };
+  delete env.SWITCHYARD_PROVIDERS;
   const child = spawn(findDriver(), ['--port', String(PORT), '--native-port', String(NATIVE_PORT)], {
     stdio: ['ignore', log, log],
-    env: { ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir },
+    env,
   });
   let exited = null;
   child.on('exit', (code) => (exited = code));

@@ -8,7 +8,7 @@ import path from 'node:path';
 import {
   cliGraph, eventually, fixture, hook, windowTitles, launch, nodeSel, preflight, screenshot, sleep, startDriver, testid, waitForView,
 } from './lib.mjs';
-import { registerDebugTests } from './debug.mjs';
+import { registerDebugTests, registerLiveTests } from './debug.mjs';
 
 const tests = [];
 const test = (name, fn, opts = {}) => tests.push({ name, fn, ...opts });
@@ -260,6 +260,7 @@ test('recent files: a file opened before is listed on the empty screen', async (
 // ---------------------------------------------------------------------------------------------
 
 registerDebugTests(test, { assert, assertEq });
+registerLiveTests(test, { assert, assertEq });
 
 async function main() {
   preflight();
@@ -290,6 +291,7 @@ async function main() {
           ctx.file = s.file;
         }
         ctx.runsDir = driver.runsDir;
+        ctx.configDir = driver.config;
         for (const f of fs.readdirSync(driver.runsDir)) fs.rmSync(path.join(driver.runsDir, f), { recursive: true, force: true });
         b = await launch(args);
         ctx.b = b;

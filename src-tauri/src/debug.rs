@@ -14,7 +14,6 @@ use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, read_trace}
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::llm::LiveProvider;
 use switchyard::llm::cassette::{Recorder, Replayer};
-use switchyard::llm::config::LlmConfig;
 use switchyard::run::provider::{BoxProvider, NoProvider};
 use switchyard::run::session::{Breakpoint, RunOptions, new_run_id};
 use tauri::{AppHandle, Emitter, Manager};
@@ -50,7 +49,12 @@ pub enum LlmMode {
         #[serde(default)]
         strict: Option<bool>,
     },
-    Live,
+    Live {
+        /// The model for agents and nodes that name none (this run only); absent = the
+        /// configured default.
+        #[serde(default)]
+        model: Option<String>,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,8 +158,12 @@ fn provider(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> Res
             };
             Replayer::load(&path, strict.unwrap_or(false)).map(|r| Box::new(r) as BoxProvider).map_err(CmdError::new)
         }
-        LlmMode::Live => {
-            let config = LlmConfig::from_env().map_err(CmdError::new)?;
+        LlmMode::Live { model } => {
+            // The provider file, the OS keyring's keys (Settings), the environment.
+            let mut config = crate::settings::llm_config().map_err(CmdError::new)?;
+            if let Some(m) = model.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+                config = config.with_default_model(m);
+            }
             let live = LiveProvider::new(config);
             live.preflight(&switchyard::llm::models_used(doc))
                 .map_err(|e| {

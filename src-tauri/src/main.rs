@@ -8,6 +8,7 @@
 mod commands;
 mod debug;
 mod recent;
+mod settings;
 mod watch;
 
 use serde::Serialize;
@@ -173,6 +174,10 @@ fn main() {
             debug::run_state_at,
             debug::run_rewind,
             debug::open_trace,
+            settings::settings_get,
+            settings::settings_save,
+            settings::settings_test_provider,
+            settings::llm_models,
         ])
         .run(context);
     if let Err(e) = result {

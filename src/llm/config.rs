@@ -7,7 +7,8 @@
 //! format (OpenAI chat completions or Anthropic Messages), the base URL and the API key.
 //!
 //! Precedence, lowest first: built-in defaults; the provider file
-//! (`$SWITCHYARD_PROVIDERS`, else `<config dir>/switchyard/providers.yaml`); environment
+//! (`$SWITCHYARD_PROVIDERS`, else `<config dir>/switchyard/providers.yaml`); keys a front end
+//! hands over from its own store ([`LlmConfig::with_keys`]: the desktop app's OS keyring); environment
 //! variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`,
 //! and `<NAME>_API_KEY` / `<NAME>_BASE_URL` for any other provider name). The file:
 //!
@@ -107,6 +108,18 @@ fn env_prefix(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
 }
 
+/// Where a provider's API key comes from (highest precedence first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyOrigin {
+    /// The environment variable named by [`Endpoint::key_source`].
+    Env,
+    /// A key the front end handed over ([`LlmConfig::with_keys`]: the app's OS keyring).
+    Store,
+    /// `api_key` in the provider file.
+    File,
+}
+
 /// The resolved configuration.
 #[derive(Clone, Debug, Default)]
 pub struct LlmConfig {
@@ -114,6 +127,9 @@ pub struct LlmConfig {
     /// The provider file that was read (or would be written).
     pub path: Option<PathBuf>,
     env: BTreeMap<String, String>,
+    /// Keys by provider name from the front end's own store (the desktop app's OS keyring):
+    /// below the environment, above the file.
+    keys: BTreeMap<String, String>,
 }
 
 impl LlmConfig {
@@ -155,12 +171,48 @@ impl LlmConfig {
             }
             _ => ProviderFile::default(),
         };
-        Ok(LlmConfig { file, path: path.map(Path::to_path_buf), env })
+        Ok(LlmConfig { file, path: path.map(Path::to_path_buf), env, keys: BTreeMap::new() })
     }
 
     /// A configuration from parts (tests, the app's settings page).
     pub fn new(file: ProviderFile, env: BTreeMap<String, String>) -> LlmConfig {
-        LlmConfig { file, path: None, env }
+        LlmConfig { file, path: None, env, keys: BTreeMap::new() }
+    }
+
+    /// Add API keys by provider name from a store the front end keeps (the desktop app's OS
+    /// keyring). They are used when the environment holds none, before a key in the file.
+    /// Blank keys are ignored.
+    pub fn with_keys(mut self, keys: BTreeMap<String, String>) -> LlmConfig {
+        self.keys.extend(keys.into_iter().filter(|(_, v)| !v.trim().is_empty()));
+        self
+    }
+
+    /// The model for agents and nodes that name none, for this configuration only (a run's
+    /// choice in the app): it wins over `SWITCHYARD_MODEL` and the file's `default_model`.
+    pub fn with_default_model(mut self, model: &str) -> LlmConfig {
+        if !model.trim().is_empty() {
+            self.env.insert("SWITCHYARD_MODEL".into(), model.trim().to_string());
+        }
+        self
+    }
+
+    /// Where `provider`'s key comes from, when it has one.
+    pub fn key_origin(&self, provider: &str) -> Option<KeyOrigin> {
+        let ep = self.endpoint(provider).ok()?;
+        if self.var(&ep.key_source).is_some() {
+            Some(KeyOrigin::Env)
+        } else if self.keys.contains_key(provider) {
+            Some(KeyOrigin::Store)
+        } else if ep.api_key.is_some() {
+            Some(KeyOrigin::File)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the environment variable `name` is set (not blank) in this configuration.
+    pub fn has_var(&self, name: &str) -> bool {
+        self.var(name).is_some()
     }
 
     fn var(&self, name: &str) -> Option<String> {
@@ -203,7 +255,10 @@ impl LlmConfig {
             .and_then(|e| e.api_key_env.clone())
             .or_else(|| builtin.map(|b| b.3.to_string()))
             .unwrap_or_else(|| format!("{prefix}_API_KEY"));
-        let api_key = self.var(&key_var).or_else(|| entry.and_then(|e| e.api_key.clone()).filter(|k| !k.trim().is_empty()));
+        let api_key = self
+            .var(&key_var)
+            .or_else(|| self.keys.get(provider).cloned())
+            .or_else(|| entry.and_then(|e| e.api_key.clone()).filter(|k| !k.trim().is_empty()));
         let key_optional = builtin.is_some_and(|b| b.4) || (builtin.is_none() && entry.is_some_and(|e| e.api_key_env.is_none()));
         let timeout = entry.and_then(|e| e.timeout_s).filter(|t| *t > 0.0).unwrap_or(120.0);
         Ok(Endpoint {
@@ -280,6 +335,29 @@ mod tests {
         assert!(e.contains("ANTHROPIC_API_KEY") && e.contains("anthropic:claude-3-5-haiku"), "{e}");
         // Local servers need none.
         assert!(c.check(&ModelRef::parse("ollama:llama3")).is_ok());
+    }
+
+    #[test]
+    fn keys_from_the_front_end_sit_between_the_environment_and_the_file() {
+        let file = ProviderFile {
+            default_model: Some("openai:gpt-4o-mini".into()),
+            providers: [("openai".to_string(), ProviderEntry { api_key: Some("sk-file".into()), ..Default::default() })].into(),
+        };
+        let keys: BTreeMap<String, String> =
+            [("openai".to_string(), "sk-ring".to_string()), ("groq".to_string(), " ".to_string())].into();
+        let c = LlmConfig::new(file.clone(), env(&[])).with_keys(keys.clone());
+        assert_eq!(c.endpoint("openai").unwrap().api_key.as_deref(), Some("sk-ring"));
+        assert_eq!(c.key_origin("openai"), Some(KeyOrigin::Store));
+        assert_eq!(c.key_origin("groq"), None, "blank keys are ignored");
+        let c = LlmConfig::new(file.clone(), env(&[("OPENAI_API_KEY", "sk-env")])).with_keys(keys);
+        assert_eq!(c.endpoint("openai").unwrap().api_key.as_deref(), Some("sk-env"));
+        assert_eq!(c.key_origin("openai"), Some(KeyOrigin::Env));
+        let c = LlmConfig::new(file, env(&[]));
+        assert_eq!(c.key_origin("openai"), Some(KeyOrigin::File));
+        assert_eq!(c.key_origin("anthropic"), None);
+        // A run's default model wins over the file's.
+        let c = c.with_default_model("ollama:llama3");
+        assert_eq!(c.default_model(), Some(ModelRef::parse("ollama:llama3")));
     }
 
     #[test]

@@ -19,6 +19,7 @@ import { DebugToolbar } from './components/debug/DebugToolbar';
 import { InterruptDialog } from './components/debug/InterruptDialog';
 import { RunConfigPanel } from './components/debug/RunConfigPanel';
 import { DebugPanel } from './components/debug/DebugPanel';
+import { SettingsDialog } from './components/settings/SettingsDialog';
 import { DebugContext, createDebugStore, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
 import type { View } from './types';
 
@@ -229,6 +230,9 @@ function Shell() {
       </ErrorBoundary>
       <ErrorBoundary label="interrupt dialog">
         <InterruptDialog />
+      </ErrorBoundary>
+      <ErrorBoundary label="settings">
+        <SettingsDialog />
       </ErrorBoundary>
       <Toasts />
       <TestHook />

@@ -2,6 +2,7 @@
 // run the UI against `createFakeBackend()`.
 import type { DocumentChanged, EditOp, ExprError, Pos, View } from './types';
 import type { Breakpoint, RunBatch, RunConfig, RunInfo, TraceFile } from './debug/types';
+import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 
 /** `run_control` actions (docs/app-contract.md §5.1). */
 export type RunAction = 'continue' | 'step' | 'pause' | 'stop' | 'restart';
@@ -47,6 +48,16 @@ export interface Backend {
   openTrace(path: string | null): Promise<TraceFile | null>;
   /** Subscribe to `run-events` batches; returns an unsubscribe function. */
   onRunEvents(cb: (b: RunBatch) => void): Promise<() => void>;
+
+  // Settings (docs/app-contract.md §6). No command returns an API key, only a masked form.
+  /** Providers, where their keys come from, the default model, the keyring's state. */
+  settingsGet(): Promise<Settings>;
+  /** Apply one change and write the provider file; a new key goes to the OS keyring, else to the file. */
+  settingsSave(change: SettingsChange): Promise<SaveResult>;
+  /** A cheap request to the provider's model list (5 s timeout). */
+  settingsTestProvider(provider: ProviderInput): Promise<ProbeResult>;
+  /** The models the open document names and whether each can be called. */
+  llmModels(): Promise<ModelsInfo>;
 }
 
 /** Normalise whatever a command rejected with into `{message}`. */
@@ -119,6 +130,10 @@ export function createTauriBackend(): Backend {
       const { listen } = await import('@tauri-apps/api/event');
       return listen<RunBatch>('run-events', (ev) => cb(ev.payload));
     },
+    settingsGet: () => call('settings_get'),
+    settingsSave: (change) => call('settings_save', { change }),
+    settingsTestProvider: (provider) => call('settings_test_provider', { provider }),
+    llmModels: () => call('llm_models'),
   };
 }
 
@@ -155,6 +170,59 @@ export interface FakeBackend extends Backend {
   runInfo: Partial<RunInfo>;
   /** The id of the latest run started. */
   lastRun: string | null;
+
+  // Settings: an in-memory provider file and key store.
+  settings: Settings;
+  /** Keys by provider (never returned; masked in `settings`). */
+  keys: Record<string, { key: string; source: KeySource }>;
+  /** Whether the fake OS keyring answers (false: keys go to the "file"). */
+  keyringAvailable: boolean;
+  /** What `settingsTestProvider` answers. */
+  probe: ProbeResult;
+  /** What `llmModels` answers. */
+  models: ModelsInfo;
+}
+
+/** The masked form of a key the shell sends (mirrors `settings::mask_key`). */
+export function maskKey(key: string): string {
+  const c = Array.from(key.trim());
+  const n = c.length;
+  if (n < 8) return '…';
+  if (n < 16) return `…${c.slice(n - 2).join('')}`;
+  const dash = c.slice(0, 5).indexOf('-');
+  const prefix = dash >= 0 ? c.slice(0, dash + 1).join('') : '';
+  return `${prefix}…${c.slice(n - 4).join('')}`;
+}
+
+const FAKE_BUILTINS: [string, 'openai' | 'anthropic', string, string, boolean][] = [
+  ['anthropic', 'anthropic', 'https://api.anthropic.com', 'ANTHROPIC_API_KEY', false],
+  ['ollama', 'openai', 'http://localhost:11434/v1', 'OLLAMA_API_KEY', true],
+  ['openai', 'openai', 'https://api.openai.com/v1', 'OPENAI_API_KEY', false],
+];
+
+function fakeSettings(): Settings {
+  return {
+    path: '/home/user/.config/switchyard/providers.yaml',
+    file_error: null,
+    default_model: null,
+    default_model_env: null,
+    keyring: { available: true, message: null },
+    providers: FAKE_BUILTINS.map(([name, wire, base_url, key_var, key_optional]) => ({
+      name,
+      builtin: true,
+      configured: false,
+      wire,
+      base_url,
+      base_url_env: null,
+      key_var,
+      key_source: null,
+      key_masked: null,
+      key_optional,
+      models: [],
+      timeout_s: null,
+      error: null,
+    })),
+  };
 }
 
 function clone<T>(v: T): T {
@@ -300,7 +368,68 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       runListeners.add(cb);
       return () => runListeners.delete(cb);
     },
+    settings: fakeSettings(),
+    keys: {},
+    keyringAvailable: true,
+    probe: { status: 'reachable', message: 'http://localhost/v1/models answered 200', models: [] },
+    models: { models: [], default_model: null, choices: [] },
+    settingsGet: () => run('settings_get', undefined, () => refreshSettings()),
+    settingsSave: (change) => run('settings_save', { change }, () => saveSettings(change)),
+    settingsTestProvider: (provider) => run('settings_test_provider', { provider }, () => fake.probe),
+    llmModels: () => run('llm_models', undefined, () => fake.models),
   };
+
+  function refreshSettings(): Settings {
+    const s = fake.settings;
+    s.keyring = fake.keyringAvailable ? { available: true, message: null } : { available: false, message: 'no secret service' };
+    for (const p of s.providers) {
+      const k = fake.keys[p.name];
+      p.key_source = k ? k.source : null;
+      p.key_masked = k ? maskKey(k.key) : null;
+    }
+    return s;
+  }
+
+  function saveSettings(change: SettingsChange): SaveResult {
+    const s = fake.settings;
+    let keyStored: KeySource | null = null;
+    let message: string | null = null;
+    const p = change.provider;
+    if (p) {
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(p.name)) throw { message: `provider name \`${p.name}\`: use letters, digits, \`-\`, \`_\` or \`.\`` };
+      let info: ProviderInfo | undefined = s.providers.find((x) => x.name === p.name);
+      if (!info) {
+        if (!p.base_url) throw { message: `provider \`${p.name}\` needs a base URL (it is not built in)` };
+        info = { name: p.name, builtin: false, configured: true, wire: p.wire, base_url: null, base_url_env: null, key_var: `${p.name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY`, key_source: null, key_masked: null, key_optional: true, models: [], timeout_s: null, error: null };
+        s.providers.push(info);
+        s.providers.sort((a, b) => a.name.localeCompare(b.name));
+      }
+      info.configured = true;
+      info.wire = p.wire;
+      if (p.base_url) info.base_url = p.base_url.replace(/\/+$/, '');
+      info.models = p.models.slice();
+      info.timeout_s = p.timeout_s;
+      if (p.api_key) {
+        keyStored = fake.keyringAvailable ? 'keyring' : 'file';
+        fake.keys[p.name] = { key: p.api_key, source: keyStored };
+        message = fake.keyringAvailable
+          ? `The key of \`${p.name}\` was saved in the OS keyring.`
+          : `The OS keyring is not available (no secret service); the key of \`${p.name}\` was saved in ${s.path}, readable by you only.`;
+      } else if (p.clear_key) delete fake.keys[p.name];
+    }
+    for (const name of change.remove ?? []) {
+      delete fake.keys[name];
+      const i = s.providers.findIndex((x) => x.name === name);
+      if (i >= 0) {
+        if (s.providers[i].builtin) {
+          const b = FAKE_BUILTINS.find((x) => x[0] === name)!;
+          Object.assign(s.providers[i], { configured: false, wire: b[1], base_url: b[2], models: [], timeout_s: null });
+        } else s.providers.splice(i, 1);
+      }
+    }
+    if (change.default_model !== undefined) s.default_model = change.default_model.trim() || null;
+    return { settings: refreshSettings(), key_stored: keyStored, message };
+  }
 
   function requireView(): View {
     if (!fake.view) throw { message: 'no document is open' };

@@ -3,7 +3,7 @@ import type { AppState } from './store';
 import type { DebugState } from './debug/store';
 import { bpEditor } from './components/debug/canvasOverlay';
 
-export type ShortcutAction = 'undo' | 'redo' | 'save' | 'open' | 'search' | 'delete' | 'deselect' | null;
+export type ShortcutAction = 'undo' | 'redo' | 'save' | 'open' | 'search' | 'delete' | 'deselect' | 'settings' | null;
 
 function isTextTarget(t: EventTarget | null): boolean {
   if (!t || !(t instanceof HTMLElement)) return false;
@@ -21,6 +21,7 @@ export function shortcutFor(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey'
     if (key === 's') return 'save';
     if (key === 'o') return 'open';
     if (key === 'f') return 'search';
+    if (key === ',' && !e.shiftKey) return 'settings';
     return null;
   }
   if ((key === 'Delete' || key === 'Backspace') && !mod && !e.altKey && !isTextTarget(e.target)) return 'delete';
@@ -52,6 +53,9 @@ export function handleShortcut(e: KeyboardEvent, state: AppState): boolean {
       break;
     case 'search':
       state.requestSearchFocus();
+      break;
+    case 'settings':
+      state.openSettings(true);
       break;
     case 'delete':
       void state.deleteSelection();

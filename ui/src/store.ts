@@ -49,6 +49,10 @@ export interface AppState {
   searchFocus: number;
   /** Text typed in the source view and not yet sent to the engine. */
   pendingText: string | null;
+  /** The Settings dialog is open (⚙ in the header, Ctrl+,). */
+  settingsOpen: boolean;
+  /** Bumped after every saved settings change (views that show provider state reload). */
+  settingsRevision: number;
 
   init(): Promise<void>;
   setView(view: View | null): void;
@@ -81,6 +85,8 @@ export interface AppState {
   setTheme(t: ThemePref): void;
   toast(kind: Toast['kind'], message: string): void;
   dismissToast(id: number): void;
+  openSettings(open: boolean): void;
+  settingsSaved(): void;
 }
 
 let toastSeq = 1;
@@ -121,6 +127,16 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
       focus: null,
       searchFocus: 0,
       pendingText: null,
+      settingsOpen: false,
+      settingsRevision: 0,
+
+      openSettings(open) {
+        set({ settingsOpen: open });
+      },
+
+      settingsSaved() {
+        set({ settingsRevision: get().settingsRevision + 1 });
+      },
 
       async init() {
         const r = await attempt('Loading the document', () => backend.getView());

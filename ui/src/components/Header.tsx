@@ -143,6 +143,16 @@ export function Header() {
       <button type="button" className="btn" data-testid="open-header-button" onClick={() => void store.getState().openDialog()} title="Open (Ctrl+O)">
         Open…
       </button>
+      <button
+        type="button"
+        className="btn icon-btn"
+        data-testid="settings-button"
+        onClick={() => store.getState().openSettings(true)}
+        title="Settings: LLM providers, API keys, default model (Ctrl+,)"
+        aria-label="Settings"
+      >
+        ⚙
+      </button>
       <button type="button" className="btn icon-btn" data-testid="theme-toggle" onClick={() => store.getState().setTheme(nextTheme)} title={`Theme: ${theme} (click for ${nextTheme})`}>
         {theme === 'system' ? '◐' : theme === 'dark' ? '☾' : '☀'}
       </button>

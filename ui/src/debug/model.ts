@@ -8,6 +8,7 @@
 import type {
   DebugEvent,
   FinishStatus,
+  LlmErrorKind,
   Pending,
   PauseReason,
   RouteReason,
@@ -41,8 +42,33 @@ export interface CallRecord {
   call?: ToolCallInfo;
   result?: unknown;
   error?: string | null;
+  /** LLM calls that failed: the failure's kind (`error` holds the message). */
+  errorKind?: LlmErrorKind | null;
+  /** LLM calls: the text streamed so far (`llm_delta`), until the response replaces it. */
+  stream?: string;
+  /** LLM calls: the model asked for (`provider:name`), then the one that answered. */
+  model?: string | null;
+  /** LLM calls: the latency the engine measured (`duration_ms`). */
+  durationMs?: number | null;
+  /** LLM calls: what the call cost, when the model's price is known. */
+  costUsd?: number | null;
   startMs: number;
   endMs: number | null;
+}
+
+/** The first request of a replay that differs from the recording (`replay_diverged`). */
+export interface Divergence {
+  node: string;
+  /** Which call of the node (1-based). */
+  call: number;
+  /** Where the requests differ (`messages[1].content`), or why there is no recorded call. */
+  path: string;
+  recorded: unknown;
+  now: unknown;
+  /** The run that made the call (`<run>/<node>` for a nested run). */
+  run: string;
+  /** The top-level step it happened in (null: before any step). */
+  step: number | null;
 }
 
 export interface StateEdit {
@@ -75,6 +101,8 @@ export interface StepRow {
   updates: Record<string, unknown>;
   /** The failure of the step, if it failed. */
   error: string | null;
+  /** LLM calls of the step that failed (`llm_error`; retried or not). */
+  llmErrors: number;
 }
 
 export interface EdgeMark {
@@ -139,6 +167,8 @@ export interface RunModel {
   edits: (StateEdit & { step: number })[];
   /** Why the run paused last (cleared when a node starts). */
   paused: PauseReason | null;
+  /** Where a replay first sent a request that differs from the recording. */
+  diverged: Divergence | null;
   /** The top-level run's events (for `reconstructState` when no live run can be asked). */
   log: EventLog;
   /** Internal bookkeeping of the fold (in-flight calls, last routed step). Do not render. */
@@ -177,6 +207,7 @@ export function emptyModel(): RunModel {
     eventCount: 0,
     edits: [],
     paused: null,
+    diverged: null,
     log: { items: [], length: 0 },
     internal: { llm: {}, tool: {}, lastRouteStep: 0, lastEdges: [], curStep: 0, seq: 0 },
   };
@@ -416,6 +447,7 @@ function newRow(step: number, ts: number): StepRow {
     exited: [],
     updates: {},
     error: null,
+    llmErrors: 0,
   };
 }
 
@@ -483,6 +515,7 @@ export function foldEvents(model: RunModel, events: DebugEvent[]): RunModel {
 function foldNested(d: Draft, ev: DebugEvent): void {
   const m = d.m;
   const top = nestedNode(m.run ?? '', ev.run);
+  if (ev.event === 'replay_diverged') diverged(d, ev, m.steps.length ? m.steps[rowOfNode(m.steps, top)].step : null);
   if (!m.steps.length) return;
   const i = rowOfNode(m.steps, top);
   const row = d.row(i);
@@ -503,15 +536,31 @@ function foldCall(d: Draft, row: StepRow, ev: DebugEvent): void {
         id,
         run: ev.run,
         request: { messages: ev.messages, tools: ev.tools },
+        model: ev.model ?? null,
         startMs: ev.ts_ms,
         endMs: null,
       });
       d.llmOpen()[`${ev.run}\u0000${ev.node}`] = [row.step, id];
       break;
     }
+    case 'llm_delta': {
+      // Text of the answer in flight: appended to its call; no new row, no new call.
+      const open = m.internal.llm[`${ev.run}\u0000${ev.node}`];
+      if (!open || typeof ev.text !== 'string') break;
+      const ri = findRow(m.steps, open[0]);
+      if (ri < 0) break;
+      const target = d.row(ri);
+      const ci = lastIndexOf(target.calls, (c) => c.id === open[1]);
+      if (ci < 0) break;
+      const c = target.calls[ci];
+      if (d.isOwn(c)) c.stream = (c.stream ?? '') + ev.text;
+      else target.calls[ci] = d.own({ ...c, stream: (c.stream ?? '') + ev.text });
+      break;
+    }
     case 'llm_response': {
       const usage = normUsage(ev.usage);
       const response = { content: ev.content ?? null, tool_calls: ev.tool_calls ?? [], usage };
+      const extra = { durationMs: ev.duration_ms ?? null, costUsd: ev.cost_usd ?? null };
       const key = `${ev.run}\u0000${ev.node}`;
       const open = m.internal.llm[key];
       let target = row;
@@ -522,14 +571,38 @@ function foldCall(d: Draft, row: StepRow, ev: DebugEvent): void {
           target = d.row(ri);
           const ci = lastIndexOf(target.calls, (c) => c.id === open[1]);
           if (ci >= 0) {
-            target.calls[ci] = { ...target.calls[ci], response, endMs: ev.ts_ms };
+            const c = target.calls[ci];
+            // The final response replaces the streamed text.
+            target.calls[ci] = { ...c, response, ...extra, model: ev.model ?? c.model ?? null, stream: undefined, endMs: ev.ts_ms };
             addTokens(target, usage);
             break;
           }
         }
       }
-      target.calls.push({ kind: 'llm', node: ev.node, step: target.step, id: `llm-${++m.internal.seq}`, run: ev.run, response, startMs: ev.ts_ms, endMs: ev.ts_ms });
+      target.calls.push({ kind: 'llm', node: ev.node, step: target.step, id: `llm-${++m.internal.seq}`, run: ev.run, response, ...extra, model: ev.model ?? null, startMs: ev.ts_ms, endMs: ev.ts_ms });
       addTokens(target, usage);
+      break;
+    }
+    case 'llm_error': {
+      const patch = { error: ev.message, errorKind: ev.kind ?? 'other', durationMs: ev.duration_ms ?? null, endMs: ev.ts_ms };
+      const key = `${ev.run}\u0000${ev.node}`;
+      const open = m.internal.llm[key];
+      let target = row;
+      if (open) {
+        delete d.llmOpen()[key];
+        const ri = findRow(m.steps, open[0]);
+        if (ri >= 0) {
+          target = d.row(ri);
+          const ci = lastIndexOf(target.calls, (c) => c.id === open[1]);
+          if (ci >= 0) {
+            target.calls[ci] = { ...target.calls[ci], ...patch };
+            target.llmErrors++;
+            break;
+          }
+        }
+      }
+      target.calls.push({ kind: 'llm', node: ev.node, step: target.step, id: `llm-${++m.internal.seq}`, run: ev.run, ...patch, startMs: ev.ts_ms - (ev.duration_ms ?? 0) });
+      target.llmErrors++;
       break;
     }
     case 'tool_call': {
@@ -562,6 +635,12 @@ function foldCall(d: Draft, row: StepRow, ev: DebugEvent): void {
   }
 }
 
+/** Keep the first divergence of the run (the engine reports only the first). */
+function diverged(d: Draft, ev: Extract<DebugEvent, { event: 'replay_diverged' }>, step: number | null): void {
+  if (d.m.diverged) return;
+  d.m.diverged = { node: ev.node, call: ev.call, path: ev.path, recorded: ev.recorded, now: ev.now, run: ev.run, step };
+}
+
 function lastIndexOf<T>(list: T[], pred: (x: T) => boolean): number {
   for (let i = list.length - 1; i >= 0; i--) if (pred(list[i])) return i;
   return -1;
@@ -569,7 +648,8 @@ function lastIndexOf<T>(list: T[], pred: (x: T) => boolean): number {
 
 function foldTop(d: Draft, ev: DebugEvent): void {
   const m = d.m;
-  d.log(ev);
+  // Streamed text is not kept in the event log (states are rebuilt from the other events).
+  if (ev.event !== 'llm_delta') d.log(ev);
   switch (ev.event) {
     case 'run_started':
       m.agent = ev.agent;
@@ -645,8 +725,22 @@ function foldTop(d: Draft, ev: DebugEvent): void {
       if (!int.lastEdges.includes(key)) int.lastEdges = [...int.lastEdges, key];
       break;
     }
+    case 'llm_delta': {
+      // Deltas touch only their call's row (found through the open call, not by search).
+      const open = m.internal.llm[`${ev.run}\u0000${ev.node}`];
+      if (!open) break;
+      const i = findRow(m.steps, open[0]);
+      if (i >= 0) foldCall(d, m.steps[i], ev);
+      break;
+    }
+    case 'replay_diverged': {
+      const i = rowOfNode(m.steps, ev.node);
+      diverged(d, ev, i >= 0 ? m.steps[i].step : null);
+      break;
+    }
     case 'llm_request':
     case 'llm_response':
+    case 'llm_error':
     case 'tool_call':
     case 'tool_result': {
       const i = rowOfNode(m.steps, ev.node);
@@ -747,6 +841,7 @@ function rewind(d: Draft, step: number): void {
   m.paused = 'requested';
   m.errors = d.own(m.errors.filter((e) => e.step != null && e.step <= step));
   m.edits = d.own(m.edits.filter((e) => e.step <= step));
+  if (m.diverged && (m.diverged.step ?? 0) > step) m.diverged = null;
   m.internal.llm = d.own({});
   m.internal.tool = d.own({});
   m.internal.curStep = step;

@@ -11,8 +11,12 @@ export interface Breakpoint {
 export type LlmMode =
   | { mode: 'scripted'; script?: string | null }
   | { mode: 'none' }
-  | { mode: 'replay'; cassette: string }
-  | { mode: 'live' };
+  /** `cassette`: relative to the agent; empty = `<agent stem>.cassette.json` (or `cassette.json`)
+   *  beside it. `strict`: a request that differs from the recording fails the call. */
+  | { mode: 'replay'; cassette?: string | null; strict?: boolean }
+  /** `model`: the model for agents and nodes that name none, this run only (empty = the
+   *  configured default). */
+  | { mode: 'live'; model?: string | null };
 
 export interface RunConfig {
   agent?: string | null;
@@ -26,6 +30,8 @@ export interface RunConfig {
   break_on_error: boolean;
   /** `continue` (F5) runs to the first stop; `step` (F10) runs one step and pauses. */
   start: 'continue' | 'step';
+  /** Record every LLM and tool exchange into this cassette (relative to the agent); null = no. */
+  record?: string | null;
 }
 
 export interface RunInfo {
@@ -90,6 +96,19 @@ export interface ToolCallInfo {
   args: unknown;
 }
 
+/** `ErrorKind` of src/run/provider.rs. */
+export type LlmErrorKind =
+  | 'timeout'
+  | 'connection'
+  | 'rate_limited'
+  | 'server'
+  | 'malformed'
+  | 'auth'
+  | 'bad_request'
+  | 'cancelled'
+  | 'config'
+  | 'other';
+
 export interface TokenUsage {
   input: number;
   output: number;
@@ -113,8 +132,27 @@ export type DebugEvent = EventBase &
     | { event: 'node_enter'; step: number; node: string; kind: string }
     | { event: 'node_exit'; step: number; node: string; update: unknown; duration_ms: number }
     | { event: 'route'; from: string; to: string; reason: RouteReason }
-    | { event: 'llm_request'; node: string; messages: unknown; tools: unknown }
-    | { event: 'llm_response'; node: string; content?: string | null; tool_calls?: ToolCallInfo[]; usage?: WireTokenUsage | TokenUsage }
+    | { event: 'llm_request'; node: string; messages: unknown; tools: unknown; /** `provider:name` as the document names it. */ model?: string | null }
+    /** Streamed text of the answer in flight (coalesced, ~40 ms). */
+    | { event: 'llm_delta'; node: string; text: string }
+    | {
+        event: 'llm_response';
+        node: string;
+        content?: string | null;
+        tool_calls?: ToolCallInfo[];
+        usage?: WireTokenUsage | TokenUsage;
+        /** Latency of the call, streaming included. */
+        duration_ms?: number | null;
+        /** The model that answered, as the provider reports it. */
+        model?: string | null;
+        cost_usd?: number | null;
+      }
+    /** A model call failed (it may be retried: a new `llm_request` follows). */
+    | { event: 'llm_error'; node: string; kind: LlmErrorKind; message: string; duration_ms: number }
+    /** A replayed run sent a request that differs from the recording (the first difference). */
+    | { event: 'replay_diverged'; node: string; call: number; path: string; recorded: unknown; now: unknown }
+    /** A line of a tool server's stderr (MCP), or another run log line. */
+    | { event: 'log'; node?: string | null; source?: string | null; level?: string | null; message?: string; text?: string }
     | { event: 'tool_call'; node: string; call: ToolCallInfo }
     | { event: 'tool_result'; node: string; id: string; name: string; result?: unknown; error?: string | null }
     | { event: 'interrupt'; id: string; node: string; kind: InterruptKind; prompt: string; options?: string[]; value?: unknown; default?: string | null; validation?: string | null }

@@ -502,3 +502,97 @@ describe('foldEvents: long runs', () => {
     expect(ms).toBeLessThan(3000);
   });
 });
+
+describe('foldEvents: live providers (streaming, failures, replay)', () => {
+  const start = (): Body[] => [
+    { event: 'run_started', agent: 'triage', input: 'hi' },
+    { event: 'node_enter', step: 1, node: 'answer', kind: 'call_llm' },
+    { event: 'llm_request', node: 'answer', messages: [{ role: 'user', content: 'hi' }], tools: [], model: 'openai:gpt-4o-mini' },
+  ];
+
+  it('accumulates llm_delta text on the call in flight, then the final response replaces it', () => {
+    let m = foldEvents(emptyModel(), events(R, start()));
+    const deltas = ['Order ', '1001 ', 'shipped', ' on Monday.'];
+    const seen: string[] = [];
+    for (let i = 0; i < deltas.length; i++) {
+      // Each batch one delta (~40 ms apart): no new row, no new call, the text grows.
+      m = foldEvents(m, events(R, [{ event: 'llm_delta', node: 'answer', text: deltas[i] }], 1_700_000_001_000 + i * 40));
+      expect(m.steps).toHaveLength(1);
+      expect(m.steps[0].calls).toHaveLength(1);
+      seen.push(m.steps[0].calls[0].stream ?? '');
+    }
+    expect(seen).toEqual(['Order ', 'Order 1001 ', 'Order 1001 shipped', 'Order 1001 shipped on Monday.']);
+    const call = m.steps[0].calls[0];
+    expect(call).toMatchObject({ kind: 'llm', endMs: null, model: 'openai:gpt-4o-mini' });
+    // Several deltas in one batch land on the same call too.
+    const batch = foldEvents(emptyModel(), events(R, [...start(), { event: 'llm_delta', node: 'answer', text: 'a' }, { event: 'llm_delta', node: 'answer', text: 'b' }]));
+    expect(batch.steps[0].calls[0].stream).toBe('ab');
+    // Deltas are not kept in the event log (states are rebuilt without them).
+    expect(modelEvents(m).some((e) => e.event === 'llm_delta')).toBe(false);
+
+    m = foldEvents(
+      m,
+      events(R, [
+        {
+          event: 'llm_response',
+          node: 'answer',
+          content: 'Order 1001 shipped on Monday.',
+          tool_calls: [],
+          usage: { input_tokens: 12, output_tokens: 7 },
+          duration_ms: 812,
+          model: 'gpt-4o-mini-2024-07-18',
+          cost_usd: 0.0000063,
+        } as unknown as Body,
+        { event: 'node_exit', step: 1, node: 'answer', update: {}, duration_ms: 815 },
+      ]),
+    );
+    const done = m.steps[0].calls[0];
+    expect(done.stream).toBeUndefined();
+    expect(done.response).toMatchObject({ content: 'Order 1001 shipped on Monday.', usage: { input: 12, output: 7 } });
+    expect(done).toMatchObject({ durationMs: 812, costUsd: 0.0000063, model: 'gpt-4o-mini-2024-07-18' });
+    expect(m.steps[0].tokens).toEqual({ input: 12, output: 7 });
+  });
+
+  it('a delta with no call in flight changes nothing', () => {
+    const m = foldEvents(emptyModel(), events(R, [{ event: 'run_started', agent: 'a', input: null }, { event: 'node_enter', step: 1, node: 'x', kind: 'call_llm' }]));
+    const m2 = foldEvents(m, events(R, [{ event: 'llm_delta', node: 'x', text: 'stray' }]));
+    expect(m2.steps[0]).toBe(m.steps[0]);
+  });
+
+  it('records llm_error on the failed call and counts it on the row; a retry is a new call', () => {
+    const m = foldEvents(
+      emptyModel(),
+      events(R, [
+        ...start(),
+        { event: 'llm_delta', node: 'answer', text: 'Ord' },
+        { event: 'llm_error', node: 'answer', kind: 'rate_limited', message: 'answer (openai:gpt-4o-mini): 429 Too Many Requests', duration_ms: 120 },
+        { event: 'llm_request', node: 'answer', messages: [], tools: [], model: 'openai:gpt-4o-mini' },
+        { event: 'llm_response', node: 'answer', content: 'ok', tool_calls: [], usage: { input_tokens: 1, output_tokens: 1 } } as unknown as Body,
+        { event: 'node_exit', step: 1, node: 'answer', update: {}, duration_ms: 300 },
+      ]),
+    );
+    const row = m.steps[0];
+    expect(row.llmErrors).toBe(1);
+    expect(row.calls).toHaveLength(2);
+    expect(row.calls[0]).toMatchObject({ errorKind: 'rate_limited', error: 'answer (openai:gpt-4o-mini): 429 Too Many Requests', durationMs: 120, stream: 'Ord' });
+    expect(row.calls[0].endMs).not.toBeNull();
+    expect(row.calls[1].response?.content).toBe('ok');
+    expect(row.status).toBe('done');
+  });
+
+  it('keeps the first replay_diverged of the run with its step; a rewind before it clears it', () => {
+    const diverge: Body = { event: 'replay_diverged', node: 'answer', call: 2, path: 'messages[1].content', recorded: 'Where is order 42?', now: 'Where is order 43?' };
+    let m = foldEvents(emptyModel(), events(R, [...start(), diverge]));
+    expect(m.diverged).toEqual({ node: 'answer', call: 2, path: 'messages[1].content', recorded: 'Where is order 42?', now: 'Where is order 43?', run: R, step: 1 });
+    const again = foldEvents(m, events(R, [{ ...diverge, call: 3 } as Body]));
+    expect(again.diverged?.call).toBe(2);
+    // Nested runs report through the parent's step.
+    const nested = foldEvents(emptyModel(), [
+      ...events(R, [{ event: 'run_started', agent: 'a', input: null }, { event: 'node_enter', step: 1, node: 'helper', kind: 'call_agent' }]),
+      ...events(`${R}/helper`, [diverge], 1_700_000_002_000),
+    ]);
+    expect(nested.diverged).toMatchObject({ node: 'answer', run: `${R}/helper`, step: 1 });
+    m = foldEvents(m, events(R, [{ event: 'llm_response', node: 'answer', content: 'x', tool_calls: [] } as unknown as Body, { event: 'node_exit', step: 1, node: 'answer', update: {}, duration_ms: 1 }, { event: 'rewound', step: 0 }]));
+    expect(m.diverged).toBeNull();
+  });
+});

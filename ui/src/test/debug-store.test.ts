@@ -468,3 +468,52 @@ describe('debug store: failures', () => {
     await waitFor(() => expect(ctx.dbg.getState().stateView).toMatchObject({ step: 2, state: { n: 2 }, loading: false, error: null }));
   });
 });
+
+describe('debug store: live providers', () => {
+  it('folds streamed deltas on frames into the one call in flight; the response replaces them; errors and divergence are kept', async () => {
+    const ctx = await setup();
+    const { backend, dbg } = ctx;
+    dbg.getState().setConfig({ llm: { mode: 'replay', cassette: null, strict: false }, record: 'agent.cassette.json' });
+    await dbg.getState().start('continue');
+    expect(calls(backend, 'run_start')[0].args).toMatchObject({ config: { llm: { mode: 'replay', cassette: null, strict: false }, record: 'agent.cassette.json' } });
+    const run = dbg.getState().info!.run;
+    backend.emitRun({
+      run,
+      events: evs(run, [
+        { event: 'run_started', agent: 'demo', input: 'hi' },
+        { event: 'node_enter', step: 1, node: 'answer', kind: 'call_llm' },
+        { event: 'llm_request', node: 'answer', messages: [], tools: [], model: 'openai:gpt-4o-mini' },
+      ]),
+      status: { state: 'running', step: 0, due: [], reason: null },
+    });
+    // Many small batches of deltas (the engine sends ~30 a second), folded on the next frame.
+    const words = ['The ', 'order ', 'shipped ', 'on ', 'Monday.'];
+    for (const w of words) backend.emitRun({ run, events: evs(run, [{ event: 'llm_delta', node: 'answer', text: w }]), status: null });
+    await waitFor(() => expect(shownModel(dbg.getState()).steps[0]?.calls[0]?.stream).toBe(words.join('')));
+    const m = dbg.getState().model;
+    expect(m.steps).toHaveLength(1);
+    expect(m.steps[0].calls).toHaveLength(1);
+    backend.emitRun({
+      run,
+      events: evs(run, [
+        { event: 'replay_diverged', node: 'answer', call: 1, path: 'messages[0].content', recorded: 'a', now: 'b' },
+        { event: 'llm_error', node: 'answer', kind: 'timeout', message: 'answer: no complete answer within 120 s', duration_ms: 120000 },
+        { event: 'llm_request', node: 'answer', messages: [], tools: [], model: 'openai:gpt-4o-mini' },
+        { event: 'llm_delta', node: 'answer', text: 'again' },
+        { event: 'llm_response', node: 'answer', content: 'The order shipped on Monday.', tool_calls: [], usage: { input_tokens: 3, output_tokens: 6 }, duration_ms: 40 } as unknown as Body,
+      ]),
+      status: null,
+    });
+    dbg.getState().flush();
+    const row = dbg.getState().model.steps[0];
+    expect(row.llmErrors).toBe(1);
+    expect(row.calls.map((c) => [c.errorKind ?? null, c.stream ?? null, c.response?.content ?? null])).toEqual([
+      ['timeout', 'The order shipped on Monday.', null],
+      [null, null, 'The order shipped on Monday.'],
+    ]);
+    expect(dbg.getState().model.diverged).toMatchObject({ node: 'answer', call: 1, step: 1 });
+    // A new run starts without the old divergence.
+    await dbg.getState().start('continue');
+    expect(dbg.getState().model.diverged).toBeNull();
+  });
+});

@@ -502,11 +502,7 @@ describe('run configuration', () => {
     expect(within(panel).queryByTestId('run-agent')).toBeNull(); // one agent only
     const mode = screen.getByTestId('run-llm-mode') as HTMLSelectElement;
     const opt = (v: string) => Array.from(mode.options).find((o) => o.value === v)!;
-    expect(opt('scripted').disabled).toBe(false);
-    expect(opt('none').disabled).toBe(false);
-    expect(opt('replay').disabled).toBe(true);
-    expect(opt('live').disabled).toBe(true);
-    expect(opt('live').title).toContain('issue 6');
+    for (const m of ['scripted', 'replay', 'live', 'none']) expect(opt(m).disabled).toBe(false);
 
     fireEvent.change(screen.getByTestId('run-input'), { target: { value: 'Where is order 42?' } });
     fireEvent.change(screen.getByTestId('run-state'), { target: { value: '{"turns": ' } });

@@ -1,6 +1,7 @@
 // The LLM and tool calls of the selected step (or of the latest step when following): the exact
-// messages sent, the tools bound, the response and its tool calls, tokens and latency; tool calls
-// with their arguments and result or error.
+// messages sent, the tools bound, the response and its tool calls, model, tokens, latency and
+// cost; the reply text growing while it streams; failed calls with their kind; tool calls with
+// their arguments and result or error.
 import { useState, type ReactNode } from 'react';
 import { shownModel, useDebug } from '../../debug/store';
 import { rowAt, type CallRecord } from '../../debug/model';
@@ -59,8 +60,31 @@ function ToolBound({ spec }: { spec: ToolSpec }) {
 }
 
 function latency(c: CallRecord): string {
+  if (c.durationMs != null) return fmtMs(c.durationMs);
   return c.endMs == null ? 'running…' : fmtMs(c.endMs - c.startMs);
 }
+
+/** `$0.0012`: enough digits to see a cheap call. */
+export function fmtCost(usd: number | null | undefined): string {
+  if (usd == null || !Number.isFinite(usd)) return '';
+  if (usd === 0) return '$0';
+  if (usd < 0.01) return `$${usd.toPrecision(2)}`;
+  return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+}
+
+/** What each failure kind means, for the tooltip. */
+const ERROR_KIND_TEXT: Record<string, string> = {
+  timeout: 'no answer in time',
+  connection: 'the connection failed',
+  rate_limited: 'rate limited (HTTP 429)',
+  server: 'server error (HTTP 5xx)',
+  malformed: 'the answer was not in the expected format',
+  auth: 'the key was refused (HTTP 401/403)',
+  bad_request: 'the request was refused (HTTP 4xx)',
+  cancelled: 'cancelled: the run was stopped',
+  config: 'the provider is not set up',
+  other: 'failed',
+};
 
 function LlmCall({ c, top }: { c: CallRecord; top: string | null }) {
   const messages = c.request?.messages;
@@ -69,16 +93,39 @@ function LlmCall({ c, top }: { c: CallRecord; top: string | null }) {
   const usage = c.response?.usage ?? null;
   const calls = c.response?.tool_calls ?? [];
   const waiting = c.endMs == null;
+  const streaming = waiting && !!c.stream;
+  const failed = !!c.errorKind || (c.error != null && c.error !== '');
+  const state = waiting ? (streaming ? 'streaming' : 'waiting') : failed ? 'error' : 'done';
   return (
-    <div className="call kind-llm" data-testid="call" data-kind="llm" data-node={c.node}>
+    <div className={`call kind-llm${failed ? ' failed' : ''}`} data-testid="call" data-kind="llm" data-node={c.node} data-state={state}>
       <div className="call-head">
         <span className="call-kind">LLM</span>
         <span className="call-name">{c.node}</span>
+        {c.model ? (
+          <span className="kind-pill mono" data-testid="call-model" title="model">
+            {c.model}
+          </span>
+        ) : null}
         {top && c.run !== top ? <span className="kind-pill">nested: {c.run.slice(top.length + 1)}</span> : null}
+        {streaming ? (
+          <span className="call-live" data-testid="call-streaming">
+            streaming…
+          </span>
+        ) : null}
+        {c.errorKind ? (
+          <span className="call-error-kind" data-testid="call-error-kind" data-kind={c.errorKind} title={ERROR_KIND_TEXT[c.errorKind] ?? c.errorKind}>
+            ✕ {c.errorKind.replace('_', ' ')}
+          </span>
+        ) : null}
         <span className="call-metrics">
           <span data-testid="call-tokens" title="tokens in / out">
-            {usage ? `${usage.input} in / ${usage.output} out` : waiting ? '' : 'no usage'}
+            {usage ? `${usage.input} in / ${usage.output} out` : waiting || failed ? '' : 'no usage'}
           </span>
+          {c.costUsd != null ? (
+            <span data-testid="call-cost" title="cost (from the model's list price)">
+              {fmtCost(c.costUsd)}
+            </span>
+          ) : null}
           <span data-testid="call-latency" title="latency">
             {latency(c)}
           </span>
@@ -106,14 +153,22 @@ function LlmCall({ c, top }: { c: CallRecord; top: string | null }) {
           </Section>
         ) : null}
         <Section title="Response" testid="call-response">
-          {c.error ? <div className="call-error">{c.error}</div> : null}
+          {c.error ? (
+            <div className="call-error" data-testid="call-error">
+              {c.error}
+            </div>
+          ) : null}
           {c.response?.content ? (
-            <div className={`call-text${waiting ? ' call-streaming' : ''}`} data-testid="call-response-text">
+            <div className="call-text" data-testid="call-response-text">
               {c.response.content}
+            </div>
+          ) : c.stream ? (
+            <div className={`call-text${waiting ? ' call-streaming' : ' call-partial'}`} data-testid="call-response-text" data-streaming={waiting ? 'true' : 'false'}>
+              {c.stream}
             </div>
           ) : waiting ? (
             <div className="muted small call-streaming">waiting for the model</div>
-          ) : calls.length === 0 && !c.error ? (
+          ) : calls.length === 0 && !failed ? (
             <div className="muted small">(no content)</div>
           ) : null}
           {calls.map((tc, i) => (
@@ -179,6 +234,8 @@ export function CallInspector() {
     (t, c) => (c.response?.usage ? { input: t.input + c.response.usage.input, output: t.output + c.response.usage.output } : t),
     { input: 0, output: 0 },
   );
+  const failed = llm.filter((c) => c.errorKind).length;
+  const cost = llm.reduce<number | null>((sum, c) => (c.costUsd != null ? (sum ?? 0) + c.costUsd : sum), null);
   return (
     <div className="call-inspector" style={{ display: 'flex', flexDirection: 'column', flex: 1, minHeight: 0 }}>
       <div className="dp-toolbar">
@@ -190,7 +247,8 @@ export function CallInspector() {
         <span className="spacer" />
         {calls.length ? (
           <span className="muted small">
-            {llm.length} LLM · {calls.length - llm.length} tool · {tokens.input} in / {tokens.output} out
+            {llm.length} LLM{failed ? ` (${failed} failed)` : ''} · {calls.length - llm.length} tool · {tokens.input} in / {tokens.output} out
+            {cost != null ? ` · ${fmtCost(cost)}` : ''}
           </span>
         ) : null}
       </div>

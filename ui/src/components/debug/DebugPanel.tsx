@@ -2,6 +2,8 @@
 // run or an earlier one kept in `history`, e.g. the run before a rewind, to compare with the fork).
 import '../../debug/panel.css';
 import { shownModel, useDebug, useDebugStore, type PanelTab } from '../../debug/store';
+import type { Divergence } from '../../debug/model';
+import { useAppStore } from '../../store';
 import { CallInspector } from './CallInspector';
 import { StateTree } from './StateTree';
 import { Timeline } from './Timeline';
@@ -50,10 +52,55 @@ function RunHeader() {
   );
 }
 
+/** A JSON value on one line, cut to `max` characters. */
+export function shortValue(v: unknown, max = 120): string {
+  let t: string;
+  if (v === undefined) t = '(nothing)';
+  else if (typeof v === 'string') t = JSON.stringify(v);
+  else {
+    try {
+      t = JSON.stringify(v) ?? String(v);
+    } catch {
+      t = String(v);
+    }
+  }
+  return t.length > max ? `${t.slice(0, max)}…` : t;
+}
+
+/** "Replay diverged at call 2 of node `answer`: `messages[1].content` was … now …" */
+export function divergenceText(d: Divergence): string {
+  return `Replay diverged at call ${d.call} of node ${d.node}: \`${d.path}\` was ${shortValue(d.recorded)} now ${shortValue(d.now)}`;
+}
+
+function DivergedBanner({ d }: { d: Divergence }) {
+  const dbg = useDebugStore();
+  const app = useAppStore();
+  const pick = () => {
+    if (d.step != null) void dbg.getState().selectStep(d.step);
+    const st = app.getState();
+    if (st.view?.nodes.some((n) => n.id === d.node)) st.select({ type: 'node', id: d.node }, { reveal: true, focus: true });
+    else st.toast('info', `Node \`${d.node}\` is not on this canvas (it ran in ${d.run})`);
+  };
+  return (
+    <div className="dp-banner diverged" data-testid="replay-diverged" data-node={d.node} data-call={d.call} data-path={d.path} role="alert" title={divergenceText(d)}>
+      <strong>Replay diverged</strong>
+      <span>
+        at call {d.call} of node <code>{d.node}</code>
+        {d.step != null ? ` (step ${d.step})` : ''}: <code>{d.path}</code> was <code title={shortValue(d.recorded, 4000)}>{shortValue(d.recorded)}</code> now{' '}
+        <code title={shortValue(d.now, 4000)}>{shortValue(d.now)}</code>
+      </span>
+      <button type="button" className="link" data-testid="replay-diverged-select" onClick={pick} title="Select the node and its step">
+        Show {d.node}
+      </button>
+    </div>
+  );
+}
+
 export function DebugPanel() {
   const dbg = useDebugStore();
   const tab = useDebug((s) => s.panelTab);
   const viewing = useDebug((s) => s.viewing);
+  const diverged = useDebug((s) => shownModel(s).diverged);
   const hasRun = useDebug((s) => s.mode !== 'idle' || s.starting || s.viewing != null || shownModel(s).eventCount > 0);
   const stepCount = useDebug((s) => shownModel(s).steps.length);
   const diffCount = useDebug((s) => (s.stateView && !s.stateView.loading ? s.stateView.diff.length : 0));
@@ -94,6 +141,7 @@ export function DebugPanel() {
           </button>
         </div>
       ) : null}
+      {diverged ? <DivergedBanner d={diverged} /> : null}
       <div className="dp-body" role="tabpanel">
         {!hasRun ? (
           <div className="dp-hint" data-testid="debug-hint">

@@ -167,10 +167,10 @@ export function DebugToolbar() {
         disabled={!hasView}
         aria-expanded={configOpen}
         onClick={() => s().openConfig(!configOpen)}
-        title="Run configuration: input, initial state, agent, LLM replies, answers"
+        title="Run configuration: input, initial state, agent, LLM mode (scripted, replay, live), recording, answers"
       >
         <span className="dbg-ico" aria-hidden>
-          ⚙
+          ☰
         </span>
         <span className="dbg-label">Configure…</span>
       </button>

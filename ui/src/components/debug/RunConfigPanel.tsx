@@ -1,12 +1,25 @@
 // The run configuration: a panel under the toolbar with the input, the initial state (JSON), the
-// agent, the LLM mode and answers queued for interrupts, and Run / Step buttons.
+// agent, where LLM replies come from (scripted, replay of a cassette, live models, none),
+// recording to a cassette, answers queued for interrupts, and Run / Step buttons.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import '../../debug/debug.css';
+import { errorMessage } from '../../backend';
 import { useDebug, useDebugStore } from '../../debug/store';
 import type { LlmMode, RunConfig } from '../../debug/types';
-import { useApp } from '../../store';
+import type { ModelsInfo } from '../../settings/types';
+import { useApp, useAppStore } from '../../store';
 
-const ISSUE6 = 'arrives with live providers (issue 6)';
+/** `<agent stem>.cassette.json`: where a recording goes and a replay looks first. */
+export function defaultCassette(fileName: string): string {
+  const dot = fileName.lastIndexOf('.');
+  const stem = dot > 0 ? fileName.slice(0, dot) : fileName || 'agent';
+  return `${stem}.cassette.json`;
+}
+
+/** Whether a run error is about provider setup (a key, an unknown provider): Settings can fix it. */
+export function needsSettings(message: string | null | undefined): boolean {
+  return !!message && /API key|api_key|_API_KEY|Settings|unknown LLM provider|cannot run live/i.test(message);
+}
 
 /** Parse the initial-state text: empty = none; otherwise a JSON object. */
 export function parseStateText(text: string): { value: Record<string, unknown> | undefined; error: string | null } {
@@ -74,6 +87,7 @@ function RunConfigForm() {
   const viewAgent = useApp((s) => s.view?.agent ?? null);
   const dialect = useApp((s) => s.view?.dialect ?? null);
   const fileName = useApp((s) => s.view?.file_name ?? '');
+  const app = useAppStore();
 
   // The JSON texts are edited locally and pushed to the configuration whenever they are valid.
   const [stateSrc, setStateSrc] = useState(() => stateText(config.state));
@@ -104,12 +118,21 @@ function RunConfigForm() {
     let next: LlmMode;
     if (mode === 'none') next = { mode: 'none' };
     else if (mode === 'scripted') next = { mode: 'scripted', script: llm.mode === 'scripted' ? (llm.script ?? null) : null };
-    else return; // replay / live: not yet (issue 6)
+    else if (mode === 'replay') next = llm.mode === 'replay' ? llm : { mode: 'replay', cassette: null, strict: false };
+    else if (mode === 'live') next = llm.mode === 'live' ? llm : { mode: 'live', model: null };
+    else return;
     set({ llm: next });
   };
+  const cassette = defaultCassette(fileName);
+  const [recordPath, setRecordPath] = useState(() => config.record || cassette);
+  const recording = config.record != null && config.record !== '';
+  const replayPath = llm.mode === 'replay' ? llm.cassette?.trim() || cassette : null;
+  const overwriting = recording && replayPath != null && (config.record ?? '').trim() === replayPath;
+  const openSettings = () => app.getState().openSettings(true);
 
   const run = async (mode: 'continue' | 'step') => {
     if (parsedState.error) return;
+    if (config.record != null && !config.record.trim()) set({ record: null });
     set({ state: parsedState.value, answers: parseAnswers(answersSrc) });
     await dbg.getState().start(mode);
     if (!dbg.getState().configError) close();
@@ -196,13 +219,9 @@ function RunConfigForm() {
           <span className="rc-label">LLM replies</span>
           <select className="input" data-testid="run-llm-mode" value={llm.mode} onChange={(e) => setMode(e.target.value)}>
             <option value="scripted">scripted (replies file)</option>
-            <option value="none">none (no LLM calls)</option>
-            <option value="replay" disabled title={ISSUE6}>
-              replay a recorded run — {ISSUE6}
-            </option>
-            <option value="live" disabled title={ISSUE6}>
-              live provider — {ISSUE6}
-            </option>
+            <option value="replay">replay a recorded run (cassette)</option>
+            <option value="live">live models (providers in Settings)</option>
+            <option value="none">no LLM (agents that call no model)</option>
           </select>
         </label>
       </div>
@@ -218,6 +237,56 @@ function RunConfigForm() {
             onChange={(e) => set({ llm: { mode: 'scripted', script: e.target.value || null } })}
           />
         </label>
+      ) : null}
+      {llm.mode === 'replay' ? (
+        <div className="rc-row">
+          <label className="rc-field" style={{ flex: 1 }}>
+            <span className="rc-label">Cassette</span>
+            <input
+              className="input mono"
+              data-testid="run-llm-cassette"
+              value={llm.cassette ?? ''}
+              placeholder={`${cassette} beside the agent`}
+              spellCheck={false}
+              onChange={(e) => set({ llm: { ...llm, cassette: e.target.value || null } })}
+            />
+          </label>
+          <label className="rc-check" title="A request that differs from the recording fails the call (otherwise the recorded reply is used and the first difference is reported)">
+            <input type="checkbox" data-testid="run-llm-strict" checked={!!llm.strict} onChange={(e) => set({ llm: { ...llm, strict: e.target.checked } })} />
+            strict
+          </label>
+        </div>
+      ) : null}
+      {llm.mode === 'live' ? <LiveModels model={llm.model ?? null} onModel={(m) => set({ llm: { mode: 'live', model: m } })} onSettings={openSettings} /> : null}
+
+      <div className="rc-row rc-record">
+        <label className="rc-check" title="Write every LLM and tool exchange of the run to a cassette, to replay it offline later">
+          <input
+            type="checkbox"
+            data-testid="run-record"
+            checked={recording}
+            onChange={(e) => set({ record: e.target.checked ? recordPath.trim() || cassette : null })}
+          />
+          Record to cassette
+        </label>
+        <input
+          className="input mono"
+          data-testid="run-record-path"
+          value={recording ? (config.record ?? '') : recordPath}
+          disabled={!recording}
+          placeholder={cassette}
+          spellCheck={false}
+          style={{ flex: 1 }}
+          onChange={(e) => {
+            setRecordPath(e.target.value);
+            if (recording) set({ record: e.target.value });
+          }}
+        />
+      </div>
+      {overwriting ? (
+        <div className="rc-warn small" data-testid="run-record-warning">
+          Recording over the cassette being replayed: choose another path to keep the original.
+        </div>
       ) : null}
 
       <label className="rc-field">
@@ -241,6 +310,13 @@ function RunConfigForm() {
       {error ? (
         <div className="rc-error" data-testid="run-config-error" role="alert">
           {error}
+          {needsSettings(error) ? (
+            <div>
+              <button type="button" className="btn" data-testid="run-open-settings" onClick={openSettings}>
+                Open Settings
+              </button>
+            </div>
+          ) : null}
         </div>
       ) : null}
 
@@ -252,6 +328,68 @@ function RunConfigForm() {
         </button>
         <button type="button" className="btn primary" data-testid="run-config-run" disabled={!!parsedState.error || starting} onClick={() => void run('continue')} title="Start and run to the first stop (F5)">
           ▶ Run
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** The live mode's models: those the document names (with whether each can be called) and the
+ *  model for nodes that name none, for this run. */
+function LiveModels({ model, onModel, onSettings }: { model: string | null; onModel(m: string | null): void; onSettings(): void }) {
+  const backend = useAppStore().getState().backend;
+  const revision = useApp((s) => s.settingsRevision);
+  const text = useApp((s) => s.view?.text);
+  const [info, setInfo] = useState<ModelsInfo | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let alive = true;
+    backend.llmModels().then(
+      (i) => {
+        if (!alive) return;
+        setInfo(i);
+        setError(null);
+      },
+      (e) => alive && setError(errorMessage(e)),
+    );
+    return () => {
+      alive = false;
+    };
+  }, [backend, revision, text]);
+  const missing = info ? info.models.filter((m) => !m.ready) : [];
+  const choices = info?.choices ?? [];
+  return (
+    <div className="rc-field" data-testid="run-live">
+      <span className="rc-label">Models the document names</span>
+      {error ? <div className="rc-error">{error}</div> : null}
+      {info && info.models.length === 0 ? <div className="muted small">None: every model call uses the default model below.</div> : null}
+      {info && info.models.length ? (
+        <ul className="rc-models" data-testid="run-llm-models">
+          {info.models.map((m, i) => (
+            <li key={`${m.model}:${i}`} data-testid="run-llm-model" data-model={m.model} data-ready={m.ready ? 'true' : 'false'} title={m.problem ?? m.origin}>
+              <span className={m.ready ? 'rc-ok' : 'rc-bad'}>{m.ready ? '✓' : '✕'}</span> <span className="mono">{m.model}</span> <span className="muted small">{m.origin}</span>
+              {m.problem ? <div className="rc-error small">{m.problem}</div> : null}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <div className="rc-row">
+        <label className="rc-field" style={{ flex: 1 }}>
+          <span className="rc-label">Model for nodes that name none (this run)</span>
+          <select className="input mono" data-testid="run-live-model" value={model ?? ''} onChange={(e) => onModel(e.target.value || null)}>
+            <option value="">{info?.default_model ? `default: ${info.default_model}` : 'none set (Settings)'}</option>
+            {choices
+              .filter((c) => c !== info?.default_model)
+              .map((c) => (
+                <option key={c} value={c}>
+                  {c}
+                </option>
+              ))}
+            {model && !choices.includes(model) ? <option value={model}>{model}</option> : null}
+          </select>
+        </label>
+        <button type="button" className="btn" data-testid="run-live-settings" onClick={onSettings} title="Providers, API keys and the default model">
+          {missing.length ? 'Add the key in Settings…' : 'Settings…'}
         </button>
       </div>
     </div>

@@ -46,7 +46,9 @@ const TimelineRow = memo(function TimelineRow({ row, index, selected, latest, on
   const tools = (row.calls ?? []).length - llm;
   const edits = row.edits?.length ?? 0;
   const nested = row.nested ?? 0;
+  const failed = row.llmErrors ?? 0;
   const callText = [llm ? `${llm} LLM` : '', tools ? `${tools} tool${tools === 1 ? '' : 's'}` : ''].filter(Boolean).join(' · ');
+  const streaming = (row.calls ?? []).some((c) => c.kind === 'llm' && c.endMs == null && c.stream);
   return (
     <div
       className={`tl-row${selected ? ' selected' : ''}${latest ? ' latest' : ''}${row.status === 'error' ? ' st-row-error' : ''}`}
@@ -77,9 +79,15 @@ const TimelineRow = memo(function TimelineRow({ row, index, selected, latest, on
       <span className="tl-route" title={routeText}>
         {routeText}
       </span>
-      <span className="tl-extra" title={[callText, nested ? `${nested} events in nested runs` : ''].filter(Boolean).join(', ') || undefined}>
+      <span className="tl-extra" title={[callText, failed ? `${failed} LLM call${failed === 1 ? '' : 's'} failed` : '', nested ? `${nested} events in nested runs` : ''].filter(Boolean).join(', ') || undefined}>
         {callText}
-        {nested ? `${callText ? ' · ' : ''}↳ nested` : ''}
+        {streaming ? <span className="tl-streaming"> · streaming…</span> : null}
+        {failed ? (
+          <span className="tl-llm-error" data-testid="timeline-llm-errors" data-count={failed}>
+            {callText ? ' · ' : ''}⚠ {failed} failed
+          </span>
+        ) : null}
+        {nested ? `${callText || failed ? ' · ' : ''}↳ nested` : ''}
       </span>
       <span className="tl-extra" title={edits ? `State edited after this step: ${row.edits.map((e) => e.key).join(', ')}` : undefined}>
         {edits ? `✎ ${edits}` : ''}
