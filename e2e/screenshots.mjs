@@ -5,6 +5,8 @@
 // 1. debugger-paused.png: the support-triage example paused at a breakpoint on `confirm`, the
 //    state panel showing the diff of the `count` step and the conversation so far.
 // 2. debugger-approval.png: the release-gate example waiting at its approval node.
+// 3. settings.png: the Settings dialog (providers, where each key comes from).
+// 4. run-live.png: the run configuration in live mode, the document's models checked.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, fixture, launch, nodeSel, preflight, sleep, startDriver, testid } from './lib.mjs';
@@ -54,6 +56,20 @@ async function main() {
     await (await b.$(testid('interrupt-dialog'))).waitForDisplayed({ timeout: 20000 });
     await sleep(800);
     await b.saveScreenshot(path.join(OUT, 'debugger-approval.png'));
+    await b.deleteSession();
+
+    b = await launch([path.join(fixture('support-triage'), 'agent.yaml')]);
+    await b.setWindowSize(1400, 900);
+    await until(b, async () => (await b.$(nodeSel('confirm'))).isExisting(), 'the example');
+    await (await b.$(testid('settings-button'))).click();
+    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: 10000 });
+    await sleep(800);
+    await b.saveScreenshot(path.join(OUT, 'settings.png'));
+    await (await b.$(testid('settings-close'))).click();
+    await (await b.$(testid('dbg-config'))).click();
+    await (await b.$(testid('run-llm-mode'))).selectByAttribute('value', 'live');
+    await sleep(800);
+    await b.saveScreenshot(path.join(OUT, 'run-live.png'));
     await b.deleteSession();
   } finally {
     await driver.stop();
