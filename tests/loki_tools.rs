@@ -577,3 +577,30 @@ fn tool_calls_are_recorded_and_replayed() {
     assert_eq!(output(&r), json!("recorded"));
     assert_eq!(tool_results(&r.events()), first);
 }
+
+/// A Python global tool in the llm-functions form (`def run(...)` with a docstring) runs through
+/// the Python bridge and is named after its file.
+#[test]
+fn python_global_tools_run_their_run_function() {
+    let dir = agent(Some(&graph_with(&["word_stats"], &["word_stats.py"], None)));
+    let replies = "replies:\n  - tool_calls: [{ name: word_stats, args: { text: \"b a B c\", top: 1 } }]\n  - content: ok\n";
+    let mut s = session(&dir, replies);
+    s.run();
+    output(&s);
+    let tools = offered(&s);
+    let params = &tools["word_stats"]["parameters"];
+    assert_eq!(params["required"], json!(["text"]));
+    assert_eq!(params["properties"]["top"]["type"], json!("integer"));
+    assert!(
+        tools["word_stats"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Count the words of a text"),
+        "{}",
+        tools["word_stats"]
+    );
+    assert_eq!(
+        tool_results(&s.events())[0].1,
+        json!({"words": 4, "top": ["b"]})
+    );
+}

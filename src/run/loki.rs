@@ -709,57 +709,87 @@ impl Exec<'_, '_> {
         loki_tools::lookup(&self.l.agent_dir, self.l.global_tools.iter().map(|t| t.value.as_str()), name)
     }
 
-    /// A tool as offered to the model: Python agent tools with their description and JSON
-    /// Schema from the bridge, subprocess tools with theirs from their comment tags / JSDoc,
-    /// others (or a tool whose file is missing) with a bare object schema.
-    fn describe_tool(&self, name: &str) -> Value {
-        let bare = json!({"name": name, "parameters": {"type": "object"}});
-        if !python_tool(&self.l.agent_dir, name) {
-            return match self.subprocess_tool(name) {
-                Some(Ok(decl)) => decl.offer(),
-                _ => bare,
-            };
+    /// The graph's Python `global_tools` files (`.py`).
+    fn python_globals(&self) -> impl Iterator<Item = &str> {
+        self.l
+            .global_tools
+            .iter()
+            .map(|t| t.value.as_str())
+            .filter(|f| std::path::Path::new(f).extension().is_some_and(|e| e.eq_ignore_ascii_case("py")))
+    }
+
+    /// The Python tool the model knows as `name`, as the bridge imports it: `tools.<name>` for
+    /// the agent's `tools.py`, `<stem>.run` for a Python global tool (llm-functions' form), or
+    /// why that global tool cannot be found.
+    fn python_import(&self, name: &str) -> Option<Result<String, String>> {
+        if python_tool(&self.l.agent_dir, name) {
+            return Some(Ok(format!("tools.{name}")));
         }
+        let file = self.python_globals().find(|f| std::path::Path::new(f).file_stem().is_some_and(|s| s == name))?;
+        Some(loki_tools::find_global_tool(&self.l.agent_dir, file).map(|_| format!("{name}.run")))
+    }
+
+    /// Run `f` on the Python bridge, started on first use with the agent directory and the
+    /// folders of the graph's Python global tools on `sys.path`.
+    fn with_bridge<T>(&self, f: impl FnOnce(&mut PyBridge) -> Result<T, String>) -> Result<T, String> {
         let mut slot = self.py.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
-            match PyBridge::start(None, std::slice::from_ref(&self.l.agent_dir)) {
-                Ok(b) => *slot = Some(b),
-                Err(_) => return bare,
+            let mut path = vec![self.l.agent_dir.clone()];
+            for file in self.python_globals() {
+                if let Ok(found) = loki_tools::find_global_tool(&self.l.agent_dir, file)
+                    && let Some(dir) = found.parent()
+                    && !path.iter().any(|p| p == dir)
+                {
+                    path.push(dir.to_path_buf());
+                }
             }
+            *slot = Some(PyBridge::start(None, &path).map_err(|e| e.to_string())?);
         }
-        match slot.as_mut().expect("started above").describe(&format!("tools.{name}")) {
-            Ok(info) => json!({"name": name, "description": info.description, "parameters": info.schema}),
-            Err(_) => bare,
+        f(slot.as_mut().expect("started above"))
+    }
+
+    /// A tool as offered to the model: Python tools with their description and JSON Schema from
+    /// the bridge, subprocess tools with theirs from their comment tags / JSDoc, others (or a
+    /// tool whose file is missing or unreadable) with a bare object schema.
+    fn describe_tool(&self, name: &str) -> Value {
+        let bare = json!({"name": name, "parameters": {"type": "object"}});
+        match self.python_import(name) {
+            Some(Ok(import)) => self
+                .with_bridge(|b| b.describe(&import).map_err(|e| e.to_string()))
+                .map(|info| json!({"name": name, "description": info.description, "parameters": info.schema}))
+                .unwrap_or(bare),
+            Some(Err(_)) => bare,
+            None => match self.subprocess_tool(name) {
+                Some(Ok(decl)) => decl.offer(),
+                _ => bare,
+            },
         }
     }
 
-    /// Run a tool the model called. Python tools (`tools.py`) run through the Python bridge
-    /// with the agent's directory on `sys.path`; shell / TypeScript / JavaScript agent tools and
-    /// global tools as subprocesses ([`loki_tools::call`]), what they print besides their result
-    /// going to the run log; MCP tools on their server.
+    /// Run a tool the model called. Python tools (`tools.py`, `.py` global tools) run through
+    /// the Python bridge with their folders on `sys.path`; shell / TypeScript / JavaScript agent
+    /// tools and global tools as subprocesses ([`loki_tools::call`]), what they print besides
+    /// their result going to the run log; MCP tools on their server. Tools get the run's
+    /// remaining time (else [`loki_tools::DEFAULT_TIMEOUT`]) and end when the run is stopped.
     fn run_tool(&self, name: &str, args: &Value) -> Result<Value, String> {
-        let dir = &self.l.agent_dir;
-        if !python_tool(dir, name)
-            && let Some(found) = self.subprocess_tool(name)
-        {
+        let timeout = match self.deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => loki_tools::DEFAULT_TIMEOUT,
+        };
+        if let Some(import) = self.python_import(name) {
+            let import = import?;
+            return self.with_bridge(|b| b.call(&import, args, timeout).map_err(|e| e.to_string()));
+        }
+        if let Some(found) = self.subprocess_tool(name) {
             let decl = found?;
-            let env = loki_tools::CallEnv {
-                agent_dir: dir,
-                timeout: match self.deadline {
-                    Some(d) => d.saturating_duration_since(Instant::now()),
-                    None => loki_tools::DEFAULT_TIMEOUT,
-                },
-                stop: Some(self.cx.stop),
-            };
+            let env = loki_tools::CallEnv { agent_dir: &self.l.agent_dir, timeout, stop: Some(self.cx.stop) };
             let out = loki_tools::call(&decl, args, &env);
             if let Some(text) = out.log {
                 self.cx.emit(EventBody::Log { source: format!("tool:{name}"), text });
             }
             return out.result;
         }
-        if !python_tool(dir, name)
-            && let Some((server, tool)) = self.connected_mcp_tool(name)
-        {
+        if let Some((server, tool)) = self.connected_mcp_tool(name) {
             let mut timeout = server.spec().timeout;
             if let Some(d) = self.deadline {
                 timeout = timeout.min(d.saturating_duration_since(Instant::now()));
@@ -770,23 +800,11 @@ impl Exec<'_, '_> {
             }
             return result;
         }
-        if !python_tool(dir, name) {
-            return Err(format!(
-                "tool '{name}' is not defined: no function of that name in the agent's tools.py, \
-                 tools.sh, tools.ts or tools.js, no `global_tools` file named '{name}.*' and no \
-                 connected MCP server offering it"
-            ));
-        }
-        let timeout = match self.deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => loki_tools::DEFAULT_TIMEOUT,
-        };
-        let mut slot = self.py.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(PyBridge::start(None, std::slice::from_ref(dir)).map_err(|e| e.to_string())?);
-        }
-        let bridge = slot.as_mut().expect("started above");
-        bridge.call(&format!("tools.{name}"), args, timeout).map_err(|e| e.to_string())
+        Err(format!(
+            "tool '{name}' is not defined: no function of that name in the agent's tools.py, \
+             tools.sh, tools.ts or tools.js, no `global_tools` file named '{name}.*' and no \
+             connected MCP server offering it"
+        ))
     }
 
     /// The model of an llm node: its own `model`, else the agent's (`None`: the provider's

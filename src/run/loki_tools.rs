@@ -338,7 +338,7 @@ pub fn global_tool_decls(path: &Path) -> Result<Vec<ToolDecl>, String> {
         None => {
             return Err(format!(
                 "global tool '{}': Switchyard runs global tools written in bash (.sh), TypeScript \
-                 (.ts) or JavaScript (.js)",
+                 (.ts), JavaScript (.js) or Python (.py, through its Python bridge)",
                 path.display()
             ));
         }
