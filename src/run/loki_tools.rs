@@ -22,7 +22,7 @@
 //!   `@param {T} args.name`, or a destructured `{ a, b }`) — is called with the object.
 //!
 //! **Calls.** A call is a real subprocess in the agent directory, in its own process group
-//! (killed on timeout or stop, children included; see [`run_supervised`]), with `LLM_OUTPUT`
+//! (killed on timeout or stop, children included: `script::run_supervised`), with `LLM_OUTPUT`
 //! naming a fresh temp file:
 //!
 //! * bash: `bash -c <shim> <file> [<function>] --<option> <value>…` — the argc command line
@@ -33,11 +33,11 @@
 //!   `eval "$(argc --argc-eval "$0" "$@")"` works unchanged; a file without that line (Loki's
 //!   own tools, which Loki pre-builds with argc) is sourced and the function then called.
 //!   Arguments are checked first as argc would (required, enum, INT/NUM, unknown names);
-//! * TypeScript / JavaScript: a small ES-module runner, run by the runtime script nodes use for
-//!   `.ts` ([`ts_runtime`]: `deno run -A`, `bun` or `npx --yes tsx`; `.js` written as CommonJS
-//!   prefers `node`), imports the file and calls the function with the arguments spread by
-//!   parameter name (or as one object), then writes its return value to `LLM_OUTPUT` (strings
-//!   as they are, other values as JSON).
+//! * TypeScript / JavaScript: a small ES-module runner, run by the runtime script nodes use
+//!   for `.ts` (`script::ts_runtime`: `deno run -A`, `bun` or `npx --yes tsx`; `.js` written
+//!   as CommonJS prefers `node`), imports the file and calls the function with the arguments
+//!   spread by parameter name (or as one object), then writes its return value to
+//!   `LLM_OUTPUT` (strings as they are, other values as JSON).
 //!
 //! The result is the content of `LLM_OUTPUT` — stdout when the tool left it empty, `"DONE"` when
 //! both are — parsed as JSON when it is JSON, else the text. A non-zero exit is an error quoting
@@ -2109,6 +2109,35 @@ export function tag({ name, colour = "red" }) {}
         );
         assert_eq!(t("?Integer"), (ParamType::Integer, vec![], true));
         assert_eq!(t("(x: number) => void"), (ParamType::String, vec![], false));
+    }
+
+    #[test]
+    fn calls_pass_hostile_values_verbatim_and_say_done_when_silent() {
+        let dir = std::env::temp_dir().join(format!("switchyard-lt-call-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("tools.sh"),
+            "# @cmd Echo\n# @option --text! t\necho_it() { printf '%s' \"$argc_text\" >> \"$LLM_OUTPUT\"; }\n\n\
+             # @cmd Quiet\nquiet() { :; }\n",
+        )
+        .unwrap();
+        let cat = agent_tools(&dir);
+        assert!(cat.problems.is_empty(), "{:?}", cat.problems);
+        let env = CallEnv {
+            agent_dir: &dir,
+            timeout: Duration::from_secs(20),
+            stop: None,
+        };
+        let hostile = "it's $(touch pwned) `touch pwned2` \"q\" ;|&\nline2 \\ end";
+        let out = call(&cat.tools[0], &json!({"text": hostile}), &env);
+        assert_eq!(out.result, Ok(Value::String(hostile.to_string())));
+        assert!(!dir.join("pwned").exists() && !dir.join("pwned2").exists());
+        let out = call(&cat.tools[1], &Value::Null, &env);
+        assert_eq!(out.result, Ok(json!("DONE")));
+        let out = call(&cat.tools[1], &json!([1]), &env);
+        assert!(out.result.unwrap_err().contains("takes a JSON object"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
