@@ -207,8 +207,9 @@ impl ToolDecl {
 #[derive(Debug, Default)]
 pub struct Catalog {
     pub tools: Vec<ToolDecl>,
-    /// Files that exist but could not be read or parsed: `<file>: <problem>`.
-    pub problems: Vec<String>,
+    /// Files that exist but could not be read or parsed: `<file>: <problem>`, with the names
+    /// of the functions the file defines (`-` as `_`; none when it could not be read).
+    pub problems: Vec<(String, Vec<String>)>,
     /// bash functions of `tools.sh` without a `# @cmd` (not tools).
     pub plain_functions: Vec<String>,
 }
@@ -224,7 +225,8 @@ pub fn agent_tools(agent_dir: &Path) -> Catalog {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) => {
-                cat.problems.push(format!("{}: {e}", path.display()));
+                cat.problems
+                    .push((format!("{}: {e}", path.display()), Vec::new()));
                 continue;
             }
         };
@@ -245,7 +247,15 @@ pub fn agent_tools(agent_dir: &Path) -> Catalog {
                     }
                 }
             }
-            Err(e) => cat.problems.push(format!("{}: {e}", path.display())),
+            Err(e) => {
+                let defined = text
+                    .lines()
+                    .filter_map(bash_function_name)
+                    .map(|f| f.replace('-', "_"))
+                    .collect();
+                cat.problems
+                    .push((format!("{}: {e}", path.display()), defined));
+            }
         }
     }
     cat
@@ -395,13 +405,12 @@ pub fn lookup<'a>(
              `# @flag` lines)"
         )));
     }
-    if !cat.problems.is_empty() {
-        return Some(Err(format!(
-            "agent tools could not be read: {}",
-            cat.problems.join("; ")
-        )));
-    }
-    None
+    // A file that does not parse answers for the functions it defines (and only for those, so
+    // that other tools of the same name, such as MCP ones, still work).
+    cat.problems
+        .into_iter()
+        .find(|(_, defined)| defined.iter().any(|f| f == name))
+        .map(|(problem, _)| Err(format!("agent tool '{name}' cannot be used: {problem}")))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2124,6 +2133,24 @@ export function tag({ name, colour = "red" }) {}
         .unwrap();
         let cat = agent_tools(&dir);
         assert!(cat.problems.is_empty(), "{:?}", cat.problems);
+        // A malformed tools.sh answers only for the functions it defines.
+        std::fs::write(
+            dir.join("tools.sh"),
+            "# @cmd Bad\n# @option oops\nbad_one() { :; }\n",
+        )
+        .unwrap();
+        let e = lookup(&dir, [], "bad_one").unwrap().unwrap_err();
+        assert!(
+            e.starts_with("agent tool 'bad_one' cannot be used: ") && e.contains("line 2"),
+            "{e}"
+        );
+        assert!(lookup(&dir, [], "some_mcp_tool").is_none());
+        std::fs::write(
+            dir.join("tools.sh"),
+            "# @cmd Echo\n# @option --text! t\necho_it() { printf '%s' \"$argc_text\" >> \"$LLM_OUTPUT\"; }\n\n\
+             # @cmd Quiet\nquiet() { :; }\n",
+        )
+        .unwrap();
         let env = CallEnv {
             agent_dir: &dir,
             timeout: Duration::from_secs(20),
