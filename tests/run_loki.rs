@@ -508,7 +508,9 @@ replies:
     assert_eq!(reqs.len(), 2);
     let tool_msg = reqs[1].as_array().unwrap().last().unwrap().clone();
     assert_eq!(tool_msg["role"], json!("tool"));
-    assert!(tool_msg["content"].as_str().unwrap().contains("cannot be executed"));
+    // The global tool file is nowhere: the model is told where it was looked for.
+    let text = tool_msg["content"].as_str().unwrap();
+    assert!(text.contains("global tool 'web_search.sh' not found; looked in:"), "{text}");
 }
 
 #[test]

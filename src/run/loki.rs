@@ -25,7 +25,9 @@
 //! | a map llm/agent branch can never deliver its own output (§9.2); a stale parent value of `output_key` is collected | the item's own write of `output_key` is collected; else, for llm/agent branches with `output_key: output`, the node's output; a value that was already in the parent state does not count |
 //! | `settings.timeout` is wall clock since the run started | only time spent running steps counts: time paused at a breakpoint or waiting for an answer is not charged |
 //! | approval/input ask interactively (no way to pre-supply answers headless) | they interrupt the run; answers come from the session (`--answer`, the debugger); nested runs take them from the answer queue only |
-//! | llm tools are executed | Python agent tools (`tools.py`) run through the Python bridge; MCP tools (`mcp:<server>` or a tool's own name) go to the server; shell/TypeScript tools (llm-functions/argc) and global tools get an error tool message saying so |
+//! | llm tools are executed (argc-built binaries; a tool's failure is a `tool_call_error` result) | Python agent tools (`tools.py`) run through the Python bridge; `tools.sh` / `tools.ts` / `tools.js` and `global_tools` files as subprocesses ([`loki_tools`]: no argc binary needed, killed with their children at the run's deadline (else 120 s) or on stop; a failure is an error result quoting stderr); MCP tools (`mcp:<server>` or a tool's own name) go to the server |
+//! | a `global_tools` file that is missing fails the agent's load | it is offered with a bare schema and each call fails naming the paths searched |
+//! | a tool's non-JSON output reaches the model as `{"output": text}`; stdout is shown, not returned | the text itself; stdout is the result when `LLM_OUTPUT` stays empty |
 //! | `mcp:<server>`: recent Loki versions offer the server through meta functions (`mcp_search_<server>`, `mcp_describe_<server>`, `mcp_invoke_<server>`) | the server's tools themselves, with cleaned schemas; definitions from `mcp.json` in the agent directory, else Loki's `<config>/functions/mcp.json` |
 //! | rag nodes retrieve from a knowledge base | rag is not supported until a later version: the node fails with a message saying so |
 //! | agent nodes run any Loki agent | only graph agents (`graph.yaml`) beside this agent or under `<agent_dir>/agents/`; an LLM-loop agent (`config.yaml`) is a clear error |
@@ -39,6 +41,7 @@
 use crate::doc::loki::{AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody, Reducer};
 use crate::doc::{Document, load_path};
 use crate::expr::template::{self, TemplateError};
+use crate::run::loki_tools;
 use crate::run::pybridge::PyBridge;
 use crate::run::events::{EventBody, InterruptKind, RouteReason};
 use crate::run::mcp::{McpPool, McpServer, McpTool};
@@ -700,33 +703,93 @@ fn python_tool(agent_dir: &std::path::Path, name: &str) -> bool {
 }
 
 impl Exec<'_, '_> {
-    /// A tool as offered to the model: Python agent tools with their description and JSON
-    /// Schema from the bridge, others with a bare object schema.
-    fn describe_tool(&self, name: &str) -> Value {
-        let bare = json!({"name": name, "parameters": {"type": "object"}});
-        if !python_tool(&self.l.agent_dir, name) {
-            return bare;
+    /// The subprocess tool (`tools.sh` / `tools.ts` / `tools.js`, or a `global_tools` file) the
+    /// model knows as `name`, if any (see [`loki_tools::lookup`]).
+    fn subprocess_tool(&self, name: &str) -> Option<Result<loki_tools::ToolDecl, String>> {
+        loki_tools::lookup(&self.l.agent_dir, self.l.global_tools.iter().map(|t| t.value.as_str()), name)
+    }
+
+    /// The graph's Python `global_tools` files (`.py`).
+    fn python_globals(&self) -> impl Iterator<Item = &str> {
+        self.l
+            .global_tools
+            .iter()
+            .map(|t| t.value.as_str())
+            .filter(|f| std::path::Path::new(f).extension().is_some_and(|e| e.eq_ignore_ascii_case("py")))
+    }
+
+    /// The Python tool the model knows as `name`, as the bridge imports it: `tools.<name>` for
+    /// the agent's `tools.py`, `<stem>.run` for a Python global tool (llm-functions' form), or
+    /// why that global tool cannot be found.
+    fn python_import(&self, name: &str) -> Option<Result<String, String>> {
+        if python_tool(&self.l.agent_dir, name) {
+            return Some(Ok(format!("tools.{name}")));
         }
+        let file = self.python_globals().find(|f| std::path::Path::new(f).file_stem().is_some_and(|s| s == name))?;
+        Some(loki_tools::find_global_tool(&self.l.agent_dir, file).map(|_| format!("{name}.run")))
+    }
+
+    /// Run `f` on the Python bridge, started on first use with the agent directory and the
+    /// folders of the graph's Python global tools on `sys.path`.
+    fn with_bridge<T>(&self, f: impl FnOnce(&mut PyBridge) -> Result<T, String>) -> Result<T, String> {
         let mut slot = self.py.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
-            match PyBridge::start(None, std::slice::from_ref(&self.l.agent_dir)) {
-                Ok(b) => *slot = Some(b),
-                Err(_) => return bare,
+            let mut path = vec![self.l.agent_dir.clone()];
+            for file in self.python_globals() {
+                if let Ok(found) = loki_tools::find_global_tool(&self.l.agent_dir, file)
+                    && let Some(dir) = found.parent()
+                    && !path.iter().any(|p| p == dir)
+                {
+                    path.push(dir.to_path_buf());
+                }
             }
+            *slot = Some(PyBridge::start(None, &path).map_err(|e| e.to_string())?);
         }
-        match slot.as_mut().expect("started above").describe(&format!("tools.{name}")) {
-            Ok(info) => json!({"name": name, "description": info.description, "parameters": info.schema}),
-            Err(_) => bare,
+        f(slot.as_mut().expect("started above"))
+    }
+
+    /// A tool as offered to the model: Python tools with their description and JSON Schema from
+    /// the bridge, subprocess tools with theirs from their comment tags / JSDoc, others (or a
+    /// tool whose file is missing or unreadable) with a bare object schema.
+    fn describe_tool(&self, name: &str) -> Value {
+        let bare = json!({"name": name, "parameters": {"type": "object"}});
+        match self.python_import(name) {
+            Some(Ok(import)) => self
+                .with_bridge(|b| b.describe(&import).map_err(|e| e.to_string()))
+                .map(|info| json!({"name": name, "description": info.description, "parameters": info.schema}))
+                .unwrap_or(bare),
+            Some(Err(_)) => bare,
+            None => match self.subprocess_tool(name) {
+                Some(Ok(decl)) => decl.offer(),
+                _ => bare,
+            },
         }
     }
 
-    /// Run an agent tool the model called. Python tools (`tools.py`) run through the Python
-    /// bridge with the agent's directory on `sys.path`; others are refused with a message.
+    /// Run a tool the model called. Python tools (`tools.py`, `.py` global tools) run through
+    /// the Python bridge with their folders on `sys.path`; shell / TypeScript / JavaScript agent
+    /// tools and global tools as subprocesses ([`loki_tools::call`]), what they print besides
+    /// their result going to the run log; MCP tools on their server. Tools get the run's
+    /// remaining time (else [`loki_tools::DEFAULT_TIMEOUT`]) and end when the run is stopped.
     fn run_tool(&self, name: &str, args: &Value) -> Result<Value, String> {
-        let dir = &self.l.agent_dir;
-        if !python_tool(dir, name)
-            && let Some((server, tool)) = self.connected_mcp_tool(name)
-        {
+        let timeout = match self.deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => loki_tools::DEFAULT_TIMEOUT,
+        };
+        if let Some(import) = self.python_import(name) {
+            let import = import?;
+            return self.with_bridge(|b| b.call(&import, args, timeout).map_err(|e| e.to_string()));
+        }
+        if let Some(found) = self.subprocess_tool(name) {
+            let decl = found?;
+            let env = loki_tools::CallEnv { agent_dir: &self.l.agent_dir, timeout, stop: Some(self.cx.stop) };
+            let out = loki_tools::call(&decl, args, &env);
+            if let Some(text) = out.log {
+                self.cx.emit(EventBody::Log { source: format!("tool:{name}"), text });
+            }
+            return out.result;
+        }
+        if let Some((server, tool)) = self.connected_mcp_tool(name) {
             let mut timeout = server.spec().timeout;
             if let Some(d) = self.deadline {
                 timeout = timeout.min(d.saturating_duration_since(Instant::now()));
@@ -737,22 +800,11 @@ impl Exec<'_, '_> {
             }
             return result;
         }
-        if !python_tool(dir, name) {
-            return Err(format!(
-                "tool '{name}' cannot be executed: Switchyard runs Python agent tools (`tools.py`) but \
-                 not yet shell or TypeScript tools (llm-functions/argc) or global tools"
-            ));
-        }
-        let timeout = match self.deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => Duration::from_secs(120),
-        };
-        let mut slot = self.py.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(PyBridge::start(None, std::slice::from_ref(dir)).map_err(|e| e.to_string())?);
-        }
-        let bridge = slot.as_mut().expect("started above");
-        bridge.call(&format!("tools.{name}"), args, timeout).map_err(|e| e.to_string())
+        Err(format!(
+            "tool '{name}' is not defined: no function of that name in the agent's tools.py, \
+             tools.sh, tools.ts or tools.js, no `global_tools` file named '{name}.*' and no \
+             connected MCP server offering it"
+        ))
     }
 
     /// The model of an llm node: its own `model`, else the agent's (`None`: the provider's

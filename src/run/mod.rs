@@ -12,5 +12,6 @@ pub mod sherma;
 pub mod launch;
 pub mod narrate;
 pub mod loki;
+pub mod loki_tools;
 pub mod driver;
 pub mod mcp;

@@ -35,7 +35,7 @@ pub const STATE_ENV_LIMIT: usize = 32 * 1024;
 /// At most this many bytes of stdout (and of stderr) are kept.
 pub const OUTPUT_LIMIT: usize = 8 * 1024 * 1024;
 /// Lines of stderr quoted in a failure message.
-const STDERR_TAIL_LINES: usize = 20;
+pub(crate) const STDERR_TAIL_LINES: usize = 20;
 /// Characters of stdout quoted when it is not a JSON object.
 const QUOTE_CHARS: usize = 200;
 
@@ -267,11 +267,7 @@ pub fn run_script_until(
     let mut cmd = Command::new(&program);
     cmd.args(&args)
         .current_dir(&workdir)
-        .env("LLM_AGENT_DATA_DIR", &workdir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .env("LLM_AGENT_DATA_DIR", &workdir);
 
     let json = serde_json::to_string(state).map_err(|e| ScriptError::State {
         script: name.clone(),
@@ -290,43 +286,29 @@ pub fn run_script_until(
         None
     };
 
-    let mut child = cmd.spawn().map_err(|error| ScriptError::Spawn {
-        script: name.clone(),
-        program: program.clone(),
-        error,
-    })?;
-    let group = ProcessGroup(child.id() as i32);
-    let out = Capture::start(child.stdout.take(), false);
-    let err = Capture::start(child.stderr.take(), true);
-
-    let deadline = started + timeout;
-    let status = match wait_until(&mut child, deadline, stop) {
-        Some(status) => status,
-        None => {
-            group.kill();
-            let _ = child.kill();
-            let _ = child.wait();
-            if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
-                return Err(ScriptError::Stopped { script: name });
-            }
+    let done = match run_supervised(&mut cmd, started + timeout, stop) {
+        Ok(done) => done,
+        Err(Unfinished::Spawn(error)) => {
+            return Err(ScriptError::Spawn {
+                script: name,
+                program,
+                error,
+            });
+        }
+        Err(Unfinished::Stopped) => return Err(ScriptError::Stopped { script: name }),
+        Err(Unfinished::Timeout) => {
             return Err(ScriptError::Timeout {
                 script: name,
                 timeout,
             });
         }
     };
-    // The script is gone; processes it left behind may still hold the pipes. They get the rest
-    // of the timeout, like the script itself.
-    if !(out.wait_until(deadline) && err.wait_until(deadline)) {
-        group.kill();
-        return Err(ScriptError::Timeout {
-            script: name,
-            timeout,
-        });
-    }
-    let (stdout, out_truncated) = out.take();
-    let (stderr, _) = err.take();
-    let stderr = String::from_utf8_lossy(&stderr).into_owned();
+    let Finished {
+        status,
+        stdout,
+        stdout_truncated: out_truncated,
+        stderr,
+    } = done;
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
 
     if !status.success() {
@@ -346,6 +328,72 @@ pub fn run_script_until(
         next,
         stderr,
         duration_ms,
+    })
+}
+
+/// A supervised subprocess that exited by itself.
+pub(crate) struct Finished {
+    pub status: ExitStatus,
+    /// At most [`OUTPUT_LIMIT`] bytes.
+    pub stdout: Vec<u8>,
+    /// More than [`OUTPUT_LIMIT`] bytes were written to stdout.
+    pub stdout_truncated: bool,
+    /// Lossy UTF-8, its newest bytes when it was too long.
+    pub stderr: String,
+}
+
+/// Why a supervised subprocess did not exit by itself.
+pub(crate) enum Unfinished {
+    /// It could not be started.
+    Spawn(io::Error),
+    /// The deadline passed (it ran too long, or processes it left behind kept its pipes open);
+    /// its whole process group was killed.
+    Timeout,
+    /// The stop flag was raised; its whole process group was killed.
+    Stopped,
+}
+
+/// Run `cmd` as the leader of a new process group with stdin closed, stdout and stderr read
+/// concurrently into bounded buffers, until it exits, `deadline` passes or `stop` is raised
+/// (the last two kill the whole group). Script nodes and Loki tools run through this.
+pub(crate) fn run_supervised(
+    cmd: &mut Command,
+    deadline: Instant,
+    stop: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<Finished, Unfinished> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(Unfinished::Spawn)?;
+    let group = ProcessGroup(child.id() as i32);
+    let out = Capture::start(child.stdout.take(), false);
+    let err = Capture::start(child.stderr.take(), true);
+    let status = match wait_until(&mut child, deadline, stop) {
+        Some(status) => status,
+        None => {
+            group.kill();
+            let _ = child.kill();
+            let _ = child.wait();
+            if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+                return Err(Unfinished::Stopped);
+            }
+            return Err(Unfinished::Timeout);
+        }
+    };
+    // The process is gone; processes it left behind may still hold the pipes. They get the
+    // rest of the time, like the process itself.
+    if !(out.wait_until(deadline) && err.wait_until(deadline)) {
+        group.kill();
+        return Err(Unfinished::Timeout);
+    }
+    let (stdout, stdout_truncated) = out.take();
+    let (stderr, _) = err.take();
+    Ok(Finished {
+        status,
+        stdout,
+        stdout_truncated,
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
     })
 }
 
@@ -406,24 +454,15 @@ fn interpreter(script: &str, path: &Path) -> Result<(String, Vec<String>), Scrip
     match ext.as_deref() {
         Some("sh") => Ok(("bash".into(), vec![path_arg(path)])),
         Some("py") => Ok(("python3".into(), vec![path_arg(path)])),
-        Some("ts") => {
-            let candidates: [(&str, &[&str]); 3] =
-                [("deno", &["run", "-A"]), ("bun", &[]), ("npx", &["tsx"])];
-            for (prog, args) in candidates {
-                if let Some(found) = on_path(prog) {
-                    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-                    if prog == "npx" {
-                        // Never prompt to install tsx: stdin is closed and the run would hang.
-                        args.insert(0, "--yes".into());
-                    }
-                    args.push(path_arg(path));
-                    return Ok((found.to_string_lossy().into_owned(), args));
-                }
+        Some("ts") => match ts_runtime() {
+            Some((program, mut args)) => {
+                args.push(path_arg(path));
+                Ok((program, args))
             }
-            Err(ScriptError::NoTsRuntime {
+            None => Err(ScriptError::NoTsRuntime {
                 script: script.to_string(),
-            })
-        }
+            }),
+        },
         _ => {
             let executable = std::fs::metadata(path)
                 .map(|m| m.permissions().mode() & 0o111 != 0)
@@ -440,11 +479,30 @@ fn interpreter(script: &str, path: &Path) -> Result<(String, Vec<String>), Scrip
     }
 }
 
+/// The TypeScript runtime: the first of `deno run -A`, `bun`, `npx --yes tsx` found on `PATH`,
+/// as the program and the arguments that go before the file to run.
+pub(crate) fn ts_runtime() -> Option<(String, Vec<String>)> {
+    let candidates: [(&str, &[&str]); 3] = [
+        ("deno", &["run", "-A"]),
+        ("bun", &[]),
+        // Never prompt to install tsx: stdin is closed and the run would hang.
+        ("npx", &["--yes", "tsx"]),
+    ];
+    candidates.into_iter().find_map(|(prog, args)| {
+        on_path(prog).map(|found| {
+            (
+                found.to_string_lossy().into_owned(),
+                args.iter().map(|a| a.to_string()).collect(),
+            )
+        })
+    })
+}
+
 fn path_arg(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn on_path(prog: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(prog: &str) -> Option<PathBuf> {
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths)
         .map(|dir| dir.join(prog))
@@ -569,7 +627,7 @@ impl Capture {
 }
 
 /// The last `n` non-empty-trailing lines of `s`, trimmed.
-fn tail_lines(s: &str, n: usize) -> String {
+pub(crate) fn tail_lines(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.trim_end().lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .join("\n")
@@ -578,10 +636,16 @@ fn tail_lines(s: &str, n: usize) -> String {
 }
 
 /// A private temp file removed on drop.
-struct TempFile(PathBuf);
+pub(crate) struct TempFile(PathBuf);
 
 impl TempFile {
     fn write(bytes: &[u8]) -> io::Result<TempFile> {
+        TempFile::create("state", ".json", bytes)
+    }
+
+    /// A new file `switchyard-<tag>-…<suffix>` in the temp dir, readable only by us, holding
+    /// `bytes`.
+    pub(crate) fn create(tag: &str, suffix: &str, bytes: &[u8]) -> io::Result<TempFile> {
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -589,7 +653,7 @@ impl TempFile {
             .unwrap_or(0);
         for _ in 0..16 {
             let path = std::env::temp_dir().join(format!(
-                "switchyard-state-{}-{}-{}.json",
+                "switchyard-{tag}-{}-{}-{}{suffix}",
                 std::process::id(),
                 SEQ.fetch_add(1, Ordering::Relaxed),
                 nanos
@@ -614,6 +678,12 @@ impl TempFile {
             io::ErrorKind::AlreadyExists,
             "no free temp file name",
         ))
+    }
+}
+
+impl TempFile {
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
     }
 }
 

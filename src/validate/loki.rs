@@ -1331,8 +1331,8 @@ fn skill_name_problem(name: &str) -> Option<String> {
     }
 }
 
-/// Functions defined by the agent's custom tool files (tools.sh, tools.py, tools.ts), or `None`
-/// when the agent has none.
+/// Functions defined by the agent's custom tool files (tools.sh, tools.py, tools.ts, tools.js),
+/// or `None` when the agent has none.
 pub fn agent_tool_functions(agent_dir: &Path) -> Option<Vec<String>> {
     let mut found = false;
     let mut names: Vec<String> = Vec::new();
@@ -1341,7 +1341,7 @@ pub fn agent_tool_functions(agent_dir: &Path) -> Option<Vec<String>> {
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
             .collect()
     };
-    for file in ["tools.sh", "tools.py", "tools.ts"] {
+    for file in ["tools.sh", "tools.py", "tools.ts", "tools.js"] {
         let Ok(text) = std::fs::read_to_string(agent_dir.join(file)) else {
             continue;
         };
@@ -1369,11 +1369,22 @@ pub fn agent_tool_functions(agent_dir: &Path) -> Option<Vec<String>> {
                 }
             } else {
                 let t = line.trim_start();
-                let t = t.strip_prefix("export ").unwrap_or(t);
-                let t = t.strip_prefix("async ").unwrap_or(t);
-                match t.strip_prefix("function ") {
-                    Some(rest) => ident(rest.trim_start()),
-                    None => String::new(),
+                let exported = t
+                    .strip_prefix("module.exports.")
+                    .or_else(|| t.strip_prefix("exports."))
+                    .or_else(|| {
+                        let c = t.strip_prefix("export ")?.trim_start();
+                        c.strip_prefix("const ").or_else(|| c.strip_prefix("let "))
+                    });
+                if let Some(rest) = exported {
+                    ident(rest.trim_start())
+                } else {
+                    let t = t.strip_prefix("export ").unwrap_or(t);
+                    let t = t.strip_prefix("async ").unwrap_or(t);
+                    match t.strip_prefix("function ") {
+                        Some(rest) => ident(rest.trim_start()),
+                        None => String::new(),
+                    }
                 }
             };
             if !name.is_empty() && !name.starts_with('_') && !names.contains(&name) {
