@@ -40,8 +40,32 @@ pub fn fail(kind: ErrorKind, message: impl Into<String>) -> ProviderError {
     ProviderError::new("", kind, message)
 }
 
+/// A client for the calling thread's own runtime (see [`crate::llm::LiveProvider`]): a
+/// connection's background task lives on the runtime that opened it, so a thread that drives
+/// its own runtime needs its own pool.
+pub fn new_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("the HTTP client builds (rustls, no system configuration needed)")
+}
+
 /// POST `body` to `url` and feed the response to `parser`.
 pub async fn post(
+    ep: &Endpoint,
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    body: Value,
+    parser: Box<dyn WireParser>,
+    text: Sender<String>,
+) -> Result<LlmResponse, ProviderError> {
+    post_with(client(), ep, url, headers, body, parser, text).await
+}
+
+/// [`post`] with a given client.
+pub async fn post_with(
+    client: &reqwest::Client,
     ep: &Endpoint,
     url: String,
     headers: Vec<(&'static str, String)>,
@@ -49,7 +73,7 @@ pub async fn post(
     mut parser: Box<dyn WireParser>,
     text: Sender<String>,
 ) -> Result<LlmResponse, ProviderError> {
-    let mut req = client().post(&url).json(&body);
+    let mut req = client.post(&url).json(&body);
     for (k, v) in headers {
         req = req.header(k, v);
     }

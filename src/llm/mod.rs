@@ -86,13 +86,18 @@ impl LlmProvider for LiveProvider {
             }
         };
         let deadline = Instant::now() + ep.timeout;
-        let ep2 = ep.clone();
-        let out = rt::pump(
-            move |tx| async move { http::post(&ep2, url, headers, body, parser, tx).await },
-            |t: String| (ctl.on_text)(&t),
-            Some(ctl.stop),
-            Some(deadline),
-        );
+        let out = if tokio::runtime::Handle::try_current().is_err() {
+            on_this_thread(&ep, url, headers, body, parser, ctl, deadline)
+        } else {
+            // Inside someone's runtime (cannot block it with our own): on the shared one.
+            let ep2 = ep.clone();
+            rt::pump(
+                move |tx| async move { http::post(&ep2, url, headers, body, parser, tx).await },
+                |t: String| (ctl.on_text)(&t),
+                Some(ctl.stop),
+                Some(deadline),
+            )
+        };
         match out {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(mut e)) => {
@@ -120,6 +125,64 @@ impl LlmProvider for LiveProvider {
             None => "live models".into(),
         }
     }
+}
+
+thread_local! {
+    /// The calling thread's runtime and HTTP client: a call is driven on the engine's own
+    /// thread, so no thread has to be woken to hand the answer over (each hop costs a wake-up,
+    /// a good part of a millisecond on a virtual machine).
+    static LOCAL: std::cell::RefCell<Option<(tokio::runtime::Runtime, reqwest::Client)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// One call driven on the calling thread, watching the stop flag and the deadline every few
+/// milliseconds (dropping the request, which closes its connection, when either fires).
+fn on_this_thread(
+    ep: &config::Endpoint,
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    body: serde_json::Value,
+    parser: Box<dyn http::WireParser>,
+    ctl: &CallCtl<'_>,
+    deadline: Instant,
+) -> Result<Result<LlmResponse, ProviderError>, Interrupted> {
+    LOCAL.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("cannot start an I/O runtime on this thread");
+            *slot = Some((rt, http::new_client()));
+        }
+        let (rt, client) = slot.as_ref().expect("set above");
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        rt.block_on(async {
+            let fut = http::post_with(client, ep, url, headers, body, parser, tx);
+            tokio::pin!(fut);
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(5));
+            loop {
+                tokio::select! {
+                    r = &mut fut => {
+                        for t in rx.try_iter() {
+                            (ctl.on_text)(&t);
+                        }
+                        return Ok(r);
+                    }
+                    _ = tick.tick() => {
+                        for t in rx.try_iter() {
+                            (ctl.on_text)(&t);
+                        }
+                        if ctl.stopped() {
+                            return Err(Interrupted::Stopped);
+                        }
+                        if Instant::now() >= deadline {
+                            return Err(Interrupted::TimedOut);
+                        }
+                    }
+                }
+            }
+        })
+    })
 }
 
 /// The models a document names, each with where it is named (`llms[0] \`gpt\``, `node
