@@ -11,9 +11,12 @@
 #[path = "../tests/support/fake_llm.rs"]
 mod fake_llm;
 
+#[path = "peer.rs"]
+mod peer;
+use peer::sherma_python;
 use fake_llm::{FakeLlm, Reply};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,16 +50,6 @@ fn chain_yaml(calls: usize) -> String {
     s
 }
 
-fn sherma_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("SWITCHYARD_SHERMA_PYTHON").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var_os("SWITCHYARD_TOOLS")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/switchyard-tools")))?;
-    Some(tools.join("sherma-venv/bin/python"))
-}
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {

@@ -22,6 +22,9 @@
 //! `cargo test --all-targets` (no `--bench` argument) it does nothing: it is not part of the
 //! test suite (it needs Python and takes a few minutes).
 
+#[path = "peer.rs"]
+mod peer;
+use peer::sherma_python;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -203,16 +206,6 @@ fn measure_ours(case: &Case, tools: &Arc<Mutex<dyn ToolRunner>>) -> Ours {
     Ours { per_step: med / n, min: min / n, max: max / n, steps, per_step_events: median(with_events) / n }
 }
 
-fn sherma_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("SWITCHYARD_SHERMA_PYTHON").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let tools = std::env::var_os("SWITCHYARD_TOOLS")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/switchyard-tools")))?;
-    Some(tools.join("sherma-venv/bin/python"))
-}
 
 struct Peer {
     steps: u64,
