@@ -80,21 +80,13 @@ pub fn request_body(req: &LlmRequest, model: &str) -> Value {
         let tools: Vec<Value> = tools
             .iter()
             .map(|t| {
-                json!({
-                    "name": t.get("name").cloned().unwrap_or(json!("")),
-                    "description": t.get("description").cloned().unwrap_or(json!("")),
-                    "input_schema": t.get("parameters").cloned().unwrap_or(json!({"type": "object", "properties": {}})),
-                })
+                let (name, description, parameters) = super::tool_parts(t);
+                json!({"name": name, "description": description, "input_schema": parameters})
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = req.top_p {
-        body.insert("top_p".into(), json!(p));
-    }
+    super::put_sampling(req, &mut body);
     body.insert("stream".into(), json!(true));
     Value::Object(body)
 }

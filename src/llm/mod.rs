@@ -20,6 +20,26 @@ use crate::run::provider::{CallCtl, ErrorKind, LlmProvider, LlmRequest, LlmRespo
 use config::{LlmConfig, Wire};
 use std::time::Instant;
 
+/// A tool as both wire formats take it: (name, description, JSON Schema of the parameters).
+fn tool_parts(t: &serde_json::Value) -> (serde_json::Value, serde_json::Value, serde_json::Value) {
+    use serde_json::json;
+    (
+        t.get("name").cloned().unwrap_or(json!("")),
+        t.get("description").cloned().unwrap_or(json!("")),
+        t.get("parameters").cloned().unwrap_or(json!({"type": "object", "properties": {}})),
+    )
+}
+
+/// The sampling options a node set (both wire formats name them alike).
+fn put_sampling(req: &LlmRequest, body: &mut serde_json::Map<String, serde_json::Value>) {
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), serde_json::json!(t));
+    }
+    if let Some(p) = req.top_p {
+        body.insert("top_p".into(), serde_json::json!(p));
+    }
+}
+
 /// Calls real models (see the module docs).
 pub struct LiveProvider {
     config: LlmConfig,

@@ -16,21 +16,13 @@ pub fn request_body(req: &LlmRequest, model: &str) -> Value {
         let tools: Vec<Value> = tools
             .iter()
             .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.get("name").cloned().unwrap_or(json!("")),
-                    "description": t.get("description").cloned().unwrap_or(json!("")),
-                    "parameters": t.get("parameters").cloned().unwrap_or(json!({"type": "object", "properties": {}})),
-                }})
+                let (name, description, parameters) = super::tool_parts(t);
+                json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = req.top_p {
-        body.insert("top_p".into(), json!(p));
-    }
+    super::put_sampling(req, &mut body);
     if let Some(rf) = &req.response_format {
         let name: String = rf
             .get("name")
