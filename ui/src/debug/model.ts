@@ -561,23 +561,13 @@ function foldCall(d: Draft, row: StepRow, ev: DebugEvent): void {
       const usage = normUsage(ev.usage);
       const response = { content: ev.content ?? null, tool_calls: ev.tool_calls ?? [], usage };
       const extra = { durationMs: ev.duration_ms ?? null, costUsd: ev.cost_usd ?? null };
-      const key = `${ev.run}\u0000${ev.node}`;
-      const open = m.internal.llm[key];
-      let target = row;
-      if (open) {
-        delete d.llmOpen()[key];
-        const ri = findRow(m.steps, open[0]);
-        if (ri >= 0) {
-          target = d.row(ri);
-          const ci = lastIndexOf(target.calls, (c) => c.id === open[1]);
-          if (ci >= 0) {
-            const c = target.calls[ci];
-            // The final response replaces the streamed text.
-            target.calls[ci] = { ...c, response, ...extra, model: ev.model ?? c.model ?? null, stream: undefined, endMs: ev.ts_ms };
-            addTokens(target, usage);
-            break;
-          }
-        }
+      const [target, ci] = closeLlmCall(d, row, ev.run, ev.node);
+      if (ci >= 0) {
+        const c = target.calls[ci];
+        // The final response replaces the streamed text.
+        target.calls[ci] = { ...c, response, ...extra, model: ev.model ?? c.model ?? null, stream: undefined, endMs: ev.ts_ms };
+        addTokens(target, usage);
+        break;
       }
       target.calls.push({ kind: 'llm', node: ev.node, step: target.step, id: `llm-${++m.internal.seq}`, run: ev.run, response, ...extra, model: ev.model ?? null, startMs: ev.ts_ms, endMs: ev.ts_ms });
       addTokens(target, usage);
@@ -585,21 +575,11 @@ function foldCall(d: Draft, row: StepRow, ev: DebugEvent): void {
     }
     case 'llm_error': {
       const patch = { error: ev.message, errorKind: ev.kind ?? 'other', durationMs: ev.duration_ms ?? null, endMs: ev.ts_ms };
-      const key = `${ev.run}\u0000${ev.node}`;
-      const open = m.internal.llm[key];
-      let target = row;
-      if (open) {
-        delete d.llmOpen()[key];
-        const ri = findRow(m.steps, open[0]);
-        if (ri >= 0) {
-          target = d.row(ri);
-          const ci = lastIndexOf(target.calls, (c) => c.id === open[1]);
-          if (ci >= 0) {
-            target.calls[ci] = { ...target.calls[ci], ...patch };
-            target.llmErrors++;
-            break;
-          }
-        }
+      const [target, ci] = closeLlmCall(d, row, ev.run, ev.node);
+      if (ci >= 0) {
+        target.calls[ci] = { ...target.calls[ci], ...patch };
+        target.llmErrors++;
+        break;
       }
       target.calls.push({ kind: 'llm', node: ev.node, step: target.step, id: `llm-${++m.internal.seq}`, run: ev.run, ...patch, startMs: ev.ts_ms - (ev.duration_ms ?? 0) });
       target.llmErrors++;
@@ -639,6 +619,19 @@ function foldCall(d: Draft, row: StepRow, ev: DebugEvent): void {
 function diverged(d: Draft, ev: Extract<DebugEvent, { event: 'replay_diverged' }>, step: number | null): void {
   if (d.m.diverged) return;
   d.m.diverged = { node: ev.node, call: ev.call, path: ev.path, recorded: ev.recorded, now: ev.now, run: ev.run, step };
+}
+
+/** Closes the LLM call still open for (run, node): its row and its index there. Without an open
+ * call (or when it is gone from its row) the row to add a call to, and -1. */
+function closeLlmCall(d: Draft, row: StepRow, run: string, node: string): [StepRow, number] {
+  const key = `${run}\u0000${node}`;
+  const open = d.m.internal.llm[key];
+  if (!open) return [row, -1];
+  delete d.llmOpen()[key];
+  const ri = findRow(d.m.steps, open[0]);
+  if (ri < 0) return [row, -1];
+  const target = d.row(ri);
+  return [target, lastIndexOf(target.calls, (c) => c.id === open[1])];
 }
 
 function lastIndexOf<T>(list: T[], pred: (x: T) => boolean): number {
