@@ -28,5 +28,9 @@ export default defineConfig({
     globals: true,
     setupFiles: ['./src/test/setup.ts'],
     css: false,
+    // The app-level walk-throughs render the whole window in jsdom; with the test files run in
+    // parallel on 2 cores one can take longer than vitest's default 5 s (its steps wait up to
+    // 5 s each), which failed a correct test once.
+    testTimeout: 20000,
   },
 });
