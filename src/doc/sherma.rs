@@ -91,6 +91,7 @@ pub static HOOK_DEF: Obj = Obj {
         opt("import_path", Ty::Str, "dotted Python path of a hook executor class"),
         opt("url", Ty::Str, "JSON-RPC 2.0 endpoint of a remote hook executor"),
         opt("mcp", Ty::Obj(&HOOK_MCP), "MCP server exposing `hooks.<name>` tools"),
+        opt("timeout", Ty::Float { min: Some(0.0) }, "Switchyard extension: per hook call, in seconds (default 30)"),
     ],
     open: false,
 };

@@ -166,6 +166,36 @@ pub enum EventBody {
         source: String,
         text: String,
     },
+    /// A hook executor ran at a hook point (sherma `hooks:`); one event per executor that
+    /// handles the point.
+    Hook {
+        /// The node it ran for; `None` for run-level points (`before_graph_invoke`, ...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+        /// The hook point (`before_llm_call`, `node_exit`, ...).
+        point: String,
+        /// Which executor: `python:<import_path>`, `url:<url>` or `mcp:<server>`.
+        executor: String,
+        outcome: HookOutcome,
+        duration_ms: u64,
+        /// What changed (`system_prompt`, `result`, ...) or, for a failure, why.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+/// What a hook executor did with its context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookOutcome {
+    /// Nothing changed.
+    Pass,
+    /// The context came back changed (`detail` lists the fields).
+    Modified,
+    /// An error hook cleared the error: the failure is swallowed.
+    Consumed,
+    /// The executor failed and was skipped (remote hooks: a warning, the context passes on).
+    Failed,
 }
 
 /// Why the run went from `from` to `to`.
@@ -248,6 +278,7 @@ impl Event {
             EventBody::Error { .. } => "error",
             EventBody::RunFinished { .. } => "run_finished",
             EventBody::Log { .. } => "log",
+            EventBody::Hook { .. } => "hook",
         }
     }
     /// The event as a JSON object (`event`, `run`, `ts_ms` first).
@@ -461,6 +492,21 @@ mod tests {
                 ev(EventBody::Log { source: "mcp:fs".into(), text: "listening\n".into() }),
                 with("log", json!({"source": "mcp:fs", "text": "listening\n"})),
             ),
+            (
+                ev(EventBody::Hook {
+                    node: Some("agent".into()),
+                    point: "before_llm_call".into(),
+                    executor: "url:http://127.0.0.1:9/hooks".into(),
+                    outcome: HookOutcome::Modified,
+                    duration_ms: 3,
+                    detail: Some("system_prompt".into()),
+                }),
+                with(
+                    "hook",
+                    json!({"node": "agent", "point": "before_llm_call", "executor": "url:http://127.0.0.1:9/hooks",
+                        "outcome": "modified", "duration_ms": 3, "detail": "system_prompt"}),
+                ),
+            ),
         ]
     }
 
@@ -468,7 +514,7 @@ mod tests {
     fn json_shape_of_every_kind() {
         let cases = cases();
         let kinds: std::collections::BTreeSet<&str> = cases.iter().map(|(e, _)| e.kind()).collect();
-        assert_eq!(kinds.len(), 16, "every event kind is covered: {kinds:?}");
+        assert_eq!(kinds.len(), 17, "every event kind is covered: {kinds:?}");
         for (e, want) in &cases {
             assert_eq!(&e.to_value(), want, "{}", e.kind());
             assert_eq!(serde_json::to_value(e).unwrap(), *want);

@@ -425,6 +425,8 @@ struct Conn {
     service: Option<RunningService<RoleClient, ()>>,
     peer: Peer<RoleClient>,
     tools: Vec<McpTool>,
+    /// The server's `hooks.<point>` tools (sherma MCP hook executors), never offered to models.
+    hook_tools: Vec<String>,
 }
 
 /// One MCP server of a run (see the module docs).
@@ -571,6 +573,14 @@ impl McpServer {
         let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         self.ensure(&mut g, stop)?;
         Ok(g.as_ref().map(|c| c.tools.clone()).unwrap_or_default())
+    }
+
+    /// The server's `hooks.<point>` tools (connecting first): what a sherma MCP hook executor
+    /// serves.
+    pub fn hook_tools(&self, stop: &AtomicBool) -> Result<Vec<String>, String> {
+        let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        self.ensure(&mut g, stop)?;
+        Ok(g.as_ref().map(|c| c.hook_tools.clone()).unwrap_or_default())
     }
 
     /// Call the server's tool `tool` (its own name, without prefix) with `args` (an object or
@@ -814,6 +824,11 @@ impl McpServer {
             }
         };
         let allowed = self.spec.allowed_tools.as_ref();
+        let hook_tools: Vec<String> = tools
+            .iter()
+            .filter(|t| t.name.starts_with("hooks."))
+            .map(|t| t.name.to_string())
+            .collect();
         let tools = tools
             .into_iter()
             .filter(|t| !t.name.starts_with("hooks."))
@@ -830,6 +845,7 @@ impl McpServer {
             service: Some(service),
             peer,
             tools,
+            hook_tools,
         })
     }
 

@@ -5,6 +5,8 @@
 # tool's prints (Python, C or subprocess) never reach the protocol.
 #
 # Requests:  {"id": N, "op": "describe" | "call", "path": "pkg.mod.attr", "args": {...}}
+#            {"id": N, "op": "hook", "path": "pkg.mod.HookClass", "args": {"method": "before_llm_call",
+#             "ctx": {...}}} -> result {"defined": false} or {"defined": true, "ctx": {...}}
 # Responses: {"id": N, "ok": true, "result": ...}
 #            {"id": N, "ok": false, "kind": "import" | "call", "type", "message",
 #             "traceback", "module", "sys_path"}
@@ -286,6 +288,165 @@ def call(path, args):
     return _finish(obj(**args))
 
 
+# ---- hooks (sherma hook executors: `hooks: - import_path: pkg.mod.HookClass`) ----------------
+
+_CONTEXT_TYPES = {
+    "before_llm_call": "BeforeLLMCallContext",
+    "after_llm_call": "AfterLLMCallContext",
+    "before_tool_call": "BeforeToolCallContext",
+    "after_tool_call": "AfterToolCallContext",
+    "before_agent_call": "BeforeAgentCallContext",
+    "after_agent_call": "AfterAgentCallContext",
+    "before_skill_load": "BeforeSkillLoadContext",
+    "after_skill_load": "AfterSkillLoadContext",
+    "before_skill_unload": "BeforeSkillUnloadContext",
+    "after_skill_unload": "AfterSkillUnloadContext",
+    "node_enter": "NodeEnterContext",
+    "node_execute": "NodeExecuteContext",
+    "node_exit": "NodeExitContext",
+    "before_interrupt": "BeforeInterruptContext",
+    "after_interrupt": "AfterInterruptContext",
+    "on_chat_model_create": "ChatModelCreateContext",
+    "before_graph_invoke": "GraphInvokeContext",
+    "after_graph_invoke": "AfterGraphInvokeContext",
+    "on_node_error": "OnNodeErrorContext",
+    "on_error": "OnErrorContext",
+}
+
+
+class _Obj(dict):
+    """A JSON object that also reads and writes as attributes (`msg.content`, `tc["name"]`)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+
+class _Context(object):
+    """Base of the hook context classes: plain attributes, one per context field."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join(sorted(self.__dict__)))
+
+
+_CTX_CLASSES = {}
+
+
+def _ctx_class(name):
+    cls = _CTX_CLASSES.get(name)
+    if cls is None:
+        cls = type(name, (_Context,), {})
+        _CTX_CLASSES[name] = cls
+    return cls
+
+
+class _BaseHookExecutor(object):
+    """Stand-in for sherma.BaseHookExecutor when sherma is not installed: every hook passes."""
+
+
+for _m in _CONTEXT_TYPES:
+    setattr(_BaseHookExecutor, _m, None)
+
+
+def _install_sherma_shim():
+    """Make `from sherma import BaseHookExecutor` and `from sherma.hooks.types import ...` work
+    for hook modules when the real sherma package is not importable."""
+    if "sherma" in sys.modules:
+        return
+    try:
+        import importlib.util
+
+        if importlib.util.find_spec("sherma") is not None:
+            return
+    except (ImportError, ValueError):
+        pass
+    import types
+
+    sherma = types.ModuleType("sherma")
+    sherma.__path__ = []
+    hooks = types.ModuleType("sherma.hooks")
+    hooks.__path__ = []
+    htypes = types.ModuleType("sherma.hooks.types")
+    executor = types.ModuleType("sherma.hooks.executor")
+    sherma.BaseHookExecutor = _BaseHookExecutor
+    executor.BaseHookExecutor = _BaseHookExecutor
+    hooks.BaseHookExecutor = _BaseHookExecutor
+    for name in set(_CONTEXT_TYPES.values()) | {"NodeContext"}:
+        setattr(htypes, name, _ctx_class(name))
+    sherma.hooks = hooks
+    hooks.types = htypes
+    hooks.executor = executor
+    sys.modules.update(
+        {"sherma": sherma, "sherma.hooks": hooks, "sherma.hooks.types": htypes, "sherma.hooks.executor": executor}
+    )
+
+
+def _objects(x):
+    if isinstance(x, dict):
+        return _Obj((k, _objects(v)) for k, v in x.items())
+    if isinstance(x, list):
+        return [_objects(v) for v in x]
+    return x
+
+
+def _error_class(name):
+    base = {"ValueError": ValueError, "TypeError": TypeError, "KeyError": KeyError, "RuntimeError": RuntimeError}
+    return base.get(name) or type(str(name or "Exception"), (Exception,), {})
+
+
+_HOOK_INSTANCES = {}
+
+
+def hook(path, args):
+    _install_sherma_shim()
+    inst = _HOOK_INSTANCES.get(path)
+    if inst is None:
+        obj = resolve(path)
+        inst = obj() if inspect.isclass(obj) else obj
+        _HOOK_INSTANCES[path] = inst
+    method = str(args.get("method", ""))
+    fn = getattr(inst, method, None)
+    base = getattr(_BaseHookExecutor, method, None)
+    real_base = getattr(sys.modules.get("sherma"), "BaseHookExecutor", None)
+    inherited = real_base is not None and getattr(type(inst), method, None) is getattr(real_base, method, object())
+    if fn is None or fn is base or inherited or not callable(fn):
+        return {"defined": False}
+    fields = {}
+    for k, v in (args.get("ctx") or {}).items():
+        if k == "error" and isinstance(v, dict):
+            v = _error_class(v.get("type"))(v.get("message", ""))
+        elif k == "state" and isinstance(v, dict):
+            v = dict(v)
+            if isinstance(v.get("messages"), list):
+                v["messages"] = _objects(v["messages"])
+        elif isinstance(v, (dict, list)):
+            v = _objects(v)
+        fields[k] = v
+    ctx = _ctx_class(_CONTEXT_TYPES.get(method, "HookContext"))(**fields)
+    returned = _finish(fn(ctx))
+    if returned is not None:
+        ctx = returned
+    out = {}
+    for k, v in vars(ctx).items():
+        if k.startswith("_"):
+            continue
+        if k == "error":
+            out[k] = None if v is None else {"type": type(v).__name__, "message": str(v)}
+        elif k == "chat_model" and v is not None:
+            out[k] = "%s object" % type(v).__name__
+        else:
+            out[k] = to_json(v)
+    return {"defined": True, "returned": returned is not None, "ctx": out}
+
+
 def to_json(x, depth=0):
     if x is None or isinstance(x, (bool, int, str)):
         return x
@@ -343,6 +504,8 @@ def handle(req):
             result = describe(path)
         elif op == "call":
             result = to_json(call(path, req.get("args")))
+        elif op == "hook":
+            result = hook(path, req.get("args") or {})
         else:
             return _error(rid, "call", None, message="unknown bridge op %r" % (op,))
     except ImportFail as e:

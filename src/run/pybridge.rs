@@ -218,6 +218,24 @@ impl PyBridge {
         self.request("call", import_path, args, timeout)
     }
 
+    /// Run the hook method `method` of the hook executor at `import_path` (a class, instantiated
+    /// once per process, or an instance) with the context `ctx` (a JSON object). `None` when
+    /// the executor does not define that hook; otherwise the context after the call — the
+    /// returned one, or the passed one with the method's in-place changes (sherma's chaining).
+    pub fn hook(
+        &mut self,
+        import_path: &str,
+        method: &str,
+        ctx: &Value,
+        timeout: Duration,
+    ) -> Result<Option<Value>, PyError> {
+        let r = self.request("hook", import_path, &json!({"method": method, "ctx": ctx}), timeout)?;
+        if r.get("defined") != Some(&Value::Bool(true)) {
+            return Ok(None);
+        }
+        Ok(Some(r.get("ctx").cloned().unwrap_or(Value::Null)))
+    }
+
     /// The newest stderr output of the process (bounded): tools' prints and warnings.
     pub fn stderr_tail(&self) -> String {
         self.proc

@@ -41,6 +41,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod hooked;
 mod remote;
 
 /// The internal state key sherma keeps its bookkeeping in.
@@ -54,6 +55,12 @@ pub trait ToolRunner: Send {
     fn call(&mut self, import_path: &str, args: &Value, timeout: Duration) -> Result<Value, String>;
     /// The tool's description and JSON Schema, if it can be inspected.
     fn describe(&mut self, import_path: &str) -> Option<(String, Value)>;
+    /// Run hook `method` of the hook executor `import_path` with context `ctx`: `Ok(None)` when
+    /// the executor does not define it, else the context after the call.
+    fn hook(&mut self, import_path: &str, method: &str, ctx: &Value, timeout: Duration) -> Result<Option<Value>, String> {
+        let _ = (method, ctx, timeout);
+        Err(format!("hook executor `{import_path}`: this tool runner cannot run Python hooks"))
+    }
 }
 
 /// How a sherma run is set up.
@@ -149,6 +156,10 @@ struct Shared {
     /// Tools of skill-card MCP servers (`mcps`), by the card's key, listed when a node first
     /// binds the tools of a loaded skill that names the server.
     skill_mcp_tools: Mutex<std::collections::BTreeMap<String, Vec<Tool>>>,
+    /// The hook executors (`hooks:`), in declaration order.
+    hooks: crate::run::hooks::Hooks,
+    /// Models as `on_chat_model_create` hooks left them, by `llms` id.
+    chat_models: Mutex<std::collections::HashMap<String, ModelRef>>,
 }
 
 impl Shared {
@@ -275,6 +286,9 @@ impl ToolRunner for crate::run::pybridge::PyBridge {
     fn describe(&mut self, import_path: &str) -> Option<(String, Value)> {
         crate::run::pybridge::PyBridge::describe(self, import_path).ok().map(|i| (i.description, i.schema))
     }
+    fn hook(&mut self, import_path: &str, method: &str, ctx: &Value, timeout: Duration) -> Result<Option<Value>, String> {
+        crate::run::pybridge::PyBridge::hook(self, import_path, method, ctx, timeout).map_err(|e| e.to_string())
+    }
 }
 
 /// A sherma run (see the module docs). Cheap to fork: the state is `Arc`-shared.
@@ -292,6 +306,13 @@ pub struct ShermaMachine {
     output: Value,
     /// A remote sub-agent's task waiting for the answer to the pending interrupt.
     remote: Option<remote::RemoteWait>,
+    /// The run's input as given (hook contexts); shared by every checkpoint.
+    input: Arc<Value>,
+    /// The invocation's config once `before_graph_invoke` ran (hooks only; cleared by an
+    /// answer, which starts a new invocation).
+    invocation: Option<Value>,
+    /// `config.recursion_limit` as a `before_graph_invoke` hook set it.
+    recursion_override: Option<i64>,
 }
 
 impl ShermaMachine {
@@ -334,6 +355,7 @@ impl ShermaMachine {
             other => other,
         };
         let state = State::initial(agent_def, &input)?;
+        let input_given = input.clone();
         let extras = build_extras(sd);
         let tools = build_tools(sd);
         let recursion_limit = agent_def.recursion_limit.unwrap_or(DEFAULT_RECURSION_LIMIT);
@@ -341,6 +363,11 @@ impl ShermaMachine {
         let described = Mutex::new(Default::default());
         let remotes = Default::default();
         let mcp = build_mcp_pool(sd, &doc.base_dir, opts.tool_timeout);
+        let hook_entries: Vec<Value> = sd.hooks.iter().map(hook_entry).collect();
+        let (hooks, bad_hooks) = crate::run::hooks::Hooks::from_entries(&hook_entries, &doc.base_dir);
+        if let Some(b) = bad_hooks.first() {
+            return Err(format!("{} cannot run: {b}", doc.path.display()));
+        }
         let shared = Shared {
             doc: doc.clone(),
             agent_index,
@@ -355,6 +382,8 @@ impl ShermaMachine {
             mcp,
             mcp_tools: Mutex::new(None),
             skill_mcp_tools: Mutex::new(Default::default()),
+            hooks,
+            chat_models: Mutex::new(Default::default()),
         };
         let mut m = ShermaMachine {
             shared: Arc::new(shared),
@@ -365,6 +394,9 @@ impl ShermaMachine {
             since_resume: 0,
             output: Value::Null,
             remote: None,
+            input: Arc::new(input_given),
+            invocation: None,
+            recursion_override: None,
         };
         let entry = m.route_from(START);
         if entry.is_empty() {
@@ -494,23 +526,32 @@ impl ShermaMachine {
                     Some(e) => self.eval(&e.text, None).map_err(NodeError::plain)?,
                     None => Value::String(String::new()),
                 };
+                let value = self.hook_before_agent(node, &sub, value, cx)?;
                 let text = self.run_sub_agent(node, &sub, &display(&value), cx).map_err(NodeError::plain)?;
                 let mut up = Map::new();
                 if let Some(t) = text {
                     up.insert(MESSAGES.into(), json!([message("ai", Value::String(t))]));
                 }
-                Ok(NodeResult::Update(up))
+                self.hook_result("after_agent_call", node, up, cx).map(NodeResult::Update)
             }
             NodeArgs::Interrupt { value } => {
+                let eval_value = |m: &Self| match value {
+                    Some(e) => m.eval(&e.text, None).map_err(NodeError::plain),
+                    None => Ok(Value::Null),
+                };
                 if let Some(answer) = self.resume.take() {
+                    let answer = if self.hooked("after_interrupt") {
+                        let v = eval_value(self).unwrap_or(Value::Null);
+                        self.hook_after_interrupt(node, v, answer, cx)?
+                    } else {
+                        answer
+                    };
                     let mut up = Map::new();
                     up.insert(MESSAGES.into(), answer_messages(answer));
                     return Ok(NodeResult::Update(up));
                 }
-                let v = match value {
-                    Some(e) => self.eval(&e.text, None).map_err(NodeError::plain)?,
-                    None => Value::Null,
-                };
+                let v = eval_value(self)?;
+                let v = self.hook_before_interrupt(node, v, cx)?;
                 Ok(NodeResult::Interrupt(Pending {
                     id: String::new(),
                     node: node.to_string(),
@@ -527,9 +568,9 @@ impl ShermaMachine {
                     Some(e) => self.eval(&e.text, None).map_err(NodeError::plain)?,
                     None => Value::Array(Vec::new()),
                 };
-                self.load_skills(node, ids).map(NodeResult::Update).map_err(NodeError::plain)
+                self.load_skills(node, ids, cx).map(NodeResult::Update).map_err(NodeError::plain)
             }
-            NodeArgs::Custom { .. } => Ok(NodeResult::Update(Map::new())),
+            NodeArgs::Custom { .. } => self.hook_node_execute(node, cx).map(NodeResult::Update),
             NodeArgs::Unknown => Err(NodeError::plain(format!(
                 "node `{node}` has unknown type `{}`; use one of call_llm, tool_node, call_agent, data_transform, set_state, interrupt, load_skills, custom",
                 decl.kind.value
@@ -598,11 +639,22 @@ impl ShermaMachine {
                 }
             }
         }
+        // The model first (upstream creates chat models before any node runs), then the prompt.
+        let model = match self.model_of(c) {
+            Some(m) if self.hooked("on_chat_model_create") => {
+                let sd = self.shared.sherma();
+                let id = c.llm.as_ref().or(sd.default_llm.as_ref()).map(|r| r.id_str().to_string()).unwrap_or_default();
+                Some(self.hook_chat_model(&id, m, cx)?)
+            }
+            other => other,
+        };
+        let mut tools_json = tools_json;
+        self.hook_before_llm(node, &mut wire, &mut tools_json, cx)?;
         let request = LlmRequest {
             node: node.to_string(),
             messages: Value::Array(wire),
             tools: Value::Array(tools_json),
-            model: self.model_of(c),
+            model,
             response_format: c.response_format.clone(),
             ..LlmRequest::default()
         };
@@ -659,6 +711,18 @@ impl ShermaMachine {
             "content": content,
             "tool_calls": response.tool_calls.iter().map(|t| json!({"id": t.id, "name": t.name, "args": t.args})).collect::<Vec<_>>(),
         });
+        let llm_response = if self.hooked("after_llm_call") {
+            let mut r = self.hook_after_llm(node, llm_response, cx)?;
+            if let Value::Object(m) = &mut r {
+                m.insert("role".into(), "ai".into());
+                m.entry("type").or_insert_with(|| "ai".into());
+                m.entry("content").or_insert_with(|| "".into());
+                m.entry("tool_calls").or_insert_with(|| json!([]));
+            }
+            r
+        } else {
+            llm_response
+        };
         // 5. state_updates against the pre-node state + llm_response
         let mut up = Map::new();
         for (key, expr) in &c.state_updates {
@@ -801,6 +865,13 @@ impl ShermaMachine {
                 (call, done, internal, internal_changed, Some(wait))
             }
         };
+        let available: Vec<Tool> = if resumed.is_none() && self.hooked("before_tool_call") {
+            let calls_json = serde_json::to_value(&calls).unwrap_or(Value::Null);
+            let names = self.hook_before_tools(node, &calls_json, available.iter().map(|t| t.name.clone()).collect(), cx)?;
+            names.iter().filter_map(|n| available.iter().find(|t| &t.name == n).cloned()).collect()
+        } else {
+            available
+        };
         for (i, call) in calls.iter().enumerate().skip(start) {
             let resuming = if i == start { resumed.take() } else { None };
             if resuming.is_none() {
@@ -861,7 +932,7 @@ impl ShermaMachine {
         if internal_changed {
             up.insert(INTERNAL.into(), Value::Object(internal));
         }
-        Ok(NodeResult::Update(up))
+        self.hook_result("after_tool_call", node, up, cx).map(NodeResult::Update)
     }
 
     fn track_skill(&self, internal: &mut Map<String, Value>, tool: &str, id: &str, version: &str) -> bool {
@@ -1015,7 +1086,7 @@ impl ShermaMachine {
         }
     }
 
-    fn load_skills(&self, node: &str, ids: Value) -> Result<Map<String, Value>, String> {
+    fn load_skills(&self, node: &str, ids: Value, cx: &Cx<'_>) -> Result<Map<String, Value>, String> {
         let Value::Array(items) = ids else {
             return Err(format!("load_skills node `{node}`: `skill_ids` must give a list of {{id, version}} maps, got {ids}"));
         };
@@ -1028,6 +1099,8 @@ impl ShermaMachine {
         for (k, item) in items.iter().enumerate() {
             let Some(id) = item.get("id").and_then(Value::as_str) else { continue };
             let version = item.get("version").and_then(Value::as_str).unwrap_or("*");
+            let (id, version) = self.hook_before_skill(node, id, version, cx)?;
+            let (id, version) = (id.as_str(), version.as_str());
             let Some((_, card)) = sd.skill_cards.iter().find(|(s, _)| s == id) else { continue };
             let Ok(text) = std::fs::read_to_string(PathBuf::from(&card.base).join("SKILL.md")) else { continue };
             let call_id = format!("load_skill_{:08x}", fxhash(&format!("{node}/{id}/{k}/{}", self.since_resume)));
@@ -1047,6 +1120,13 @@ impl ShermaMachine {
                 .map(|t| Value::String(t.id.clone()))
                 .chain(card.card.mcps.keys().map(|k| Value::String(k.clone())))
                 .collect();
+            if self.hooked("after_skill_load")
+                && let Some(Value::Object(tm)) = tool_msgs.last_mut()
+            {
+                let text = tm.get("content").map(display).unwrap_or_default();
+                let text = self.hook_after_skill(node, id, version, text, &names, cx)?;
+                tm.insert("content".into(), Value::String(text));
+            }
             for n in &names {
                 if !loaded.contains(n) {
                     loaded.push(n.clone());
@@ -1098,6 +1178,9 @@ impl NodeError {
     fn plain(message: String) -> NodeError {
         NodeError { message, kind: "NodeError".into(), attempt: 1 }
     }
+    fn hook(message: String) -> NodeError {
+        NodeError { message, kind: "HookError".into(), attempt: 1 }
+    }
 }
 
 impl Machine for ShermaMachine {
@@ -1117,85 +1200,11 @@ impl Machine for ShermaMachine {
     }
 
     fn step(&mut self, cx: &Cx<'_>) -> StepOutcome {
-        if self.queue.is_empty() {
-            let mut seen = BTreeSet::new();
-            self.queue = std::mem::take(&mut self.next).into_iter().filter(|n| seen.insert(n.clone())).collect();
+        if let Err(e) = self.hook_invoke(cx) {
+            return StepOutcome::Failed { node: None, message: e };
         }
-        let Some(node) = self.queue.front().cloned() else {
-            return StepOutcome::Finished { output: self.output() };
-        };
-        self.since_resume += 1;
-        if self.since_resume > self.shared.recursion_limit {
-            return StepOutcome::Failed {
-                node: Some(node),
-                message: format!(
-                    "recursion limit of {} reached without hitting a stop condition; raise `langgraph_config.recursion_limit` \
-                     on the agent if the loop is intended, or check the loop's exit condition",
-                    self.shared.recursion_limit
-                ),
-            };
-        }
-        let kind = self.kind(&node);
-        cx.emit(EventBody::NodeEnter { step: cx.step, node: node.clone(), kind });
-        let t0 = Instant::now();
-        let result = self.run_node(&node, cx);
-        let update = match result {
-            Ok(NodeResult::Interrupt(p)) => {
-                self.since_resume -= 1;
-                return StepOutcome::Interrupt(p);
-            }
-            Ok(NodeResult::Update(u)) => u,
-            Err(e) => {
-                let decl = self.shared.decl(&node);
-                let fallback = decl.and_then(|d| d.on_error.as_ref()).and_then(|o| o.fallback.as_ref());
-                match fallback {
-                    Some(fb) => {
-                        let mut internal = self.state.get(INTERNAL).and_then(Value::as_object).cloned().unwrap_or_default();
-                        internal.insert(
-                            "last_error".into(),
-                            json!({"node": node, "type": e.kind, "message": e.message, "attempt": e.attempt}),
-                        );
-                        internal.insert("error_fallback".into(), Value::String(fb.value.clone()));
-                        cx.emit(EventBody::Error {
-                            node: Some(node.clone()),
-                            message: format!("{}; recorded in __sherma__.last_error, going to fallback `{}`", e.message, fb.value),
-                        });
-                        let mut up = Map::new();
-                        up.insert(INTERNAL.into(), Value::Object(internal));
-                        up
-                    }
-                    None => {
-                        return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}`: {}", e.message) };
-                    }
-                }
-            }
-        };
-        if let Err(e) = self.state.apply(&update) {
-            return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}` returned a bad update: {e}") };
-        }
-        cx.emit(EventBody::NodeExit {
-            step: cx.step,
-            node: node.clone(),
-            update: if cx.wanted() { Value::Object(update) } else { Value::Null },
-            duration_ms: t0.elapsed().as_millis() as u64,
-        });
-        self.queue.pop_front();
-        let targets = self.route_from(&node);
-        // A node without outgoing edges ends the run (sherma): no targets are added.
-        for (to, reason) in targets {
-            if let Some(msg) = to.strip_prefix(ROUTE_ERROR) {
-                return StepOutcome::Failed { node: Some(node.clone()), message: format!("routing after `{node}` failed: {msg}") };
-            }
-            cx.emit(EventBody::Route { from: node.clone(), to: to.clone(), reason });
-            if to != END {
-                self.next.push(to);
-            }
-        }
-        if self.queue.is_empty() && self.next.is_empty() {
-            self.output = self.final_output();
-            return StepOutcome::Finished { output: self.output.clone() };
-        }
-        StepOutcome::Continue
+        let out = self.step_plain(cx);
+        self.hook_outcome(out, cx)
     }
 
     fn answer(&mut self, pending: &Pending, answer: Value) -> Result<(), String> {
@@ -1204,6 +1213,7 @@ impl Machine for ShermaMachine {
         }
         self.resume = Some(answer);
         self.since_resume = 0;
+        self.invocation = None;
         Ok(())
     }
 
@@ -1242,6 +1252,9 @@ impl Machine for ShermaMachine {
             since_resume: self.since_resume,
             output: self.output.clone(),
             remote: self.remote.clone(),
+            input: self.input.clone(),
+            invocation: self.invocation.clone(),
+            recursion_override: self.recursion_override,
         })
     }
 
@@ -1251,6 +1264,112 @@ impl Machine for ShermaMachine {
 }
 
 impl ShermaMachine {
+    /// `recursion_limit`, as the agent or a `before_graph_invoke` hook set it.
+    fn recursion_limit(&self) -> i64 {
+        self.recursion_override.unwrap_or(self.shared.recursion_limit)
+    }
+
+    /// One node: `node_enter`, the node, `node_exit`, the update, routing.
+    fn step_plain(&mut self, cx: &Cx<'_>) -> StepOutcome {
+        if self.queue.is_empty() {
+            let mut seen = BTreeSet::new();
+            self.queue = std::mem::take(&mut self.next).into_iter().filter(|n| seen.insert(n.clone())).collect();
+        }
+        let Some(node) = self.queue.front().cloned() else {
+            return StepOutcome::Finished { output: self.output() };
+        };
+        self.since_resume += 1;
+        if self.since_resume > self.recursion_limit() {
+            return StepOutcome::Failed {
+                node: Some(node),
+                message: format!(
+                    "recursion limit of {} reached without hitting a stop condition; raise `langgraph_config.recursion_limit` \
+                     on the agent if the loop is intended, or check the loop's exit condition",
+                    self.recursion_limit()
+                ),
+            };
+        }
+        let kind = self.kind(&node);
+        cx.emit(EventBody::NodeEnter { step: cx.step, node: node.clone(), kind });
+        let t0 = Instant::now();
+        // `node_enter` may change the state this node sees (only this node: it is put back).
+        let (result, saved) = match self.hook_node_enter(&node, cx) {
+            Err(e) => (Err(e), None),
+            Ok(entered) => {
+                let saved = entered.map(|st| std::mem::replace(&mut self.state, st));
+                let r = match self.run_node(&node, cx) {
+                    Ok(NodeResult::Update(u)) => self.hook_node_exit(&node, u, cx).map(NodeResult::Update),
+                    other => other,
+                };
+                (r, saved)
+            }
+        };
+        if let Some(st) = saved {
+            self.state = st;
+        }
+        let update = match result {
+            Ok(NodeResult::Interrupt(p)) => {
+                self.since_resume -= 1;
+                return StepOutcome::Interrupt(p);
+            }
+            Ok(NodeResult::Update(u)) => u,
+            Err(e) => {
+                let decl = self.shared.decl(&node);
+                let fallback = decl.and_then(|d| d.on_error.as_ref()).and_then(|o| o.fallback.as_ref());
+                match fallback {
+                    Some(fb) => {
+                        let mut internal = self.state.get(INTERNAL).and_then(Value::as_object).cloned().unwrap_or_default();
+                        internal.insert(
+                            "last_error".into(),
+                            json!({"node": node, "type": e.kind, "message": e.message, "attempt": e.attempt}),
+                        );
+                        internal.insert("error_fallback".into(), Value::String(fb.value.clone()));
+                        cx.emit(EventBody::Error {
+                            node: Some(node.clone()),
+                            message: format!("{}; recorded in __sherma__.last_error, going to fallback `{}`", e.message, fb.value),
+                        });
+                        let mut up = Map::new();
+                        up.insert(INTERNAL.into(), Value::Object(internal));
+                        up
+                    }
+                    None => match self.hook_node_error(&node, e, cx) {
+                        // A hook consumed the error: the node returns `{}` and routing goes on.
+                        None => Map::new(),
+                        Some(e) => {
+                            return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}`: {}", e.message) };
+                        }
+                    },
+                }
+            }
+        };
+        if let Err(e) = self.state.apply(&update) {
+            return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}` returned a bad update: {e}") };
+        }
+        cx.emit(EventBody::NodeExit {
+            step: cx.step,
+            node: node.clone(),
+            update: if cx.wanted() { Value::Object(update) } else { Value::Null },
+            duration_ms: t0.elapsed().as_millis() as u64,
+        });
+        self.queue.pop_front();
+        let targets = self.route_from(&node);
+        // A node without outgoing edges ends the run (sherma): no targets are added.
+        for (to, reason) in targets {
+            if let Some(msg) = to.strip_prefix(ROUTE_ERROR) {
+                return StepOutcome::Failed { node: Some(node.clone()), message: format!("routing after `{node}` failed: {msg}") };
+            }
+            cx.emit(EventBody::Route { from: node.clone(), to: to.clone(), reason });
+            if to != END {
+                self.next.push(to);
+            }
+        }
+        if self.queue.is_empty() && self.next.is_empty() {
+            self.output = self.final_output();
+            return StepOutcome::Finished { output: self.output.clone() };
+        }
+        StepOutcome::Continue
+    }
+
     /// The run's result: the last AI message's text, else null.
     fn final_output(&self) -> Value {
         self.last_ai_text().map(Value::String).unwrap_or(Value::Null)
@@ -1424,6 +1543,19 @@ fn build_tools(sd: &ShermaDoc) -> Vec<Tool> {
 
 /// The agent's MCP servers, not connected. An entry that cannot be used (a bad transport, no
 /// `command`) fails the first node that needs it, with the reason.
+/// A `hooks:` entry as JSON, with its interpolated `import_path` / `url`.
+fn hook_entry(e: &Entity) -> Value {
+    let mut v = e.node.to_json();
+    if let Value::Object(m) = &mut v {
+        for k in ["import_path", "url"] {
+            if let Some(s) = e.get_str(k) {
+                m.insert(k.into(), Value::String(s.to_string()));
+            }
+        }
+    }
+    v
+}
+
 fn build_mcp_pool(sd: &ShermaDoc, base_dir: &std::path::Path, timeout: Duration) -> McpPool {
     let mut specs = Vec::new();
     let mut bad = Vec::new();

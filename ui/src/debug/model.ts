@@ -8,6 +8,7 @@
 import type {
   DebugEvent,
   FinishStatus,
+  HookOutcome,
   LlmErrorKind,
   Pending,
   PauseReason,
@@ -71,6 +72,18 @@ export interface Divergence {
   step: number | null;
 }
 
+/** A hook executor's run at a hook point during a step (`hook` events). */
+export interface HookRecord {
+  point: string;
+  executor: string;
+  outcome: HookOutcome;
+  /** The fields it changed, or why it failed. */
+  detail: string | null;
+  /** The node it ran for; null for run-level points. */
+  node: string | null;
+  durationMs: number;
+}
+
 export interface StateEdit {
   key: string;
   value: unknown;
@@ -103,6 +116,8 @@ export interface StepRow {
   error: string | null;
   /** LLM calls of the step that failed (`llm_error`; retried or not). */
   llmErrors: number;
+  /** Hook executors that ran during the step, in order (sherma `hooks:`). */
+  hooks: HookRecord[];
 }
 
 export interface EdgeMark {
@@ -188,6 +203,8 @@ export interface FoldInternal {
   curStep: number;
   /** Counter for LLM call ids. */
   seq: number;
+  /** Hooks that ran before the next step's first node (`before_graph_invoke`). */
+  hooksAhead?: HookRecord[];
 }
 
 export function emptyOverlay(): CanvasOverlay {
@@ -448,6 +465,7 @@ function newRow(step: number, ts: number): StepRow {
     updates: {},
     error: null,
     llmErrors: 0,
+    hooks: [],
   };
 }
 
@@ -655,6 +673,11 @@ function foldTop(d: Draft, ev: DebugEvent): void {
         m.internal.curStep = ev.step;
       }
       const row = d.row(d.rowIndex(ev.step, ev.ts_ms));
+      const ahead = m.internal.hooksAhead;
+      if (ahead && ahead.length) {
+        row.hooks = [...(row.hooks ?? []), ...ahead];
+        m.internal.hooksAhead = [];
+      }
       if (!row.nodes.includes(ev.node)) {
         row.nodes.push(ev.node);
         row.kinds.push(ev.kind);
@@ -806,6 +829,25 @@ function foldTop(d: Draft, ev: DebugEvent): void {
         step = steps[i].step;
       }
       d.errors().push({ node, message: ev.message, step });
+      break;
+    }
+    case 'hook': {
+      const rec: HookRecord = {
+        point: ev.point,
+        executor: ev.executor,
+        outcome: ev.outcome,
+        detail: ev.detail ?? null,
+        node: ev.node ?? null,
+        durationMs: ev.duration_ms ?? 0,
+      };
+      // `before_graph_invoke` opens an invocation: it belongs to the step about to start.
+      const i = ev.point === 'before_graph_invoke' ? -1 : ev.node ? rowOfNode(m.steps, ev.node) : m.steps.length - 1;
+      if (i < 0) {
+        m.internal.hooksAhead = [...(m.internal.hooksAhead ?? []), rec];
+      } else {
+        const row = d.row(i);
+        row.hooks = [...(row.hooks ?? []), rec];
+      }
       break;
     }
     case 'run_finished': {

@@ -163,7 +163,22 @@ export type DebugEvent = EventBase &
     | { event: 'run_finished'; status: FinishStatus; state: unknown; output: unknown }
     /** A helper process's own output (an MCP server's stderr, `source` = `mcp:<server>`); kept in the event log only. */
     | { event: 'log'; source: string; text: string }
+    /** A sherma hook executor ran at a hook point (`before_llm_call`, `node_exit`, ...). */
+    | {
+        event: 'hook';
+        node?: string | null;
+        point: string;
+        /** `python:<import_path>`, `url:<url>` or `mcp:<server>`. */
+        executor: string;
+        outcome: HookOutcome;
+        duration_ms: number;
+        /** The fields it changed, or why it failed. */
+        detail?: string | null;
+      }
   );
+
+/** What a hook executor did with its context (`failed`: skipped with a warning, or the node failed). */
+export type HookOutcome = 'pass' | 'modified' | 'consumed' | 'failed';
 
 export interface TraceFile {
   path: string;

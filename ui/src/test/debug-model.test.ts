@@ -595,4 +595,29 @@ describe('foldEvents: live providers (streaming, failures, replay)', () => {
     m = foldEvents(m, events(R, [{ event: 'llm_response', node: 'answer', content: 'x', tool_calls: [] } as unknown as Body, { event: 'node_exit', step: 1, node: 'answer', update: {}, duration_ms: 1 }, { event: 'rewound', step: 0 }]));
     expect(m.diverged).toBeNull();
   });
+
+  it('files hook runs under their step: before_graph_invoke under the step it opens, node hooks under their node', () => {
+    const hook = (point: string, node: string | null, outcome: 'pass' | 'modified' | 'consumed' | 'failed', detail: string | null = null): Body =>
+      ({ event: 'hook', node, point, executor: 'python:h.H', outcome, duration_ms: 2, detail }) as Body;
+    const m = foldEvents(
+      emptyModel(),
+      events(R, [
+        { event: 'run_started', agent: 'a', input: 'hi' },
+        hook('before_graph_invoke', null, 'modified', 'config'),
+        { event: 'node_enter', step: 1, node: 'answer', kind: 'call_llm' },
+        hook('node_enter', 'answer', 'pass'),
+        hook('before_llm_call', 'answer', 'modified', 'system_prompt'),
+        { event: 'node_exit', step: 1, node: 'answer', update: {}, duration_ms: 3 },
+        hook('after_graph_invoke', null, 'failed', 'no answer within 0.5s; passing through'),
+        hook('before_graph_invoke', null, 'pass'),
+        { event: 'node_enter', step: 2, node: 'ask', kind: 'interrupt' },
+        hook('on_node_error', 'ask', 'consumed', 'error'),
+      ]),
+    );
+    expect(m.steps[0].hooks.map((h) => h.point)).toEqual(['before_graph_invoke', 'node_enter', 'before_llm_call', 'after_graph_invoke']);
+    expect(m.steps[0].hooks[2]).toEqual({ point: 'before_llm_call', executor: 'python:h.H', outcome: 'modified', detail: 'system_prompt', node: 'answer', durationMs: 2 });
+    expect(m.steps[0].hooks[3].outcome).toBe('failed');
+    expect(m.steps[1].hooks.map((h) => `${h.point}:${h.outcome}`)).toEqual(['before_graph_invoke:pass', 'on_node_error:consumed']);
+    expect(m.internal.hooksAhead ?? []).toEqual([]);
+  });
 });

@@ -118,6 +118,31 @@ describe('debug panel', () => {
     expect((screen.getByTestId('timeline-rewind') as HTMLButtonElement).disabled).toBe(true);
   });
 
+  it('timeline: a step that ran hooks shows how many, with failures flagged and each hook in the tooltip', async () => {
+    const { backend, dbg } = await setup();
+    const hook = (point: string, outcome: string, detail: string | null = null): Ev => ({
+      event: 'hook', node: 'answer', point, executor: 'url:http://127.0.0.1:8000/hooks', outcome, duration_ms: 4, detail,
+    });
+    await runWith(
+      backend,
+      dbg,
+      [
+        { event: 'run_started', agent: 'triage', input: 'hi' },
+        ...step(1, 'start', 'set_state', { turns: 0 }, [], 'answer'),
+        ...step(2, 'answer', 'call_llm', { messages: [] }, [hook('before_llm_call', 'modified', 'system_prompt'), hook('after_llm_call', 'failed', 'HTTP 500: oops; passing through')]),
+      ],
+      { step: 2, due: [] },
+    );
+    const r = rows();
+    expect(r[0].querySelector('[data-testid="timeline-hooks"]')).toBeNull();
+    const chip = r[1].querySelector('[data-testid="timeline-hooks"]') as HTMLElement;
+    expect(chip.getAttribute('data-count')).toBe('2');
+    expect(chip.getAttribute('data-failed')).toBe('1');
+    expect(chip.textContent).toContain('⚓ 2');
+    expect(chip.title).toContain('before_llm_call (answer) · url:http://127.0.0.1:8000/hooks · changed: system_prompt · 4 ms');
+    expect(chip.title).toContain('after_llm_call (answer) · url:http://127.0.0.1:8000/hooks · failed: HTTP 500: oops; passing through');
+  });
+
   it('state tree marks added, changed and removed rows after a set_state step', async () => {
     const { backend, dbg } = await setup();
     backend.runStates = {

@@ -3,7 +3,7 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { useAppStore } from '../../store';
 import { shownModel, useDebug, useDebugStore } from '../../debug/store';
-import { findRow, type StepRow } from '../../debug/model';
+import { findRow, type HookRecord, type StepRow } from '../../debug/model';
 
 /** Row height in px (must match `.tl-row` height set inline). */
 export const ROW_HEIGHT = 24;
@@ -30,6 +30,12 @@ export function fmtTokens(t: { input: number; output: number } | null | undefine
   return `${t.input} → ${t.output}`;
 }
 
+/** One hook run as a line of the hooks chip's tooltip. */
+export function hookLine(h: HookRecord): string {
+  const what = h.outcome === 'pass' ? 'passed' : h.outcome === 'modified' ? 'changed' : h.outcome;
+  return `${h.point}${h.node ? ` (${h.node})` : ''} · ${h.executor} · ${what}${h.detail ? `: ${h.detail}` : ''} · ${h.durationMs} ms`;
+}
+
 interface RowProps {
   row: StepRow;
   index: number;
@@ -49,6 +55,8 @@ const TimelineRow = memo(function TimelineRow({ row, index, selected, latest, on
   const failed = row.llmErrors ?? 0;
   const callText = [llm ? `${llm} LLM` : '', tools ? `${tools} tool${tools === 1 ? '' : 's'}` : ''].filter(Boolean).join(' · ');
   const streaming = (row.calls ?? []).some((c) => c.kind === 'llm' && c.endMs == null && c.stream);
+  const hooks = row.hooks ?? [];
+  const hooksFailed = hooks.filter((h) => h.outcome === 'failed').length;
   return (
     <div
       className={`tl-row${selected ? ' selected' : ''}${latest ? ' latest' : ''}${row.status === 'error' ? ' st-row-error' : ''}`}
@@ -88,6 +96,18 @@ const TimelineRow = memo(function TimelineRow({ row, index, selected, latest, on
           </span>
         ) : null}
         {nested ? `${callText || failed ? ' · ' : ''}↳ nested` : ''}
+        {hooks.length ? (
+          <span
+            className={`tl-hooks${hooksFailed ? ' tl-hooks-failed' : ''}`}
+            data-testid="timeline-hooks"
+            data-count={hooks.length}
+            data-failed={hooksFailed}
+            title={hooks.map(hookLine).join('\n')}
+          >
+            {callText || failed || nested ? ' · ' : ''}⚓ {hooks.length}
+            {hooksFailed ? ` ⚠ ${hooksFailed}` : ''}
+          </span>
+        ) : null}
       </span>
       <span className="tl-extra" title={edits ? `State edited after this step: ${row.edits.map((e) => e.key).join(', ')}` : undefined}>
         {edits ? `✎ ${edits}` : ''}
