@@ -42,6 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod remote;
+mod skills;
 
 /// The internal state key sherma keeps its bookkeeping in.
 pub const INTERNAL: &str = "__sherma__";
@@ -298,6 +299,7 @@ impl ShermaMachine {
     /// Prepare a run of `agent` (default: the first) with `input` (a JSON object of state
     /// fields, or a string = one human message, or null).
     pub fn new(doc: Arc<Document>, agent: Option<&str>, input: Value, opts: ShermaOptions) -> Result<ShermaMachine, String> {
+        let doc = skills::with_remote(doc)?;
         let Model::Sherma(sd) = &doc.model else {
             return Err(format!("{} is not a sherma agent file (no `manifest_version`/`agents`)", doc.path.display()));
         };
@@ -527,7 +529,7 @@ impl ShermaMachine {
                     Some(e) => self.eval(&e.text, None).map_err(NodeError::plain)?,
                     None => Value::Array(Vec::new()),
                 };
-                self.load_skills(node, ids).map(NodeResult::Update).map_err(NodeError::plain)
+                self.load_skills(node, ids, cx).map(NodeResult::Update).map_err(NodeError::plain)
             }
             NodeArgs::Custom { .. } => Ok(NodeResult::Update(Map::new())),
             NodeArgs::Unknown => Err(NodeError::plain(format!(
@@ -762,6 +764,7 @@ impl ShermaMachine {
                     }
                 }
             }
+            ToolKind::Skill("activate_skill") => skills::activate_schema(self.shared.sherma()),
             ToolKind::Skill(name) => (skill_tool_doc(name).into(), skill_tool_params(name)),
             ToolKind::SubAgent(i) => (
                 format!("Invoke agent: {}", self.shared.sherma().sub_agents[*i].id_str()),
@@ -855,6 +858,9 @@ impl ShermaMachine {
                 let version = call.args.get("version").and_then(Value::as_str).unwrap_or("*").to_string();
                 internal_changed |= self.track_skill(&mut internal, &call.name, id, &version);
             }
+            if call.name == "activate_skill" {
+                internal_changed |= skills::track_activation(&mut internal, self.shared.sherma(), &call.args);
+            }
         }
         let mut up = Map::new();
         up.insert(MESSAGES.into(), Value::Array(out_msgs));
@@ -904,7 +910,7 @@ impl ShermaMachine {
                 let mut r = runner.lock().unwrap_or_else(|p| p.into_inner());
                 r.call(path, args, self.shared.opts.tool_timeout)
             }),
-            ToolKind::Skill(name) => Ok(Value::String(self.skill_tool(name, args))),
+            ToolKind::Skill(name) => Ok(Value::String(self.skill_tool(name, args, cx.stop))),
             ToolKind::SubAgent(i) => {
                 let id = self.shared.sherma().sub_agents[*i].id_str().to_string();
                 let request = args.get("request").map(display).unwrap_or_default();
@@ -963,11 +969,10 @@ impl ShermaMachine {
             .map(|m| display(m.get("content").unwrap_or(&Value::Null)))
     }
 
-    fn skill_tool(&self, name: &str, args: &Value) -> String {
+    fn skill_tool(&self, name: &str, args: &Value, stop: &std::sync::atomic::AtomicBool) -> String {
         let sd = self.shared.sherma();
         let id = args.get("skill_id").and_then(Value::as_str).unwrap_or("");
         let card = sd.skill_cards.iter().find(|(k, _)| k == id).map(|(_, c)| c);
-        let base = |c: &crate::skills::LoadedCard| PathBuf::from(&c.base);
         match name {
             "list_skills" => {
                 let list: Vec<Value> = sd
@@ -982,9 +987,9 @@ impl ShermaMachine {
                     .collect();
                 Value::Array(list).to_string()
             }
+            "activate_skill" => skills::activate(sd, args),
             "load_skill_md" => match card {
-                Some(c) => std::fs::read_to_string(base(c).join("SKILL.md"))
-                    .unwrap_or_else(|e| format!("Error: cannot read SKILL.md of skill '{id}': {e}")),
+                Some(c) => skills::read_card_file(id, c, "SKILL.md", Some(stop)).unwrap_or_else(|e| format!("Error: {e}")),
                 None => format!("Error: skill '{id}' not found"),
             },
             "unload_skill" => match card {
@@ -1010,12 +1015,12 @@ impl ShermaMachine {
                 if !listed.iter().any(|f| f.as_str() == path) {
                     return format!("Error: '{path}' not found. Available: [{}]", listed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
                 }
-                std::fs::read_to_string(base(c).join(path)).unwrap_or_else(|e| format!("Error: cannot read '{path}': {e}"))
+                skills::read_card_file(id, c, path, Some(stop)).unwrap_or_else(|e| format!("Error: {e}"))
             }
         }
     }
 
-    fn load_skills(&self, node: &str, ids: Value) -> Result<Map<String, Value>, String> {
+    fn load_skills(&self, node: &str, ids: Value, cx: &Cx<'_>) -> Result<Map<String, Value>, String> {
         let Value::Array(items) = ids else {
             return Err(format!("load_skills node `{node}`: `skill_ids` must give a list of {{id, version}} maps, got {ids}"));
         };
@@ -1029,7 +1034,13 @@ impl ShermaMachine {
             let Some(id) = item.get("id").and_then(Value::as_str) else { continue };
             let version = item.get("version").and_then(Value::as_str).unwrap_or("*");
             let Some((_, card)) = sd.skill_cards.iter().find(|(s, _)| s == id) else { continue };
-            let Ok(text) = std::fs::read_to_string(PathBuf::from(&card.base).join("SKILL.md")) else { continue };
+            let text = match skills::read_card_file(id, card, "SKILL.md", Some(cx.stop)) {
+                Ok(t) => t,
+                Err(e) => {
+                    cx.emit(EventBody::Log { source: format!("load_skills `{node}`"), text: format!("skipped: {e}") });
+                    continue;
+                }
+            };
             let call_id = format!("load_skill_{:08x}", fxhash(&format!("{node}/{id}/{k}/{}", self.since_resume)));
             calls.push(json!({"id": call_id, "name": "load_skill_md", "args": {"skill_id": id, "version": version}}));
             let mut tm = Map::new();
@@ -1399,6 +1410,9 @@ fn build_tools(sd: &ShermaDoc) -> Vec<Tool> {
             None => ToolKind::Unavailable(format!("tool `{}` has no `import_path`; only Python tools run locally", t.id_str())),
         };
         add(Tool { name: t.id_str().to_string(), kind }, &mut tools);
+    }
+    if sd.agent_skills.declared {
+        add(Tool { name: "activate_skill".into(), kind: ToolKind::Skill("activate_skill") }, &mut tools);
     }
     if !sd.skills.is_empty() {
         for name in SKILL_TOOLS {
