@@ -525,3 +525,64 @@ fn activate_skill_is_unknown_without_agent_skills() {
         "{diags:#?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The corpus' weather skill: the resource and asset tools
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn corpus_weather_skill_resources_and_assets_through_the_tool_node() {
+    let card_dir = switchyard::testdata::conformance_dir().join("sherma/examples/skills/weather");
+    let card = card_dir.join("skill-card.json");
+    assert!(card.is_file(), "conformance corpus missing: {}", card.display());
+    let dir = tmp("corpus");
+    let extra = format!("skills:\n  - id: weather\n    version: \"1.0.0\"\n    skill_card_path: {}\n", card.display());
+    let tools = ["list_skill_resources", "load_skill_resource", "list_skill_assets", "load_skill_asset"];
+    write(&dir.join("agent.yaml"), &agent_yaml(&extra, &tools));
+    let replies = r#"replies:
+  - node: ask
+    tool_calls:
+      - name: list_skill_resources
+        args: { skill_id: weather }
+      - name: load_skill_resource
+        args: { skill_id: weather, resource_path: references/open-meteo-api.md }
+      - name: list_skill_assets
+        args: { skill_id: weather }
+      - name: load_skill_asset
+        args: { skill_id: weather, asset_path: assets/weather-codes.md }
+      - name: load_skill_asset
+        args: { skill_id: weather, asset_path: references/open-meteo-api.md }
+      - name: list_skill_assets
+        args: { skill_id: nope }
+  - node: ask
+    content: done
+"#;
+    let mut s = start(&dir, replies).unwrap_or_else(|e| panic!("{e}"));
+    s.run();
+    completed(&s);
+    let ev = s.events();
+    // The catalogue in CEL: the card's name and description.
+    let sys = first_system_prompt(&ev);
+    assert!(sys.contains("\"name\":\"Weather Lookup\""), "{sys}");
+    let r = results(&ev);
+    let file = |rel: &str| std::fs::read_to_string(card_dir.join(rel)).unwrap();
+    assert_eq!(r[0].1, r#"["references/open-meteo-api.md"]"#);
+    assert_eq!(r[1].1, file("references/open-meteo-api.md"));
+    assert_eq!(r[2].1, r#"["assets/weather-codes.md"]"#);
+    assert_eq!(r[3].1, file("assets/weather-codes.md"));
+    assert_eq!(r[4].1, "Error: 'references/open-meteo-api.md' not found. Available: [assets/weather-codes.md]");
+    assert_eq!(r[5].1, "[]");
+    // Reading files does not load the skill.
+    assert!(s.state()["__sherma__"]["loaded_skills"].as_object().is_none_or(|m| m.is_empty()));
+}
+
+#[test]
+fn activate_skill_is_left_out_when_no_agent_skill_is_found() {
+    let dir = tmp("empty");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    write(&dir.join("agent.yaml"), &agent_yaml_no_catalogue("agent_skills: [absent]\n", &["activate_skill"]));
+    let mut s = start(&dir, "replies:\n  - node: ask\n    content: ok\n").unwrap_or_else(|e| panic!("{e}"));
+    s.run();
+    completed(&s);
+    assert!(first_tools(&s.events()).is_empty());
+}

@@ -738,6 +738,9 @@ impl ShermaMachine {
             }
         }
         for r in c.tools.iter().flatten() {
+            if skills::unbound_activate_skill(self.shared.sherma(), r.id_str(), all.iter().any(|t| t.name == r.id_str())) {
+                continue;
+            }
             let t = all.iter().find(|t| t.name == r.id_str()).ok_or_else(|| {
                 format!("tool `{}` is not declared under `tools:` (nor a skill or sub-agent tool)", r.id_str())
             })?;
@@ -1411,7 +1414,8 @@ fn build_tools(sd: &ShermaDoc) -> Vec<Tool> {
         };
         add(Tool { name: t.id_str().to_string(), kind }, &mut tools);
     }
-    if sd.agent_skills.declared {
+    // Without any Agent Skill there is no catalogue and no tool (a node naming it binds nothing).
+    if !sd.agent_skills.skills.is_empty() {
         add(Tool { name: "activate_skill".into(), kind: ToolKind::Skill("activate_skill") }, &mut tools);
     }
     if !sd.skills.is_empty() {

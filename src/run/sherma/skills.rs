@@ -159,6 +159,12 @@ pub fn with_remote(doc: Arc<Document>) -> Result<Arc<Document>, String> {
     }))
 }
 
+/// Whether tool `id` is `activate_skill` of a file whose `agent_skills` found no skill: the
+/// Agent Skills guidance omits the tool then, so a node naming it binds nothing instead of failing.
+pub fn unbound_activate_skill(sd: &ShermaDoc, id: &str, registered: bool) -> bool {
+    id == "activate_skill" && !registered && sd.agent_skills.declared && sd.agent_skills.skills.is_empty()
+}
+
 /// `activate_skill`'s description (the catalogue) and parameters (`name`, an enum of the skills).
 pub fn activate_schema(sd: &ShermaDoc) -> (String, Value) {
     let names: Vec<&str> = sd.agent_skills.skills.iter().map(|k| k.name.as_str()).collect();
