@@ -157,6 +157,8 @@ fn first_system_prompt(events: &[Event]) -> String {
 
 struct Files {
     files: HashMap<String, (u16, String)>,
+    /// Paths answered only after a minute (a stalled server).
+    slow: Vec<String>,
     log: Mutex<Vec<String>>,
 }
 
@@ -167,6 +169,9 @@ fn server_rt() -> &'static tokio::runtime::Runtime {
 
 async fn serve_file(State(f): State<Arc<Files>>, uri: Uri) -> (StatusCode, String) {
     f.log.lock().unwrap().push(uri.path().to_string());
+    if f.slow.iter().any(|p| p == uri.path()) {
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    }
     match f.files.get(uri.path()) {
         Some((status, body)) => (StatusCode::from_u16(*status).unwrap(), body.clone()),
         None => (StatusCode::NOT_FOUND, "no such file".into()),
@@ -175,10 +180,16 @@ async fn serve_file(State(f): State<Arc<Files>>, uri: Uri) -> (StatusCode, Strin
 
 /// Serve `files` (path → body; status 200) and return the base URL and the server.
 fn serve(files: &[(&str, String)]) -> (String, Arc<Files>) {
+    serve_slow(files, &[])
+}
+
+/// [`serve`], with `slow` paths stalling for a minute.
+fn serve_slow(files: &[(&str, String)], slow: &[&str]) -> (String, Arc<Files>) {
     let listener = server_rt().block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let f = Arc::new(Files {
         files: files.iter().map(|(p, b)| (p.to_string(), (200, b.clone()))).collect(),
+        slow: slow.iter().map(|p| p.to_string()).collect(),
         log: Mutex::new(Vec::new()),
     });
     let app = Router::new().fallback(serve_file).with_state(f.clone());
@@ -585,4 +596,24 @@ fn activate_skill_is_left_out_when_no_agent_skill_is_found() {
     s.run();
     completed(&s);
     assert!(first_tools(&s.events()).is_empty());
+}
+
+#[test]
+fn a_stop_drops_a_stalled_skill_fetch() {
+    let card = json!({"id": "weather", "version": "1.0.0", "name": "W", "description": "D", "files": ["SKILL.md"]});
+    let (base, _srv) = serve_slow(&[("/w/card.json", card.to_string())], &["/w/SKILL.md"]);
+    let dir = tmp("stall");
+    let extra = format!("skills:\n  - id: weather\n    version: \"1.0.0\"\n    url: {base}/w/card.json\n");
+    write(&dir.join("agent.yaml"), &agent_yaml(&extra, &["load_skill_md"]));
+    let replies = "replies:\n  - node: ask\n    tool_calls:\n      - name: load_skill_md\n        args: { skill_id: weather }\n  - node: ask\n    content: done\n";
+    let mut s = start(&dir, replies).unwrap_or_else(|e| panic!("{e}"));
+    let stop = s.stop_handle();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let t0 = std::time::Instant::now();
+    s.run();
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(matches!(s.status(), Status::Finished { status: RunStatus::Stopped, .. }), "{:?}", s.status());
 }
