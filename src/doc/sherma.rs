@@ -297,6 +297,11 @@ pub static TOP_LEVEL: Obj = Obj {
         opt("llms", Ty::List(&Ty::Obj(&LLM_DEF)), "language models"),
         opt("tools", Ty::List(&Ty::Obj(&TOOL_DEF)), "tools"),
         opt("skills", Ty::List(&Ty::Obj(&SKILL_DEF)), "skills"),
+        opt(
+            "agent_skills",
+            Ty::OneOf(&[Ty::Enum(&["*"]), Ty::List(&Ty::Str)]),
+            "Agent Skills offered through the `activate_skill` tool (Switchyard extension): names found in `.agents/skills` / `.claude/skills` of the project and the user's home, SKILL.md URLs, or `*` for every skill found",
+        ),
         opt("hooks", Ty::List(&Ty::Obj(&HOOK_DEF)), "hook executors"),
         opt("sub_agents", Ty::List(&Ty::Obj(&SUB_AGENT_DEF)), "sub-agents"),
         opt("mcp_servers", Ty::List(&Ty::Obj(&MCP_SERVER_DEF)), "MCP servers whose tools are registered"),
@@ -544,6 +549,8 @@ pub struct ShermaDoc {
     pub prompt_texts: Vec<(String, String)>,
     /// Skill cards of `skills` entries with a local `skill_card_path`, by skill id.
     pub skill_cards: Vec<(String, crate::skills::LoadedCard)>,
+    /// `agent_skills` (a Switchyard extension): the Agent Skills `activate_skill` offers.
+    pub agent_skills: crate::skills::AgentSkills,
 }
 
 impl ShermaDoc {
@@ -752,6 +759,9 @@ pub fn build(
                 doc.skill_cards.push((sk.id_str().to_string(), card));
             }
         }
+    }
+    if let Some(n) = root.get("agent_skills").filter(|n| !n.is_null()) {
+        doc.agent_skills = crate::skills::load_agent_skills(n, file, b.base_dir, b.diags, b.extra_files);
     }
     for h in &doc.hooks {
         let n = ["import_path", "url"].iter().filter(|k| h.get(k).is_some()).count()

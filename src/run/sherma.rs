@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 
 mod hooked;
 mod remote;
+mod skills;
 
 /// The internal state key sherma keeps its bookkeeping in.
 pub const INTERNAL: &str = "__sherma__";
@@ -319,6 +320,7 @@ impl ShermaMachine {
     /// Prepare a run of `agent` (default: the first) with `input` (a JSON object of state
     /// fields, or a string = one human message, or null).
     pub fn new(doc: Arc<Document>, agent: Option<&str>, input: Value, opts: ShermaOptions) -> Result<ShermaMachine, String> {
+        let doc = skills::with_remote(doc)?;
         let Model::Sherma(sd) = &doc.model else {
             return Err(format!("{} is not a sherma agent file (no `manifest_version`/`agents`)", doc.path.display()));
         };
@@ -800,6 +802,9 @@ impl ShermaMachine {
             }
         }
         for r in c.tools.iter().flatten() {
+            if skills::unbound_activate_skill(self.shared.sherma(), r.id_str(), all.iter().any(|t| t.name == r.id_str())) {
+                continue;
+            }
             let t = all.iter().find(|t| t.name == r.id_str()).ok_or_else(|| {
                 format!("tool `{}` is not declared under `tools:` (nor a skill or sub-agent tool)", r.id_str())
             })?;
@@ -826,6 +831,7 @@ impl ShermaMachine {
                     }
                 }
             }
+            ToolKind::Skill("activate_skill") => skills::activate_schema(self.shared.sherma()),
             ToolKind::Skill(name) => (skill_tool_doc(name).into(), skill_tool_params(name)),
             ToolKind::SubAgent(i) => (
                 format!("Invoke agent: {}", self.shared.sherma().sub_agents[*i].id_str()),
@@ -926,6 +932,9 @@ impl ShermaMachine {
                 let version = call.args.get("version").and_then(Value::as_str).unwrap_or("*").to_string();
                 internal_changed |= self.track_skill(&mut internal, &call.name, id, &version);
             }
+            if call.name == "activate_skill" {
+                internal_changed |= skills::track_activation(&mut internal, self.shared.sherma(), &call.args);
+            }
         }
         let mut up = Map::new();
         up.insert(MESSAGES.into(), Value::Array(out_msgs));
@@ -975,7 +984,7 @@ impl ShermaMachine {
                 let mut r = runner.lock().unwrap_or_else(|p| p.into_inner());
                 r.call(path, args, self.shared.opts.tool_timeout)
             }),
-            ToolKind::Skill(name) => Ok(Value::String(self.skill_tool(name, args))),
+            ToolKind::Skill(name) => Ok(Value::String(self.skill_tool(name, args, cx.stop))),
             ToolKind::SubAgent(i) => {
                 let id = self.shared.sherma().sub_agents[*i].id_str().to_string();
                 let request = args.get("request").map(display).unwrap_or_default();
@@ -1034,11 +1043,10 @@ impl ShermaMachine {
             .map(|m| display(m.get("content").unwrap_or(&Value::Null)))
     }
 
-    fn skill_tool(&self, name: &str, args: &Value) -> String {
+    fn skill_tool(&self, name: &str, args: &Value, stop: &std::sync::atomic::AtomicBool) -> String {
         let sd = self.shared.sherma();
         let id = args.get("skill_id").and_then(Value::as_str).unwrap_or("");
         let card = sd.skill_cards.iter().find(|(k, _)| k == id).map(|(_, c)| c);
-        let base = |c: &crate::skills::LoadedCard| PathBuf::from(&c.base);
         match name {
             "list_skills" => {
                 let list: Vec<Value> = sd
@@ -1053,9 +1061,9 @@ impl ShermaMachine {
                     .collect();
                 Value::Array(list).to_string()
             }
+            "activate_skill" => skills::activate(sd, args),
             "load_skill_md" => match card {
-                Some(c) => std::fs::read_to_string(base(c).join("SKILL.md"))
-                    .unwrap_or_else(|e| format!("Error: cannot read SKILL.md of skill '{id}': {e}")),
+                Some(c) => skills::read_card_file(id, c, "SKILL.md", Some(stop)).unwrap_or_else(|e| format!("Error: {e}")),
                 None => format!("Error: skill '{id}' not found"),
             },
             "unload_skill" => match card {
@@ -1081,7 +1089,7 @@ impl ShermaMachine {
                 if !listed.iter().any(|f| f.as_str() == path) {
                     return format!("Error: '{path}' not found. Available: [{}]", listed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
                 }
-                std::fs::read_to_string(base(c).join(path)).unwrap_or_else(|e| format!("Error: cannot read '{path}': {e}"))
+                skills::read_card_file(id, c, path, Some(stop)).unwrap_or_else(|e| format!("Error: {e}"))
             }
         }
     }
@@ -1102,7 +1110,13 @@ impl ShermaMachine {
             let (id, version) = self.hook_before_skill(node, id, version, cx)?;
             let (id, version) = (id.as_str(), version.as_str());
             let Some((_, card)) = sd.skill_cards.iter().find(|(s, _)| s == id) else { continue };
-            let Ok(text) = std::fs::read_to_string(PathBuf::from(&card.base).join("SKILL.md")) else { continue };
+            let text = match skills::read_card_file(id, card, "SKILL.md", Some(cx.stop)) {
+                Ok(t) => t,
+                Err(e) => {
+                    cx.emit(EventBody::Log { source: format!("load_skills `{node}`"), text: format!("skipped: {e}") });
+                    continue;
+                }
+            };
             let call_id = format!("load_skill_{:08x}", fxhash(&format!("{node}/{id}/{k}/{}", self.since_resume)));
             calls.push(json!({"id": call_id, "name": "load_skill_md", "args": {"skill_id": id, "version": version}}));
             let mut tm = Map::new();
@@ -1518,6 +1532,10 @@ fn build_tools(sd: &ShermaDoc) -> Vec<Tool> {
             None => ToolKind::Unavailable(format!("tool `{}` has no `import_path`; only Python tools run locally", t.id_str())),
         };
         add(Tool { name: t.id_str().to_string(), kind }, &mut tools);
+    }
+    // Without any Agent Skill there is no catalogue and no tool (a node naming it binds nothing).
+    if !sd.agent_skills.skills.is_empty() {
+        add(Tool { name: "activate_skill".into(), kind: ToolKind::Skill("activate_skill") }, &mut tools);
     }
     if !sd.skills.is_empty() {
         for name in SKILL_TOOLS {

@@ -674,6 +674,7 @@ fn check_tool_ref(v: &mut V<'_>, r: &RegistryRef, node: &str) {
     let s = v.doc;
     let known = s.tools.iter().any(|t| t.id_str() == id.value)
         || (!s.skills.is_empty() && SKILL_TOOLS.contains(&id.value.as_str()))
+        || (s.agent_skills.declared && id.value == "activate_skill")
         || s.sub_agents.iter().any(|a| a.id_str() == id.value);
     // MCP servers and skill cards register tools we cannot list without connecting.
     let unknowable = !s.mcp_servers.is_empty() || !s.skills.is_empty();

@@ -5,6 +5,7 @@ import {
   diffState,
   emptyModel,
   foldEvents,
+  loadedSkills,
   modelEvents,
   reconstructState,
   routeLabel,
@@ -619,5 +620,37 @@ describe('foldEvents: live providers (streaming, failures, replay)', () => {
     expect(m.steps[0].hooks[3].outcome).toBe('failed');
     expect(m.steps[1].hooks.map((h) => `${h.point}:${h.outcome}`)).toEqual(['before_graph_invoke:pass', 'on_node_error:consumed']);
     expect(m.internal.hooksAhead ?? []).toEqual([]);
+  });
+});
+
+describe('loadedSkills', () => {
+  it('lists sherma skills and activated Agent Skills, marking the ones the step loaded', () => {
+    const before = { messages: [], __sherma__: { loaded_tools_from_skills: ['get_weather'], loaded_skills: { weather: { version: '==1.0.0', tools: ['get_weather'] } } } };
+    const after = {
+      messages: [],
+      __sherma__: {
+        loaded_tools_from_skills: ['get_weather', 'geo'],
+        loaded_skills: { weather: { version: '==1.0.0', tools: ['get_weather'] }, maps: { version: '2.0.0', tools: ['geo'] } },
+        activated_skills: { pdf: { scope: 'project', location: '/p/.agents/skills/pdf/SKILL.md' } },
+      },
+    };
+    const skills = loadedSkills(after, diffState(before, after));
+    expect(skills).toEqual([
+      { id: 'weather', kind: 'skill', version: '==1.0.0', tools: ['get_weather'], scope: null, added: false },
+      { id: 'maps', kind: 'skill', version: '2.0.0', tools: ['geo'], scope: null, added: true },
+      { id: 'pdf', kind: 'agent-skill', version: null, tools: [], scope: 'project', added: true },
+    ]);
+    // Without a diff nothing is marked new.
+    expect(loadedSkills(after)!.some((s) => s.added)).toBe(false);
+  });
+
+  it('is empty after an unload and null without skill bookkeeping', () => {
+    expect(loadedSkills({ __sherma__: { loaded_tools_from_skills: [], loaded_skills: {} } })).toEqual([]);
+    expect(loadedSkills({ __sherma__: { last_error: { message: 'x' } } })).toBeNull();
+    expect(loadedSkills({ messages: [] })).toBeNull();
+    expect(loadedSkills(null)).toBeNull();
+    expect(loadedSkills({ __sherma__: { loaded_skills: { odd: 'x' } } })).toEqual([
+      { id: 'odd', kind: 'skill', version: null, tools: [], scope: null, added: false },
+    ]);
   });
 });

@@ -175,6 +175,41 @@ describe('debug panel', () => {
     expect(stateRow('status')).toBeDefined();
   });
 
+  it('state tab shows the skills loaded at the selected step', async () => {
+    const { backend, dbg } = await setup();
+    const loaded = { weather: { version: '1.0.0', tools: ['get_weather'] } };
+    backend.runStates = {
+      0: { messages: [], __sherma__: { loaded_tools_from_skills: [], loaded_skills: {} } },
+      1: { messages: [], __sherma__: { loaded_tools_from_skills: ['get_weather'], loaded_skills: loaded } },
+      2: { messages: [], __sherma__: { loaded_tools_from_skills: [], loaded_skills: {} } },
+    };
+    await runWith(
+      backend,
+      dbg,
+      [
+        ...step(1, 'load', 'load_skills', { __sherma__: { loaded_skills: loaded } }, [], 'execute'),
+        ...step(2, 'execute_tools', 'tool_node', { __sherma__: { loaded_skills: {} } }),
+      ],
+      { step: 2 },
+    );
+    fireEvent.click(screen.getByTestId('tab-state'));
+    // The latest step: the skill was unloaded.
+    await waitFor(() => expect(screen.getByTestId('state-tree').getAttribute('data-step')).toBe('2'));
+    await waitFor(() => expect(screen.queryByTestId('state-skills-none')).toBeTruthy());
+    expect(screen.queryAllByTestId('state-skill')).toHaveLength(0);
+    // Step 1: loaded by that step, with its version and tools.
+    fireEvent.click(screen.getByTestId('tab-timeline'));
+    fireEvent.click(rows()[0]);
+    fireEvent.click(screen.getByTestId('tab-state'));
+    await waitFor(() => expect(screen.queryAllByTestId('state-skill')).toHaveLength(1));
+    const chip = screen.getByTestId('state-skill');
+    expect(chip.getAttribute('data-skill')).toBe('weather');
+    expect(chip.getAttribute('data-added')).toBe('true');
+    expect(chip.textContent).toContain('1.0.0');
+    expect(chip.textContent).toContain('get_weather');
+    expect(chip.getAttribute('title')).toBe('skill weather 1.0.0: tools: get_weather');
+  });
+
   it('renders a messages list as a conversation (roles, tool calls, tool results) with a raw toggle', async () => {
     const { backend, dbg } = await setup();
     backend.runStates = {

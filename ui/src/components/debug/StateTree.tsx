@@ -3,7 +3,8 @@
 // that filters rows, and in-place editing of top-level values while the run is paused.
 import { createContext, useContext, useDeferredValue, useMemo, useRef, useState, useEffect, type ReactNode } from 'react';
 import { isLive, latestStep, useDebug, useDebugStore } from '../../debug/store';
-import { diffIndex, pathKey, type DiffEntry, type DiffKind } from '../../debug/model';
+import { diffIndex, loadedSkills, pathKey, type DiffEntry, type DiffKind } from '../../debug/model';
+import { SkillsBar } from './SkillsBar';
 import { Conversation, isMessageList } from './Conversation';
 import { JsonView, MANY_ENTRIES, Scalar, entriesOf, isContainer, preview, pretty, scalarText } from './JsonView';
 
@@ -461,6 +462,7 @@ export function StateTree() {
         {editable && sv && sv.step !== latest ? (
           <div className="st-note">Edits change the current state (after step {latest}), not the step shown.</div>
         ) : null}
+        {state && !sv?.error ? <SkillsBar skills={loadedSkills(state, diff ?? [])} /> : null}
         {body}
       </Ctx.Provider>
     </div>
