@@ -1213,12 +1213,15 @@ impl Ctl<'_> {
     }
 }
 
+/// One node's knowledge base, once loaded (locked while it is built).
+type Slot = Arc<Mutex<Option<Arc<Kb>>>>;
+
 /// The knowledge bases of one run (shared by its forks and parallel branches): loaded once,
 /// re-checked against the documents on every retrieval, built by one branch at a time.
 #[derive(Default)]
 pub struct RagStore {
     config: Mutex<Option<Arc<LlmConfig>>>,
-    slots: Mutex<BTreeMap<String, Arc<Mutex<Option<Arc<Kb>>>>>>,
+    slots: Mutex<BTreeMap<String, Slot>>,
 }
 
 impl std::fmt::Debug for RagStore {
