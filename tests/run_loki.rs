@@ -743,15 +743,18 @@ nodes:
     assert!(m.contains("agents/nobody/graph.yaml") && m.contains("lost/agents/nobody/graph.yaml"), "{m}");
 }
 
+/// A rag node runs offline (keyword retrieval); its knowledge base goes beside the agent
+/// (more in tests/rag.rs).
 #[test]
-fn rag_nodes_are_not_supported_yet() {
+fn rag_nodes_retrieve_offline() {
     let g = agent(
-        "name: r\nstart: look\nnodes:\n  look: { type: rag, documents: [./k], next: done }\n  done: { type: end }\n",
-        &[("k/a.md", "text")],
+        "name: r\nstart: look\nnodes:\n  look: { type: rag, documents: [./k], state_updates: {ctx: \"{{output.context}}\"}, next: done }\n  done: { type: end, output: \"{{ctx}}\" }\n",
+        &[("k/a.md", "some text about kites"), ("k/b.md", "other notes on boats")],
     );
-    let mut s = session(&g, "q", NO_REPLIES, &[]);
+    let mut s = session(&g, "kites", NO_REPLIES, &[]);
     s.run();
-    assert!(failure(&s).contains("rag nodes) is not supported by this version"));
+    assert_eq!(output(&s), json!("[Source: ./k/a.md]\nsome text about kites"));
+    assert!(g.parent().unwrap().join("look.yaml").is_file());
 }
 
 #[test]
@@ -900,13 +903,20 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/loki_runs/graph.example").join(name)).unwrap()
 }
 
-/// As shipped: the diamond's `retrieve` is a rag node, which this version cannot run.
+/// As shipped: the diamond's `retrieve` is a rag node whose documents (`./knowledge/` and a
+/// URL) are not part of the corpus: the run stops there, naming the missing folder, before any
+/// URL is fetched.
 #[test]
 fn conformance_graph_example_as_is_stops_at_rag() {
     let g = example_agent(&example_graph());
+    // The stand-in folder is not there as shipped (and the URL is never reached in tests).
+    std::fs::remove_dir_all(g.parent().unwrap().join("knowledge")).unwrap();
     let mut s = session(&g, "Research WebAssembly outside the browser", &fixture("replies.yaml"), &[]);
     s.run();
-    assert!(failure(&s).contains("rag node 'retrieve'"), "{}", failure(&s));
+    let f = failure(&s);
+    assert!(f.contains("rag node 'retrieve': document './knowledge/' not found"), "{f}");
+    assert!(f.contains("remove it from `documents`"), "{f}");
+    assert!(!g.parent().unwrap().join("retrieve.yaml").exists());
     assert_eq!(visited(&s.events()), ["triage", "retrieve", "web_search"]);
     let st = s.state();
     assert_eq!(st["topic"], json!("WebAssembly outside the browser"));

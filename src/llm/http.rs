@@ -117,6 +117,31 @@ pub async fn post_with(
     parser.finish(ended)
 }
 
+/// POST `body` to `url` and return the JSON answer (no streaming): the embeddings endpoint.
+/// Failures are classified as for chat calls.
+pub async fn post_json(ep: &Endpoint, url: String, headers: Vec<(&'static str, String)>, body: Value) -> Result<Value, ProviderError> {
+    let mut req = client().post(&url).json(&body).timeout(ep.timeout);
+    for (k, v) in headers {
+        req = req.header(k, v);
+    }
+    let resp = req.send().await.map_err(|e| request_error(ep, &e))?;
+    let status = resp.status();
+    if !status.is_success() {
+        let retry_after = retry_after(resp.headers());
+        let raw = resp.text().await.unwrap_or_default();
+        let mut e = status_error(ep, status.as_u16(), status.canonical_reason().unwrap_or(""), &raw);
+        e.retry_after = retry_after;
+        return Err(e);
+    }
+    let raw = resp.bytes().await.map_err(|e| body_error(ep, &e))?;
+    serde_json::from_slice(&raw).map_err(|e| {
+        fail(
+            ErrorKind::Malformed,
+            format!("{}: the answer is not JSON ({e}): {}", ep.provider, snippet(&String::from_utf8_lossy(&raw))),
+        )
+    })
+}
+
 /// A request that got no response.
 fn request_error(ep: &Endpoint, e: &reqwest::Error) -> ProviderError {
     let cause = root_cause(e);

@@ -29,7 +29,7 @@
 //! | a `global_tools` file that is missing fails the agent's load | it is offered with a bare schema and each call fails naming the paths searched |
 //! | a tool's non-JSON output reaches the model as `{"output": text}`; stdout is shown, not returned | the text itself; stdout is the result when `LLM_OUTPUT` stays empty |
 //! | `mcp:<server>`: recent Loki versions offer the server through meta functions (`mcp_search_<server>`, `mcp_describe_<server>`, `mcp_invoke_<server>`) | the server's tools themselves, with cleaned schemas; definitions from `mcp.json` in the agent directory, else Loki's `<config>/functions/mcp.json` |
-//! | rag nodes retrieve from a knowledge base | rag is not supported until a later version: the node fails with a message saying so |
+//! | rag knowledge bases are built at agent load (interactively when not fully specified), never rebuilt, hybrid vector + keyword search always | built when the node first runs (no questions asked), updated when its documents or build settings change ([`rag`]); keyword (BM25) retrieval alone without `embedding_model` (or when its provider has no key); `driver` other than yaml, rerankers and graph RAG are not supported |
 //! | agent nodes run any Loki agent | only graph agents (`graph.yaml`) beside this agent or under `<agent_dir>/agents/`; an LLM-loop agent (`config.yaml`) is a clear error |
 //! | graph-level `temperature` etc. ignored by llm nodes | same (not sent: providers take no sampling options yet) |
 //! | an approval/input node in a fan-out asks from its branch (the validator refuses it) | every question of a super-step is asked before any of its nodes runs (validator rule unchanged) |
@@ -45,6 +45,7 @@ use crate::run::loki_tools;
 use crate::run::pybridge::PyBridge;
 use crate::run::events::{EventBody, InterruptKind, RouteReason};
 use crate::run::mcp::{McpPool, McpServer, McpTool};
+use crate::run::rag::{self, RagStore};
 use crate::run::provider::{LlmRequest, ModelRef};
 use crate::run::script::run_script_until;
 use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
@@ -91,6 +92,8 @@ pub struct LokiMachine {
     /// The agent's MCP servers (`mcp_servers`, defined in `mcp.json`), shared by every fork;
     /// they connect on first use.
     mcp: Arc<McpPool>,
+    /// The knowledge bases of the graph's rag nodes, shared by every fork.
+    rag: Arc<RagStore>,
 }
 
 impl std::fmt::Debug for LokiMachine {
@@ -173,7 +176,15 @@ impl LokiMachine {
             done: false,
             py: Arc::new(Mutex::new(None)),
             mcp,
+            rag: Arc::new(RagStore::new(None)),
         })
+    }
+
+    /// Send the rag nodes' embedding requests where `config` says (default: the process's
+    /// provider file and environment, read when first needed). Nested agent runs inherit it.
+    pub fn with_llm_config(mut self, config: Arc<crate::llm::config::LlmConfig>) -> LokiMachine {
+        self.rag = Arc::new(RagStore::new(Some(config)));
+        self
     }
 
     /// The graph's `name:` (narration and error messages use it).
@@ -288,7 +299,7 @@ impl LokiMachine {
             deadline = Some(deadline.map_or(o, |d| d.min(o)));
         }
         let answers = std::mem::take(&mut self.answers);
-        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline, py: &self.py, mcp: &self.mcp };
+        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline, py: &self.py, mcp: &self.mcp, rag: &self.rag };
         let snapshot = &self.state;
         let results: Vec<(String, NodeResult)> = if frontier.len() == 1 {
             vec![(frontier[0].clone(), ex.run_node(&frontier[0], snapshot))]
@@ -691,6 +702,7 @@ struct Exec<'a, 'c> {
     deadline: Option<Instant>,
     py: &'a Mutex<Option<PyBridge>>,
     mcp: &'a McpPool,
+    rag: &'a RagStore,
 }
 
 /// Whether the agent's `tools.py` defines `name` at the top level.
@@ -965,10 +977,12 @@ impl Exec<'_, '_> {
                 let targets = if routing { Self::static_next(node, "agent")? } else { Vec::new() };
                 Ok(Ran { flow: Flow::Go(targets), output: Some(out) })
             }
-            NodeBody::Rag(_) => Err(format!(
-                "rag node '{id}': retrieval (rag nodes) is not supported by this version of Switchyard; \
-                 knowledge bases arrive in a later version. Replace the node with a script or llm node to run this graph here."
-            )),
+            NodeBody::Rag(r) => {
+                let out = self.run_rag(id, r, st)?;
+                apply_updates(node, st, Some(("output", &out)));
+                let targets = if routing { Self::static_next(node, "rag")? } else { Vec::new() };
+                Ok(Ran { flow: Flow::Go(targets), output: Some(out) })
+            }
             NodeBody::End(e) => {
                 apply_updates(node, st, None);
                 let out = e.output.as_ref().map(|t| Scope::new(st).lenient(&t.text)).unwrap_or_default();
@@ -1309,6 +1323,77 @@ impl Exec<'_, '_> {
         })
     }
 
+    /// A rag node's retrieval (reference §7.7): the strict-rendered `query` against the node's
+    /// knowledge base, built or updated first when needed, within the node's `timeout`. The
+    /// debugger sees a `log` line about the knowledge base and a `tool_call` / `tool_result`
+    /// pair named `rag:<node>` with the query and the hits.
+    fn run_rag(&self, id: &str, r: &crate::doc::loki::RagNode, st: &LokiState) -> Result<Value, String> {
+        let query = Scope::new(st)
+            .strict(r.query_text())
+            .map_err(|e| format!("Failed to interpolate rag node query: {e}"))?;
+        let rag_ids = self.l.nodes.iter().filter(|n| matches!(n.body, NodeBody::Rag(_))).map(|n| n.id.value.as_str());
+        let spec = rag::Spec::of_node(id, &self.l.agent_dir, r, rag_ids);
+        let timeout = Duration::from_secs(r.timeout_secs());
+        let mut deadline = Instant::now() + timeout;
+        if let Some(d) = self.deadline {
+            deadline = deadline.min(d);
+        }
+        let source = format!("rag:{id}");
+        let log = |text: String| self.cx.emit(EventBody::Log { source: source.clone(), text });
+        for (field, set) in [
+            ("reranker_model", r.reranker_model.is_some()),
+            ("extractor_model", r.extractor_model.is_some()),
+            ("extractor_prompt", r.extractor_prompt.is_some()),
+            ("graph_hops", r.graph_hops.is_some()),
+        ] {
+            if set {
+                log(format!("warning: `{field}` is ignored (Switchyard has no rerankers or graph RAG)"));
+            }
+        }
+        let call = crate::run::provider::ToolCall {
+            id: format!("rag-{id}-{}", self.cx.step),
+            name: source.clone(),
+            args: json!({"query": query, "top_k": spec.top_k()}),
+        };
+        self.cx.emit(EventBody::ToolCall { node: id.to_string(), call: call.clone() });
+        let ctl = rag::Ctl { stop: self.cx.stop, deadline, timeout, log: &log };
+        let outcome = self.rag.retrieve(&spec, &query, &ctl);
+        let (result, error) = match &outcome {
+            Ok(ret) => {
+                let kb = &ret.kb;
+                let what = format!(
+                    "{} ({} documents, {} chunks{})",
+                    kb.path.display(),
+                    kb.document_count(),
+                    kb.chunk_count(),
+                    match &kb.file.vectors_model {
+                        Some(m) if kb.embedded_count() > 0 => format!(", {} embedded with {m}", kb.embedded_count()),
+                        _ => String::new(),
+                    }
+                );
+                match &ret.source {
+                    rag::KbSource::Memory => {}
+                    rag::KbSource::File => log(format!("loaded knowledge base {what}")),
+                    rag::KbSource::Built { reason, read, kept, embedded } => log(format!(
+                        "built knowledge base {what}: {reason}; {read} documents read, {kept} unchanged, {embedded} chunks embedded"
+                    )),
+                }
+                let hits: Vec<Value> = ret
+                    .hits
+                    .iter()
+                    .map(|h| {
+                        json!({"source": h.source, "chunk": h.chunk, "score": h.score, "keyword": h.keyword, "cosine": h.cosine, "text": h.text})
+                    })
+                    .collect();
+                let mode = if ret.hybrid { "hybrid" } else { "keyword" };
+                (json!({"mode": mode, "hits": hits}), None)
+            }
+            Err(e) => (Value::Null, Some(e.clone())),
+        };
+        self.cx.emit(EventBody::ToolResult { node: id.to_string(), id: call.id, name: call.name, result, error });
+        outcome.map(|ret| ret.output())
+    }
+
     /// Run a child graph agent to its end (nested run, answers from the queue).
     fn run_agent(&self, id: &str, a: &AgentNode, st: &LokiState) -> Result<Value, String> {
         let name = a.agent.as_ref().map(|n| n.value.clone()).ok_or_else(|| format!("agent node '{id}' has no `agent`"))?;
@@ -1338,6 +1423,7 @@ impl Exec<'_, '_> {
             deadline = deadline.min(d);
         }
         child.outer_deadline = Some(deadline);
+        child.rag = Arc::new(RagStore::new(self.rag.configured()));
         match run_nested(&mut child, self.cx, id, Value::String(prompt), Some(deadline)) {
             NestedEnd::Completed(output) => Ok(output),
             NestedEnd::Unanswered(p) => Err(format!(

@@ -16,3 +16,4 @@ pub mod loki_tools;
 pub mod driver;
 pub mod mcp;
 pub mod hooks;
+pub mod rag;

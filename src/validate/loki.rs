@@ -527,6 +527,52 @@ impl<'a> V<'a> {
                     .hint("add e.g. `state_updates: {context: \"{{output.context}}\"}`");
                 self.push(d);
             }
+            // What Switchyard does not do (the node runs without it, or fails saying so).
+            for (field, set) in [
+                ("reranker_model", r.reranker_model.is_some()),
+                ("extractor_model", r.extractor_model.is_some()),
+                ("extractor_prompt", r.extractor_prompt.is_some()),
+                ("graph_hops", r.graph_hops.is_some()),
+            ] {
+                if set {
+                    let d = self
+                        .warn(
+                            "loki-rag-ignored",
+                            format!("rag node field `{field}` is ignored by Switchyard (no rerankers or graph RAG)"),
+                            n.id.span,
+                        )
+                        .node(n.id.value.clone())
+                        .hint("retrieval is keyword (BM25) search, fused with vector search when `embedding_model` is set");
+                    self.push(d);
+                }
+            }
+            if let Some(dr) = &r.driver
+                && RAG_DRIVERS.contains(&dr.value.as_str())
+                && dr.value != "yaml"
+            {
+                let d = self
+                    .warn(
+                        "loki-rag-ignored",
+                        format!("RAG driver '{}' is not supported by Switchyard: the node will fail when it runs", dr.value),
+                        dr.span,
+                    )
+                    .node(n.id.value.clone())
+                    .hint("remove `driver` (knowledge bases are YAML files beside the agent)");
+                self.push(d);
+            }
+            if let (Some(size), Some(overlap)) = (r.chunk_size, r.chunk_overlap)
+                && overlap >= size
+            {
+                let d = self
+                    .warn(
+                        "loki-rag",
+                        format!("RAG node's `chunk_overlap` ({overlap}) is not smaller than its `chunk_size` ({size}); the node will fail when it runs"),
+                        n.id.span,
+                    )
+                    .node(n.id.value.clone())
+                    .hint("a twentieth of `chunk_size` is the usual overlap");
+                self.push(d);
+            }
             if let Some(dr) = &r.driver
                 && !RAG_DRIVERS.contains(&dr.value.as_str())
             {
@@ -1686,6 +1732,19 @@ mod tests {
             "    state_updates: {c: \"{{output.context}}\"}\n",
         );
         assert_eq!(count(&check(&ok), "loki-rag"), 0);
+        assert_eq!(count(&check(&ok), "loki-rag-ignored"), 0);
+        let extras = ok.replace(
+            "    next: e\n  e:",
+            "    graph_hops: 1\n    reranker_model: m\n    driver: qdrant\n    chunk_size: 10\n    chunk_overlap: 10\n    next: e\n  e:",
+        );
+        let d = check(&extras);
+        let ignored: Vec<_> = d.iter().filter(|x| x.code == "loki-rag-ignored").collect();
+        assert_eq!(ignored.len(), 3, "{d:#?}");
+        assert!(ignored.iter().all(|x| x.severity == Severity::Warning));
+        assert!(ignored.iter().any(|x| x.message.contains("`graph_hops`")));
+        assert!(ignored.iter().any(|x| x.message.contains("RAG driver 'qdrant' is not supported")));
+        assert!(d.iter().any(|x| x.code == "loki-rag" && x.message.contains("`chunk_overlap` (10)")));
+        assert!(!d.iter().any(|x| x.is_error()), "{d:#?}");
     }
 
     #[test]

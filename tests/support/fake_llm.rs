@@ -1,6 +1,10 @@
 //! A fake LLM server on 127.0.0.1 speaking the OpenAI chat-completions and Anthropic Messages
 //! wire formats, with real server-sent events dripped out with delays. Each request takes the
 //! next scripted [`Reply`]; every request body is kept for the test to inspect.
+//!
+//! It also answers OpenAI `POST /v1/embeddings` with deterministic vectors ([`fake_embedding`]:
+//! a hashed bag of words, with a few synonyms folded together so that vector search can find
+//! what keyword search cannot), unless an embeddings reply is queued ([`FakeLlm::push_embedding`]).
 
 #![allow(dead_code)]
 
@@ -44,6 +48,9 @@ struct Shared {
     default: Mutex<Option<Reply>>,
     /// Keep request bodies (off for benchmarks).
     keep: Mutex<bool>,
+    /// Replies for `/v1/embeddings` taken before computed vectors are sent.
+    embed_replies: Mutex<VecDeque<Reply>>,
+    embed_requests: Mutex<Vec<(HeaderMap, Value)>>,
 }
 
 pub struct FakeLlm {
@@ -65,6 +72,7 @@ impl FakeLlm {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(handle))
                     .route("/v1/messages", post(handle))
+                    .route("/v1/embeddings", post(embeddings))
                     .with_state(s2);
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
@@ -115,6 +123,21 @@ impl FakeLlm {
 
     pub fn headers(&self, i: usize) -> HeaderMap {
         self.shared.requests.lock().unwrap()[i].0.clone()
+    }
+
+    /// Answer the next embeddings request with `r` instead of computed vectors.
+    pub fn push_embedding(&self, r: Reply) -> &Self {
+        self.shared.embed_replies.lock().unwrap().push_back(r);
+        self
+    }
+
+    /// The bodies of the embeddings requests so far.
+    pub fn embedding_requests(&self) -> Vec<Value> {
+        self.shared.embed_requests.lock().unwrap().iter().map(|(_, b)| b.clone()).collect()
+    }
+
+    pub fn embedding_headers(&self, i: usize) -> HeaderMap {
+        self.shared.embed_requests.lock().unwrap()[i].0.clone()
     }
 
     /// Stop the server and wait until its port is closed.
@@ -239,6 +262,64 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         }
         Reply::Garbage => Response::builder().status(200).header("content-type", "application/json").body(Body::from("<html>oops")).unwrap(),
     }
+}
+
+/// Words the fake embedding model treats as one (a stand-in for semantic similarity).
+const SYNONYMS: &[(&str, &str)] = &[("automobile", "car"), ("automobiles", "car"), ("cars", "car"), ("vehicle", "car")];
+
+/// Dimensions of [`fake_embedding`].
+pub const FAKE_DIMS: usize = 1024;
+
+/// The fake model's vector of `text`: each lower-case word (synonyms folded) adds 1 to the
+/// dimension its FNV-1a hash picks.
+pub fn fake_embedding(text: &str) -> Vec<f32> {
+    let mut v = vec![0f32; FAKE_DIMS];
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let w = w.to_lowercase();
+        let w = SYNONYMS.iter().find(|(a, _)| *a == w).map(|(_, b)| b.to_string()).unwrap_or(w);
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in w.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        v[(h % FAKE_DIMS as u64) as usize] += 1.0;
+    }
+    v
+}
+
+async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    shared.embed_requests.lock().unwrap().push((headers, v.clone()));
+    let queued = shared.embed_replies.lock().unwrap().pop_front();
+    match queued {
+        Some(Reply::Status { code, body, headers }) => {
+            let mut b = Response::builder().status(StatusCode::from_u16(code).unwrap()).header("content-type", "application/json");
+            for (k, v) in headers {
+                b = b.header(k, v);
+            }
+            return b.body(Body::from(body)).unwrap();
+        }
+        Some(Reply::Stall) => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            return Response::new(Body::empty());
+        }
+        Some(Reply::Garbage) => {
+            return Response::builder().status(200).header("content-type", "application/json").body(Body::from("<html>oops")).unwrap();
+        }
+        _ => {}
+    }
+    let inputs: Vec<String> = match &v["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a.iter().map(|x| x.as_str().unwrap_or("").to_string()).collect(),
+        _ => return Response::builder().status(400).body(Body::from("{\"error\":{\"message\":\"`input` must be a string or a list\"}}")).unwrap(),
+    };
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": fake_embedding(t)}))
+        .collect();
+    let out = json!({"object": "list", "data": data, "model": v["model"], "usage": {"prompt_tokens": inputs.len(), "total_tokens": inputs.len()}});
+    Response::builder().status(200).header("content-type", "application/json").body(Body::from(out.to_string())).unwrap()
 }
 
 // ---- reply builders -------------------------------------------------------------------------
