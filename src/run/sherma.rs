@@ -11,8 +11,8 @@
 //!   the same snapshot). Targets reached twice in one wave run once.
 //! - `recursion_limit` counts node runs since the start or the last answered interrupt
 //!   (LangGraph counts super-steps per invocation; default 25 as upstream).
-//! - A `custom` node runs no code until hooks exist (issue 7); it returns `{}` and, unlike
-//!   upstream, would honour `on_error.fallback`.
+//! - A `custom` node runs its `node_execute` hooks (`sherma/hooked.rs`); with none it returns
+//!   `{}`. Unlike upstream, it honours `on_error.fallback`.
 //! - Interrupt answers: a string becomes a human message; a map with `content` becomes a
 //!   message (its `type`/`role` kept, default human, `additional_kwargs` kept); a list of such
 //!   maps is appended as is. The node runs once on resume (upstream re-runs its CEL first).
