@@ -15,6 +15,13 @@ import { divergenceText } from '../components/debug/DebugPanel';
 import { fmtCost } from '../components/debug/CallInspector';
 import { shortcutFor } from '../shortcuts';
 
+/** For `waitFor`: the element, or a throw so waitFor keeps polling (the Settings dialog fetches
+ *  its providers after it opens; a bare querySelector would resolve at once with null). */
+function present(el: Element | null): HTMLElement {
+  if (!el) throw new Error('not rendered yet');
+  return el as HTMLElement;
+}
+
 // These tests walk through several dialogs: on a loaded 2-core machine (the whole suite in
 // parallel) a step can take longer than the default 1 s of `waitFor`/`findBy*`.
 configure({ asyncUtilTimeout: 5000 });
@@ -127,7 +134,7 @@ describe('the Settings dialog', () => {
     });
     expect((await screen.findByTestId('settings-message')).textContent).toContain('OS keyring');
     expect(screen.queryByTestId('settings-form')).toBeNull();
-    const row = await waitFor(() => dialog.querySelector('[data-testid="settings-provider"][data-name="local"]') as HTMLElement);
+    const row = await waitFor(() => present(dialog.querySelector('[data-testid="settings-provider"][data-name="local"]')));
     expect(row.getAttribute('data-key-source')).toBe('keyring');
     expect(within(row).getByTestId('settings-provider-key').textContent).toBe('sk-…5678');
     expect(store.getState().settingsRevision).toBe(1);
@@ -139,7 +146,7 @@ describe('the Settings dialog', () => {
     await waitFor(() => expect(screen.queryByTestId('settings-dialog')).toBeNull());
     fireEvent.keyDown(window, { key: ',', ctrlKey: true });
     const again = await screen.findByTestId('settings-dialog');
-    const row2 = await waitFor(() => again.querySelector('[data-testid="settings-provider"][data-name="local"]') as HTMLElement);
+    const row2 = await waitFor(() => present(again.querySelector('[data-testid="settings-provider"][data-name="local"]')));
     expect(within(row2).getByTestId('settings-provider-key').textContent).toBe('sk-…5678');
 
     // Editing keeps the name and never shows the key; an empty key field keeps it.
@@ -183,7 +190,7 @@ describe('the Settings dialog', () => {
     await screen.findByTestId('settings-dialog');
     await waitFor(() => expect(byId('settings-keyring').getAttribute('data-available')).toBe('false'));
     expect(byId('settings-keyring').textContent).toContain('readable by you only');
-    const openai = await waitFor(() => document.querySelector('[data-testid="settings-provider"][data-name="openai"]') as HTMLElement);
+    const openai = await waitFor(() => present(document.querySelector('[data-testid="settings-provider"][data-name="openai"]')));
     fireEvent.click(within(openai).getByTestId('settings-edit'));
     fireEvent.change(byId('settings-key'), { target: { value: 'sk-proj-abcdefghijklmnop9f3a' } });
     fireEvent.click(byId('settings-save'));
