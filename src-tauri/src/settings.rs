@@ -696,7 +696,7 @@ pub fn probe(wire: Wire, base: &str, key: Option<&str>) -> ProbeResult {
     }
     let out = switchyard::rt::block_on_until(
         async move {
-            let resp = req.send().await.map_err(|e| error_chain(&e))?;
+            let resp = req.send().await.map_err(|e| switchyard::llm::http::error_chain(&e))?;
             let status = resp.status().as_u16();
             let body = resp.text().await.unwrap_or_default();
             Ok::<_, String>((status, body))
@@ -719,20 +719,6 @@ pub fn probe(wire: Wire, base: &str, key: Option<&str>) -> ProbeResult {
     }
 }
 
-/// An error with its causes (`error sending request: connection refused`).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !out.contains(&t) {
-            out.push_str(": ");
-            out.push_str(&t);
-        }
-        cur = c.source();
-    }
-    out
-}
 
 // ------------------------------------------------------------------------------------------------
 // The models a document names (the live run configuration's model picker)

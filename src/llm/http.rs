@@ -77,15 +77,7 @@ pub async fn post_with(
     for (k, v) in headers {
         req = req.header(k, v);
     }
-    let resp = req.send().await.map_err(|e| request_error(ep, &e))?;
-    let status = resp.status();
-    if !status.is_success() {
-        let retry_after = retry_after(resp.headers());
-        let raw = resp.text().await.unwrap_or_default();
-        let mut e = status_error(ep, status.as_u16(), status.canonical_reason().unwrap_or(""), &raw);
-        e.retry_after = retry_after;
-        return Err(e);
-    }
+    let resp = send_checked(ep, req).await?;
     let streaming = resp
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -117,13 +109,24 @@ pub async fn post_with(
     parser.finish(ended)
 }
 
-/// POST `body` to `url` and return the JSON answer (no streaming): the embeddings endpoint.
-/// Failures are classified as for chat calls.
-pub async fn post_json(ep: &Endpoint, url: String, headers: Vec<(&'static str, String)>, body: Value) -> Result<Value, ProviderError> {
-    let mut req = client().post(&url).json(&body).timeout(ep.timeout);
-    for (k, v) in headers {
-        req = req.header(k, v);
+/// An error with its causes (`error sending request: connection refused`), for messages about
+/// HTTP failures (reqwest's own text stops at the outermost layer).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !out.contains(&t) {
+            out.push_str(": ");
+            out.push_str(&t);
+        }
+        src = s.source();
     }
+    out
+}
+
+/// Send `req`; a non-2xx status becomes the classified error (with `Retry-After`).
+async fn send_checked(ep: &Endpoint, req: reqwest::RequestBuilder) -> Result<reqwest::Response, ProviderError> {
     let resp = req.send().await.map_err(|e| request_error(ep, &e))?;
     let status = resp.status();
     if !status.is_success() {
@@ -133,6 +136,17 @@ pub async fn post_json(ep: &Endpoint, url: String, headers: Vec<(&'static str, S
         e.retry_after = retry_after;
         return Err(e);
     }
+    Ok(resp)
+}
+
+/// POST `body` to `url` and return the JSON answer (no streaming): the embeddings endpoint.
+/// Failures are classified as for chat calls.
+pub async fn post_json(ep: &Endpoint, url: String, headers: Vec<(&'static str, String)>, body: Value) -> Result<Value, ProviderError> {
+    let mut req = client().post(&url).json(&body).timeout(ep.timeout);
+    for (k, v) in headers {
+        req = req.header(k, v);
+    }
+    let resp = send_checked(ep, req).await?;
     let raw = resp.bytes().await.map_err(|e| body_error(ep, &e))?;
     serde_json::from_slice(&raw).map_err(|e| {
         fail(

@@ -707,7 +707,7 @@ impl RemoteAgent {
             .timeout(opts.timeout)
             .user_agent(concat!("switchyard/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| err(ErrorKind::Connect(error_chain(&e))))?;
+            .map_err(|e| err(ErrorKind::Connect(crate::llm::http::error_chain(&e))))?;
         Ok(RemoteAgent {
             id: id.to_string(),
             url: url.to_string(),
@@ -776,7 +776,7 @@ impl RemoteAgent {
         if e.is_timeout() {
             self.err(ErrorKind::Timeout(self.opts.timeout))
         } else {
-            self.err(ErrorKind::Connect(error_chain(&e)))
+            self.err(ErrorKind::Connect(crate::llm::http::error_chain(&e)))
         }
     }
 
@@ -999,20 +999,6 @@ impl RemoteAgent {
     }
 }
 
-/// An error with its sources ("error sending request …: connection refused").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        let t = s.to_string();
-        if !out.contains(&t) {
-            out.push_str(": ");
-            out.push_str(&t);
-        }
-        src = s.source();
-    }
-    out
-}
 
 #[cfg(test)]
 mod tests {

@@ -225,7 +225,7 @@ impl Hooks {
                 .json(&body)
                 .send()
                 .await
-                .map_err(|e| format!("cannot reach the hook server: {}", error_chain(&e)))?;
+                .map_err(|e| format!("cannot reach the hook server: {}", crate::llm::http::error_chain(&e)))?;
             let status = resp.status();
             if let Some(len) = resp.content_length()
                 && len as usize > MAX_RESPONSE
@@ -312,20 +312,6 @@ async fn read_limited(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// An error with its causes (`error sending request: connection refused`).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        let t = s.to_string();
-        if !out.contains(&t) {
-            out.push_str(": ");
-            out.push_str(&t);
-        }
-        src = s.source();
-    }
-    out
-}
 
 fn snippet(bytes: &[u8]) -> String {
     let s = String::from_utf8_lossy(bytes);
