@@ -55,6 +55,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod durable;
+
 /// The run state: top-level key → shared value.
 pub type LokiState = BTreeMap<String, Arc<Value>>;
 
@@ -421,6 +423,12 @@ impl Machine for LokiMachine {
     }
     fn output(&self) -> Value {
         self.output.clone()
+    }
+    fn snapshot(&self) -> Value {
+        self.durable_snapshot()
+    }
+    fn restore(&mut self, snapshot: &Value) -> Result<(), String> {
+        self.durable_restore(snapshot)
     }
 }
 

@@ -15,3 +15,4 @@ pub mod loki;
 pub mod loki_tools;
 pub mod driver;
 pub mod mcp;
+pub mod store;

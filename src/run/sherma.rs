@@ -41,6 +41,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod durable;
 mod remote;
 
 /// The internal state key sherma keeps its bookkeeping in.
@@ -1247,6 +1248,14 @@ impl Machine for ShermaMachine {
 
     fn output(&self) -> Value {
         if self.output.is_null() { self.final_output() } else { self.output.clone() }
+    }
+
+    fn snapshot(&self) -> Value {
+        self.durable_snapshot()
+    }
+
+    fn restore(&mut self, snapshot: &Value) -> Result<(), String> {
+        self.durable_restore(snapshot)
     }
 }
 
