@@ -404,3 +404,88 @@ fn clear_errors_for_an_unknown_run_and_an_unwritable_store() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a Switchyard run store"), "{}", text(&out.stderr));
 }
+
+/// The desktop's path: a durable run driven by a `Driver` (as `run_start` does), the app closing
+/// while it waits at a question (`keep_resumable`, then the driver's stop), and a new driver
+/// resuming it from the store (as `run_resume` does) and finishing it with the answer.
+#[test]
+fn a_driven_run_closed_at_an_interrupt_stays_resumable_and_finishes_in_a_new_driver() {
+    use std::sync::{Arc, Mutex};
+    use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, StatusInfo, wait_for};
+    use switchyard::run::launch::{self, RunRequest};
+    use switchyard::run::provider::NoProvider;
+    use switchyard::run::session::RunOptions;
+    use switchyard::run::store::{self, Durable, RunStore};
+
+    let dir = tmp("driver");
+    let db = dir.join("runs.sqlite");
+    let path = root().join("agents/release-gate/graph.yaml");
+    let req = RunRequest { input: Some("Release 2.0".into()), ..Default::default() };
+    type Seen = Arc<Mutex<Vec<StatusInfo>>>;
+    let sink = |seen: &Seen| {
+        let s = seen.clone();
+        Arc::new(move |b: Batch| {
+            if let Some(st) = b.status {
+                s.lock().unwrap().push(st);
+            }
+        })
+    };
+    let wait_state = |seen: &Seen, state: &str| {
+        assert!(
+            wait_for(Duration::from_secs(30), || seen.lock().unwrap().last().is_some_and(|s| s.state == state)),
+            "never {state}: {:?}",
+            seen.lock().unwrap().last()
+        );
+        seen.lock().unwrap().last().cloned().unwrap()
+    };
+
+    let seen: Seen = Arc::default();
+    let (db2, req2) = (db.clone(), req.clone());
+    let d = Driver::start(
+        move |opts| {
+            let doc = Arc::new(switchyard::doc::load_path(&path));
+            let llm = launch::llm_choice(&doc, &req2);
+            store::start(&db2, doc, &req2, llm, None, opts)
+        },
+        RunOptions::new(Box::new(NoProvider)),
+        DriverOptions { start: Some(Control::Continue), ..Default::default() },
+        sink(&seen),
+    )
+    .unwrap();
+    let st = wait_state(&seen, "interrupted");
+    assert_eq!(st.pending.as_ref().unwrap().node, "approve");
+    let id = d.run_id().to_string();
+    assert!(d.is_durable());
+    // The app closes: nothing of the shutdown is saved.
+    d.keep_resumable();
+    d.control(Control::Stop);
+    drop(d);
+    let rec = RunStore::open(&db).unwrap().get(&id).unwrap().unwrap();
+    assert_eq!(rec.status, "interrupted", "closing the app must not end the run");
+
+    // The app again: resume it in a new driver, answer the question, and it finishes.
+    let seen: Seen = Arc::default();
+    let (db2, id2) = (db.clone(), id.clone());
+    let mut options = RunOptions::new(Box::new(NoProvider));
+    options.run_id = Some(id.clone());
+    let d = Driver::start(
+        move |opts| store::resume(&Durable { db: db2, force: false }, &id2, None, opts).map(|(s, _)| s),
+        options,
+        DriverOptions { start: None, ..Default::default() },
+        sink(&seen),
+    )
+    .unwrap();
+    let st = wait_state(&seen, "interrupted");
+    let pending = st.pending.unwrap();
+    assert_eq!(pending.node, "approve");
+    d.answer(&pending.id, Value::String("ship".into())).unwrap();
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.status, Some(switchyard::run::events::RunStatus::Completed));
+    assert!(st.output.as_str().unwrap_or("").starts_with("Shipped."), "{:?}", st.output);
+    drop(d);
+    let rec = RunStore::open(&db).unwrap().get(&id).unwrap().unwrap();
+    assert_eq!(
+        (rec.status.as_str(), rec.output.as_str().map(|s| s.starts_with("Shipped."))),
+        ("completed", Some(true))
+    );
+}
