@@ -813,8 +813,15 @@ mod tests {
         let yaml = "manifest_version: 1\nagents:\n  a:\n    state:\n      fields:\n        - name: n\n          type: int\n    graph:\n      entry_point: bump\n      nodes:\n        - name: bump\n          type: set_state\n          args:\n            values:\n              n: 'state.n + 1'\n      edges:\n        - source: bump\n          branches:\n            - condition: 'state.n >= 5'\n              target: __end__\n          default: bump\n";
         let doc = Arc::new(crate::doc::load_str(&dir.join("a.yaml"), yaml));
         let opts = RunOptions::new(Box::new(crate::run::provider::NoProvider));
-        let mut s = start(&db, doc, &RunRequest::default(), LlmChoice::None, Some(Box::new(crate::run::provider::NoProvider)), opts)
-            .unwrap();
+        let mut s = start(
+            &db,
+            doc,
+            &RunRequest::default(),
+            LlmChoice::None,
+            Some(Box::new(crate::run::provider::NoProvider)),
+            opts,
+        )
+        .unwrap();
         assert!(s.is_durable());
         s.step();
         let store = RunStore::open(&db).unwrap();
