@@ -108,6 +108,77 @@ enum Cmd {
         /// No narration or summary on stderr.
         #[arg(short, long)]
         quiet: bool,
+        /// Make the run durable: every step is written to a SQLite run store, so a run that is
+        /// interrupted (or whose process dies) can be resumed with `switchyard resume ID`.
+        /// Also on when a sherma file says `checkpointer: {type: sqlite}`.
+        #[arg(long)]
+        durable: bool,
+        /// The run store (implies --durable). Default: the sherma file's `checkpointer.path`,
+        /// else $SWITCHYARD_RUNS_DB, else $XDG_DATA_HOME/switchyard/runs.sqlite
+        /// (~/.local/share/switchyard/runs.sqlite).
+        #[arg(long, value_name = "FILE.sqlite")]
+        db: Option<PathBuf>,
+        /// Read answers from stdin, one line per question, even when stdin is not a terminal
+        /// (a durable run stays interrupted and resumable when stdin ends).
+        #[arg(long)]
+        answer_stdin: bool,
+    },
+    /// Go on with a durable run from its last checkpoint (after an interrupt, a pause, or a
+    /// process that died). The agent file is read again; a changed file is refused unless
+    /// --force. Exit status as for `run`.
+    Resume {
+        /// The run id (`switchyard runs` lists them).
+        id: String,
+        /// The run store (default as for `run --durable`).
+        #[arg(long, value_name = "FILE.sqlite")]
+        db: Option<PathBuf>,
+        /// The answer to the question the run waits for, then to later ones (repeatable;
+        /// JSON when it looks like an object or list, else text).
+        #[arg(long = "answer", value_name = "TEXT")]
+        answers: Vec<String>,
+        /// An answer given as JSON (any value: "text", 3, {...}); used after the --answer ones.
+        #[arg(long = "answer-json", value_name = "JSON")]
+        answers_json: Vec<String>,
+        /// Resume even though the agent file changed since the run started.
+        #[arg(long)]
+        force: bool,
+        /// Write every event of this part of the run as one JSON object per line.
+        #[arg(long, value_name = "FILE.jsonl")]
+        trace: Option<PathBuf>,
+        /// Read answers from stdin (see `run --answer-stdin`).
+        #[arg(long)]
+        answer_stdin: bool,
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// List durable runs (id, agent, file, status, updated, step), or delete them.
+    Runs {
+        /// The run store (default as for `run --durable`).
+        #[arg(long, value_name = "FILE.sqlite", global = true)]
+        db: Option<PathBuf>,
+        #[command(subcommand)]
+        action: Option<RunsAction>,
+    },
+}
+
+#[derive(Subcommand)]
+enum RunsAction {
+    /// List the runs, most recently updated first (the default).
+    List {
+        /// One JSON object per run instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete runs and their checkpoints.
+    Delete {
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Delete runs not updated for a while (any status).
+    Prune {
+        /// An age: 7d, 12h, 30m, 90s, 2w.
+        #[arg(long, value_name = "AGE")]
+        older_than: String,
     },
 }
 
@@ -239,6 +310,9 @@ struct RunArgs {
     trace: Option<PathBuf>,
     python_path: Vec<PathBuf>,
     quiet: bool,
+    durable: bool,
+    db: Option<PathBuf>,
+    answer_stdin: bool,
 }
 
 /// Ask on the terminal; `None` when stdin is closed.
@@ -267,13 +341,83 @@ fn ask(pending: &switchyard::run::session::Pending) -> Option<serde_json::Value>
     Some(parse_answer(&line))
 }
 
+/// What `run` and `resume` print around a run: narration, the trace, the final output.
+struct Frontend {
+    color: bool,
+    quiet: bool,
+    trace: Option<std::sync::Arc<std::sync::Mutex<std::io::BufWriter<std::fs::File>>>>,
+    narrator: std::sync::Arc<std::sync::Mutex<switchyard::run::narrate::Narrator>>,
+}
+
+impl Frontend {
+    fn new(trace: Option<&PathBuf>, quiet: bool) -> Result<Frontend, String> {
+        use std::sync::{Arc, Mutex};
+        let trace = match trace {
+            None => None,
+            Some(p) => match std::fs::File::create(p) {
+                Ok(f) => Some(Arc::new(Mutex::new(std::io::BufWriter::new(f)))),
+                Err(e) => return Err(format!("cannot write the trace {}: {e}", p.display())),
+            },
+        };
+        Ok(Frontend {
+            color: color_for(std::io::stderr().is_terminal()),
+            quiet,
+            trace,
+            narrator: Arc::new(Mutex::new(switchyard::run::narrate::Narrator::new())),
+        })
+    }
+
+    fn listener(&self) -> switchyard::run::session::Listener {
+        let trace = self.trace.clone();
+        let narrator = self.narrator.clone();
+        let (quiet, color) = (self.quiet, self.color);
+        std::sync::Arc::new(move |ev| {
+            if let Some(t) = &trace {
+                let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = writeln!(t, "{}", ev.to_json_line());
+            }
+            if !quiet {
+                let lines = narrator.lock().unwrap_or_else(|p| p.into_inner()).feed(ev);
+                let mut err = std::io::stderr().lock();
+                for l in lines {
+                    let _ = if color { writeln!(err, "\x1b[38;5;243m{l}\x1b[0m") } else { writeln!(err, "{l}") };
+                }
+            }
+        })
+    }
+}
+
+/// A durable run as the CLI reports it.
+struct DurableInfo {
+    id: String,
+    db: PathBuf,
+}
+
+impl DurableInfo {
+    /// `switchyard resume ID [--db DB]` (the store named only when it is not the default).
+    fn resume_command(&self) -> String {
+        let default = switchyard::run::store::default_db_path();
+        if self.db == default {
+            format!("switchyard resume {}", self.id)
+        } else {
+            format!("switchyard resume {} --db {}", self.id, shell_word(&self.db.display().to_string()))
+        }
+    }
+}
+
+fn shell_word(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 fn cmd_run(a: RunArgs) -> ExitCode {
-    use std::sync::{Arc, Mutex};
-    use switchyard::run::events::RunStatus;
+    use std::sync::Arc;
     use switchyard::run::launch::{self, RunRequest};
-    use switchyard::run::narrate::{Narrator, perf_summary};
     use switchyard::run::provider::NoProvider;
-    use switchyard::run::session::{RunOptions, Status};
+    use switchyard::run::session::RunOptions;
 
     let color = color_for(std::io::stderr().is_terminal());
     let d = doc::load_path(&a.path);
@@ -304,46 +448,131 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         live: a.live,
         record: a.record,
     };
-    let trace = match &a.trace {
-        None => None,
-        Some(p) => match std::fs::File::create(p) {
-            Ok(f) => Some(Arc::new(Mutex::new(std::io::BufWriter::new(f)))),
-            Err(e) => {
-                eprintln!("error: cannot write the trace {}: {e}", p.display());
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let narrator = Arc::new(Mutex::new(Narrator::new()));
-    let listener: switchyard::run::session::Listener = {
-        let trace = trace.clone();
-        let narrator = narrator.clone();
-        let quiet = a.quiet;
-        Arc::new(move |ev| {
-            if let Some(t) = &trace {
-                let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
-                let _ = writeln!(t, "{}", ev.to_json_line());
-            }
-            if !quiet {
-                let lines = narrator.lock().unwrap_or_else(|p| p.into_inner()).feed(ev);
-                let mut err = std::io::stderr().lock();
-                for l in lines {
-                    let _ = if color { writeln!(err, "\x1b[38;5;243m{l}\x1b[0m") } else { writeln!(err, "{l}") };
-                }
-            }
-        })
-    };
-    let mut options = RunOptions::new(Box::new(NoProvider));
-    options.answers = a.answers.iter().map(|s| parse_answer(s)).collect();
-    options.listener = Some(listener);
-    let mut session = match launch::start(Arc::new(d), &req, options) {
-        Ok(s) => s,
+    let fe = match Frontend::new(a.trace.as_ref(), a.quiet) {
+        Ok(f) => f,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let interactive = std::io::stdin().is_terminal();
+    let mut options = RunOptions::new(Box::new(NoProvider));
+    options.answers = a.answers.iter().map(|s| parse_answer(s)).collect();
+    options.listener = Some(fe.listener());
+    let yaml_db = switchyard::run::store::yaml_checkpointer(&d);
+    let db = a.db.clone().or(yaml_db).or_else(|| a.durable.then(switchyard::run::store::default_db_path));
+    let doc = Arc::new(d);
+    let (session, durable) = match db {
+        None => match launch::start(doc, &req, options) {
+            Ok(s) => (s, None),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        Some(db) => {
+            let started = (|| {
+                let llm = launch::llm_choice(&doc, &req);
+                let mut provider = launch::provider_from_choice(&doc, &llm)?;
+                if let Some(path) = &req.record {
+                    provider = Box::new(switchyard::llm::cassette::Recorder::new(provider, path));
+                }
+                switchyard::run::store::start(&db, doc.clone(), &req, llm, Some(provider), options)
+            })();
+            match started {
+                Ok(s) => {
+                    let info = DurableInfo { id: s.id().to_string(), db };
+                    eprintln!("durable run {} (run store {})", info.id, info.db.display());
+                    (s, Some(info))
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    drive(session, &fe, a.answer_stdin, durable.as_ref())
+}
+
+/// `switchyard resume`.
+fn cmd_resume(
+    id: &str,
+    db: Option<PathBuf>,
+    answers: &[String],
+    answers_json: &[String],
+    force: bool,
+    trace: Option<&PathBuf>,
+    answer_stdin: bool,
+    quiet: bool,
+) -> ExitCode {
+    use switchyard::run::provider::NoProvider;
+    use switchyard::run::session::{RunOptions, Status};
+    use switchyard::run::store::{self, Durable};
+    let mut queued: Vec<serde_json::Value> = answers.iter().map(|s| parse_answer(s)).collect();
+    for j in answers_json {
+        match serde_json::from_str(j) {
+            Ok(v) => queued.push(v),
+            Err(e) => {
+                eprintln!("error: --answer-json `{j}` is not valid JSON: {e} (text needs quotes: '\"yes\"')");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let fe = match Frontend::new(trace, quiet) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let db = db.unwrap_or_else(store::default_db_path);
+    let mut options = RunOptions::new(Box::new(NoProvider));
+    options.listener = Some(fe.listener());
+    let d = Durable { db: db.clone(), force };
+    match store::resume(&d, id, None, options) {
+        Ok((mut session, rec)) => {
+            eprintln!("resuming run {} of {} at step {} ({})", rec.id, rec.file, rec.step, rec.status);
+            let info = DurableInfo { id: rec.id, db };
+            let mut queued = queued.into_iter();
+            // The first answer goes to the question the run waits for; a refused one (an
+            // input failing its validation) leaves the run waiting, unchanged.
+            if let Status::Interrupted { pending } = session.status().clone() {
+                if let Some(first) = queued.next() {
+                    if let Err(e) = session.answer(&pending.id, first) {
+                        eprintln!(
+                            "error: {e}\nthe run still waits at node `{}`: {}\nanswer again with: {} --answer TEXT",
+                            pending.node,
+                            pending.prompt,
+                            info.resume_command()
+                        );
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            session.queue_answers(queued);
+            drive(session, &fe, answer_stdin, Some(&info))
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Run a session to its end (or to a question nobody answers), print what happened, and give
+/// the exit status of `run`.
+fn drive(
+    mut session: switchyard::run::session::RunSession,
+    fe: &Frontend,
+    answer_stdin: bool,
+    durable: Option<&DurableInfo>,
+) -> ExitCode {
+    use switchyard::run::events::RunStatus;
+    use switchyard::run::narrate::perf_summary;
+    use switchyard::run::session::Status;
+
+    let interactive = answer_stdin || std::io::stdin().is_terminal();
+    let mut waiting = None;
     loop {
         match session.run().clone() {
             Status::Interrupted { pending } => {
@@ -354,6 +583,11 @@ fn cmd_run(a: RunArgs) -> ExitCode {
                             // Refused (e.g. an input that fails its validation): ask again.
                             eprintln!("{e}; try again");
                         }
+                    }
+                    None if durable.is_some() => {
+                        // A durable run stays interrupted in its store, to be resumed.
+                        waiting = Some(pending);
+                        break;
                     }
                     None => {
                         session.give_up_interrupted();
@@ -366,12 +600,28 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             Status::Paused { .. } | Status::Ready => continue,
         }
     }
-    let lines = narrator.lock().unwrap_or_else(|p| p.into_inner()).finish();
-    if let Some(t) = &trace {
+    let lines = fe.narrator.lock().unwrap_or_else(|p| p.into_inner()).finish();
+    if let Some(t) = &fe.trace {
         let _ = t.lock().unwrap_or_else(|p| p.into_inner()).flush();
     }
+    if let (Some(pending), Some(info)) = (waiting, durable) {
+        if !fe.quiet {
+            let mut err = std::io::stderr().lock();
+            for l in lines {
+                let _ = writeln!(err, "{l}");
+            }
+        }
+        eprintln!(
+            "interrupted: node `{}` waits for an answer: {}\n\
+             the run is saved; answer it with: {} --answer TEXT",
+            pending.node,
+            pending.prompt,
+            info.resume_command()
+        );
+        return ExitCode::from(3);
+    }
     let Status::Finished { status, output } = session.status().clone() else { return ExitCode::from(1) };
-    if !a.quiet {
+    if !fe.quiet {
         let mut err = std::io::stderr().lock();
         for l in lines {
             let _ = writeln!(err, "{l}");
@@ -412,13 +662,130 @@ fn cmd_run(a: RunArgs) -> ExitCode {
                 eprintln!(
                     "interrupted: node `{node}` waits for an answer: {prompt}\n\
                      hint: run again with `--answer TEXT` (once per question, in order; JSON for a \
-                     structured answer), or from a terminal to answer interactively"
+                     structured answer), or from a terminal to answer interactively; `--durable` \
+                     keeps the run to answer later with `switchyard resume`"
                 );
             }
             ExitCode::from(3)
         }
         RunStatus::Stopped => ExitCode::from(130),
     }
+}
+
+/// `switchyard runs [list|delete|prune]`.
+fn cmd_runs(db: Option<PathBuf>, action: Option<RunsAction>) -> ExitCode {
+    use switchyard::run::store::{RunStore, parse_age};
+    let db = db.unwrap_or_else(switchyard::run::store::default_db_path);
+    let action = action.unwrap_or(RunsAction::List { json: false });
+    if matches!(action, RunsAction::List { .. }) && !db.exists() {
+        eprintln!("no durable runs yet (no run store at {})", db.display());
+        return ExitCode::SUCCESS;
+    }
+    let mut store = match RunStore::open(&db) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match action {
+        RunsAction::List { json } => {
+            let runs = match store.list() {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut out = std::io::stdout().lock();
+            if json {
+                for r in &runs {
+                    let _ = writeln!(out, "{}", serde_json::to_string(r).unwrap_or_default());
+                }
+                return ExitCode::SUCCESS;
+            }
+            let rows: Vec<[String; 6]> = runs
+                .iter()
+                .map(|r| {
+                    [r.id.clone(), r.agent.clone(), r.status.clone(), format_time(r.updated_ms), r.step.to_string(), r.file.clone()]
+                })
+                .collect();
+            let head = ["ID", "AGENT", "STATUS", "UPDATED", "STEP", "FILE"].map(String::from);
+            let mut width = [0usize; 5];
+            for row in std::iter::once(&head).chain(rows.iter()) {
+                for (w, c) in width.iter_mut().zip(row.iter()) {
+                    *w = (*w).max(c.chars().count());
+                }
+            }
+            for row in std::iter::once(&head).chain(rows.iter()) {
+                let mut line = String::new();
+                for (i, c) in row.iter().enumerate() {
+                    if i < 5 {
+                        line.push_str(&format!("{c:<w$}  ", w = width[i]));
+                    } else {
+                        line.push_str(c);
+                    }
+                }
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
+            if runs.is_empty() {
+                eprintln!("no durable runs in {}", db.display());
+            }
+            ExitCode::SUCCESS
+        }
+        RunsAction::Delete { ids } => match store.delete(&ids) {
+            Ok(missing) => {
+                let n = ids.len() - missing.len();
+                eprintln!("deleted {n} run{}", if n == 1 { "" } else { "s" });
+                if missing.is_empty() {
+                    ExitCode::SUCCESS
+                } else {
+                    eprintln!("error: no such run in {}: {}", db.display(), missing.join(", "));
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        RunsAction::Prune { older_than } => {
+            let age = match parse_age(&older_than) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!("error: --older-than {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match store.prune(age) {
+                Ok(ids) => {
+                    eprintln!("deleted {} run{} not updated for {older_than}", ids.len(), if ids.len() == 1 { "" } else { "s" });
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+    }
+}
+
+/// UTC `YYYY-MM-DD HH:MM:SS` of a Unix time in milliseconds.
+fn format_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 fn main() -> ExitCode {
@@ -435,7 +802,24 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Validate { paths, agent, format, quiet } => cmd_validate(&paths, agent.as_deref(), format, quiet),
         Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.as_deref(), format),
-        Cmd::Run { path, agent, input, state, llm_script, live, replay, replay_strict, record, answers, trace, python_path, quiet } => {
+        Cmd::Run {
+            path,
+            agent,
+            input,
+            state,
+            llm_script,
+            live,
+            replay,
+            replay_strict,
+            record,
+            answers,
+            trace,
+            python_path,
+            quiet,
+            durable,
+            db,
+            answer_stdin,
+        } => {
             cmd_run(RunArgs {
                 path,
                 agent,
@@ -450,7 +834,14 @@ fn main() -> ExitCode {
                 trace,
                 python_path,
                 quiet,
+                durable,
+                db,
+                answer_stdin,
             })
         }
+        Cmd::Resume { id, db, answers, answers_json, force, trace, answer_stdin, quiet } => {
+            cmd_resume(&id, db, &answers, &answers_json, force, trace.as_ref(), answer_stdin, quiet)
+        }
+        Cmd::Runs { db, action } => cmd_runs(db, action),
     }
 }

@@ -15,7 +15,9 @@ use switchyard::run::launch::{self, RunRequest};
 use switchyard::llm::LiveProvider;
 use switchyard::llm::cassette::{Recorder, Replayer};
 use switchyard::run::provider::{BoxProvider, NoProvider};
+use switchyard::run::launch::LlmChoice;
 use switchyard::run::session::{Breakpoint, RunOptions, new_run_id};
+use switchyard::run::store::{self, Durable, RunRecord, RunStore};
 use tauri::{AppHandle, Emitter, Manager};
 
 type Res<T> = Result<T, CmdError>;
@@ -77,6 +79,10 @@ pub struct RunConfig {
     /// Record every LLM and tool exchange into this cassette (relative to the agent).
     #[serde(default)]
     record: Option<String>,
+    /// A durable run: every step is written to the run store, so the run can be resumed after
+    /// the app was closed (`runs_list`, `run_resume`).
+    #[serde(default)]
+    durable: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -86,6 +92,9 @@ pub struct RunInfo {
     agent: String,
     dialect: &'static str,
     llm: String,
+    /// Set for a durable run: the run store it writes to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    durable: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -182,11 +191,7 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         Ok((s.path().to_path_buf(), s.text().to_string(), s.agent().map(str::to_string)))
     })?;
     // One run at a time: the earlier one is stopped (its drop joins its thread).
-    let old = app.state::<Debugger>().replace(None);
-    if let Some(old) = old {
-        old.control(Control::Stop);
-        let _ = tauri::async_runtime::spawn_blocking(move || drop(old)).await;
-    }
+    stop_current(&app).await;
     let doc = Arc::new(load_str(&path, &text));
     let dialect = match doc.dialect() {
         Some(Dialect::Sherma) => "sherma",
@@ -206,6 +211,7 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         llm = Box::new(Recorder::new(llm, &resolve(&base, rec)));
     }
     let llm_text = llm.describe();
+    let choice = llm_choice(&config.llm, &base, &doc);
     let run = new_run_id();
     let agent_name = agent.clone().unwrap_or_else(|| {
         path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "agent".into())
@@ -238,9 +244,18 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     let breakpoints = config.breakpoints.clone();
     let break_on_error = config.break_on_error;
     let trace2 = trace.clone();
+    let db = config.durable.then(store::default_db_path);
+    let db2 = db.clone();
     let d = blocking(move || {
         let driver = DriverOptions { trace: trace2, start: None, ..Default::default() };
-        let d = Driver::start(move |opts| launch::session(doc, &req, opts), options, driver, sink)?;
+        let build = move |mut opts: RunOptions| match &db2 {
+            Some(db) => {
+                let provider = std::mem::replace(&mut opts.provider, Box::new(NoProvider));
+                store::start(db, doc, &req, choice, Some(provider), opts)
+            }
+            None => launch::session(doc, &req, opts),
+        };
+        let d = Driver::start(build, options, driver, sink)?;
         d.set_breakpoints(breakpoints, break_on_error)?;
         d.control(start);
         Ok(d)
@@ -252,8 +267,147 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         agent: agent_name,
         dialect,
         llm: llm_text,
+        durable: db.map(|p| p.display().to_string()),
     };
     app.state::<Debugger>().replace(Some(Arc::new(d)));
+    Ok(info)
+}
+
+/// Stop the run in progress, if any; a durable one is left resumable in its store.
+async fn stop_current(app: &AppHandle) {
+    let old = app.state::<Debugger>().replace(None);
+    if let Some(old) = old {
+        old.keep_resumable();
+        old.control(Control::Stop);
+        let _ = tauri::async_runtime::spawn_blocking(move || drop(old)).await;
+    }
+}
+
+/// The LLM choice a durable run saves, with the paths the provider was built from.
+fn llm_choice(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> LlmChoice {
+    let given = |p: &Option<String>| p.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(|p| resolve(base, p));
+    match mode {
+        LlmMode::None => LlmChoice::None,
+        LlmMode::Scripted { script } => LlmChoice::Scripted { script: given(script).or_else(|| launch::default_script(doc)) },
+        LlmMode::Replay { cassette, strict } => {
+            LlmChoice::Replay { cassette: given(cassette).or_else(|| launch::default_cassette(doc)), strict: *strict }
+        }
+        LlmMode::Live { model } => LlmChoice::Live { model: model.clone() },
+    }
+}
+
+/// The provider of a saved choice, built as `run_start` builds it (live: the keyring's keys).
+fn mode_of(choice: &LlmChoice) -> LlmMode {
+    let text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    match choice {
+        LlmChoice::None => LlmMode::None,
+        LlmChoice::Scripted { script } => LlmMode::Scripted { script: text(script) },
+        LlmChoice::Replay { cassette, strict } => LlmMode::Replay { cassette: text(cassette), strict: *strict },
+        LlmChoice::Live { model } => LlmMode::Live { model: model.clone() },
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunsList {
+    /// The run store's file.
+    db: String,
+    runs: Vec<RunRecord>,
+}
+
+/// The durable runs in the run store (most recently updated first).
+#[tauri::command]
+pub async fn runs_list() -> Res<RunsList> {
+    blocking(|| {
+        let db = store::default_db_path();
+        if !db.exists() {
+            return Ok(RunsList { db: db.display().to_string(), runs: Vec::new() });
+        }
+        let runs = RunStore::open(&db)?.list()?;
+        Ok(RunsList { db: db.display().to_string(), runs })
+    })
+    .await
+}
+
+/// Delete durable runs (and their checkpoints). The run in progress cannot be deleted.
+#[tauri::command]
+pub async fn runs_delete(app: AppHandle, ids: Vec<String>) -> Res<()> {
+    if let Some(d) = app.state::<Debugger>().current() {
+        if d.is_durable() && ids.iter().any(|i| i == d.run_id()) {
+            return Err(CmdError::new(format!("run {} is in progress: stop it first", d.run_id())));
+        }
+    }
+    blocking(move || {
+        let db = store::default_db_path();
+        let missing = RunStore::open(&db)?.delete(&ids)?;
+        if missing.is_empty() { Ok(()) } else { Err(format!("no such run in {}: {}", db.display(), missing.join(", "))) }
+    })
+    .await
+}
+
+/// Resume a durable run from its last checkpoint: the agent file is read again from disk (a
+/// changed file is refused unless `force`), the run comes back paused, interrupted (its
+/// question asked again) or ready, and is driven like a started run.
+#[tauri::command]
+pub async fn run_resume(
+    app: AppHandle,
+    id: String,
+    force: Option<bool>,
+    breakpoints: Option<Vec<Breakpoint>>,
+    break_on_error: Option<bool>,
+) -> Res<RunInfo> {
+    stop_current(&app).await;
+    let db = store::default_db_path();
+    let sink_app = app.clone();
+    let sink = Arc::new(move |b: Batch| {
+        if let Err(e) = sink_app.emit("run-events", &b) {
+            eprintln!("switchyard: could not send run events to the window: {e}");
+        }
+    });
+    let runs = runs_dir(&app).filter(|d| std::fs::create_dir_all(d).is_ok());
+    let d = Durable { db: db.clone(), force: force.unwrap_or(false) };
+    let id2 = id.clone();
+    let (driver, rec, llm_text) = blocking(move || {
+        // The record read while the driver builds the session.
+        let info: Arc<Mutex<Option<RunRecord>>> = Arc::new(Mutex::new(None));
+        let info2 = info.clone();
+        let id3 = id2.clone();
+        let build = move |opts: RunOptions| {
+            let make = |doc: &switchyard::doc::Document, choice: &LlmChoice| {
+                provider(&mode_of(choice), &doc.base_dir, doc).map_err(|e| e.message)
+            };
+            let (session, rec) = store::resume(&d, &id3, Some(&make), opts)?;
+            *info2.lock().unwrap_or_else(|p| p.into_inner()) = Some(rec);
+            Ok(session)
+        };
+        let mut options = RunOptions::new(Box::new(NoProvider));
+        options.run_id = Some(id2.clone());
+        let trace = runs.map(|r| r.join(format!("resumed-{}-{}.jsonl", safe_name(&id2), switchyard::run::events::now_ms())));
+        let driver = DriverOptions { trace, start: None, ..Default::default() };
+        let drv = Driver::start(build, options, driver, sink)?;
+        drv.set_breakpoints(breakpoints.unwrap_or_default(), break_on_error.unwrap_or(false))?;
+        let rec = info.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or("the run did not start")?;
+        let llm_text = match &rec.llm {
+            LlmChoice::None => "no LLM provider".to_string(),
+            LlmChoice::Scripted { script } => {
+                format!("scripted replies from {}", script.as_ref().map(|p| p.display().to_string()).unwrap_or_default())
+            }
+            LlmChoice::Replay { cassette, .. } => {
+                format!("replay of {}", cassette.as_ref().map(|p| p.display().to_string()).unwrap_or_default())
+            }
+            LlmChoice::Live { .. } => "live".to_string(),
+        };
+        Ok((drv, rec, llm_text))
+    })
+    .await?;
+    let info = RunInfo {
+        run: driver.run_id().to_string(),
+        trace: driver.trace().map(|p| p.display().to_string()),
+        agent: rec.agent.clone(),
+        dialect: if rec.dialect == "loki" { "loki" } else { "sherma" },
+        llm: llm_text,
+        durable: Some(db.display().to_string()),
+    };
+    app.state::<Debugger>().replace(Some(Arc::new(driver)));
     Ok(info)
 }
 
@@ -318,8 +472,11 @@ pub async fn open_trace(app: AppHandle, path: Option<String>) -> Res<Option<Trac
 }
 
 /// Stop the run when the app closes (its scripts must not outlive the window).
+/// A durable run is left as it was in its store (paused, interrupted, or at its last step), to
+/// be resumed from the Runs list.
 pub fn shut_down(app: &AppHandle) {
     if let Some(d) = app.state::<Debugger>().replace(None) {
+        d.keep_resumable();
         d.control(Control::Stop);
     }
 }

@@ -143,6 +143,17 @@ impl Cassette {
 struct Counter(HashMap<(bool, String), usize>);
 
 impl Counter {
+    /// As JSON for a durable run's checkpoint: `[[tool, node, calls], ...]`, sorted.
+    fn to_json(&self) -> Value {
+        let mut v: Vec<(bool, String, usize)> = self.0.iter().map(|((t, n), c)| (*t, n.clone(), *c)).collect();
+        v.sort();
+        serde_json::to_value(v).unwrap_or(Value::Null)
+    }
+    fn from_json(v: &Value) -> Result<Counter, String> {
+        let list: Vec<(bool, String, usize)> = serde_json::from_value(v.clone())
+            .map_err(|e| format!("the saved position in the cassette is unreadable: {e}"))?;
+        Ok(Counter(list.into_iter().map(|(t, n, c)| ((t, n), c)).collect()))
+    }
     fn next(&mut self, tool: bool, node: &str) -> usize {
         let n = self.0.entry((tool, node.to_string())).or_insert(0);
         *n += 1;
@@ -227,6 +238,12 @@ impl LlmProvider for Recorder {
     }
     fn describe(&self) -> String {
         format!("{}, recorded to {}", self.inner.describe(), self.path.display())
+    }
+    fn position(&self) -> Value {
+        self.inner.position()
+    }
+    fn restore_position(&self, position: &Value) -> Result<(), String> {
+        self.inner.restore_position(position)
     }
     fn replay_tool(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
         self.inner.replay_tool(node, name, args)
@@ -399,6 +416,20 @@ impl LlmProvider for Replayer {
     }
     fn describe(&self) -> String {
         format!("replay of {}{}", self.path.display(), if self.strict { " (strict)" } else { "" })
+    }
+    fn position(&self) -> Value {
+        json!({"replay": self.state.lock().unwrap_or_else(|p| p.into_inner()).counter.to_json()})
+    }
+    fn restore_position(&self, position: &Value) -> Result<(), String> {
+        match position.get("replay") {
+            Some(c) => {
+                let counter = Counter::from_json(c)?;
+                self.state.lock().unwrap_or_else(|p| p.into_inner()).counter = counter;
+                Ok(())
+            }
+            None if position.is_null() => Ok(()),
+            None => Err(format!("the saved run did not replay a cassette; it cannot go on with {}", self.path.display())),
+        }
     }
     fn replay_tool(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
         let call = {

@@ -168,6 +168,9 @@ pub struct Driver {
     worker: Option<JoinHandle<()>>,
     flusher: Option<JoinHandle<()>>,
     trace: Option<PathBuf>,
+    /// A durable run stops writing to its store once set (see [`Driver::keep_resumable`]).
+    persist_off: Arc<AtomicBool>,
+    durable: bool,
 }
 
 impl Driver {
@@ -201,6 +204,8 @@ impl Driver {
         let session = build(options)?;
         let pause = session.pause_handle();
         let stop = session.stop_handle();
+        let persist_off = session.persist_off_handle();
+        let durable = session.is_durable();
         let running = Arc::new(AtomicBool::new(false));
         let alive = Arc::new(AtomicBool::new(true));
         let (tx, rx) = mpsc::channel();
@@ -244,6 +249,8 @@ impl Driver {
             worker: Some(worker),
             flusher: Some(flusher),
             trace: driver.trace,
+            persist_off,
+            durable,
         })
     }
 
@@ -256,6 +263,16 @@ impl Driver {
     /// True while steps are being run.
     pub fn is_running(&self) -> bool {
         self.running.load(Ordering::Relaxed)
+    }
+    /// Whether the run writes its progress to a run store (a durable run).
+    pub fn is_durable(&self) -> bool {
+        self.durable
+    }
+    /// A durable run stops writing now, so the stop that ends this driver (the app closing,
+    /// another run starting) is not saved: the store keeps the run as it was (paused,
+    /// interrupted, or at its last step) and it can be resumed later. No effect otherwise.
+    pub fn keep_resumable(&self) {
+        self.persist_off.store(true, Ordering::Relaxed);
     }
 
     pub fn control(&self, c: Control) {

@@ -5,12 +5,14 @@ use crate::doc::{Dialect, Document};
 use crate::run::provider::{BoxProvider, NoProvider, ScriptedProvider};
 use crate::run::session::{Machine, RunOptions, RunSession};
 use crate::run::sherma::{ShermaMachine, ShermaOptions};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What to run and with what.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunRequest {
     /// The agent of a multi-agent sherma file (default: the first).
     pub agent: Option<String>,
@@ -134,11 +136,83 @@ pub fn start(doc: Arc<Document>, req: &RunRequest, mut options: RunOptions) -> R
 /// Start a session with the provider already in `options` (front ends that let the user pick it).
 pub fn session(doc: Arc<Document>, req: &RunRequest, options: RunOptions) -> Result<RunSession, String> {
     let machine = machine_for(doc, req, ShermaOptions::default())?;
-    let input = match (&req.input, &req.state) {
+    Ok(RunSession::new(machine, input_of(req), options))
+}
+
+/// The run's input as the `run_started` event shows it.
+pub fn input_of(req: &RunRequest) -> Value {
+    match (&req.input, &req.state) {
         (Some(t), None) => Value::String(t.clone()),
         (None, Some(s)) => s.clone(),
         (Some(t), Some(s)) => serde_json::json!({"input": t, "state": s}),
         (None, None) => Value::Null,
-    };
-    Ok(RunSession::new(machine, input, options))
+    }
+}
+
+/// Where a run's LLM answers come from, as a durable run saves it (JSON tagged by `mode`, the
+/// same shape as the desktop's run configuration) so a resume in another process builds the
+/// same provider. Paths are absolute.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum LlmChoice {
+    None,
+    Scripted {
+        #[serde(default)]
+        script: Option<PathBuf>,
+    },
+    Replay {
+        #[serde(default)]
+        cassette: Option<PathBuf>,
+        #[serde(default)]
+        strict: Option<bool>,
+    },
+    Live {
+        /// The model for nodes that name none (the desktop's per-run choice).
+        #[serde(default)]
+        model: Option<String>,
+    },
+}
+
+/// What [`provider_for`] would pick for `req`, as an [`LlmChoice`] with absolute paths
+/// (`record` is not part of it).
+pub fn llm_choice(doc: &Document, req: &RunRequest) -> LlmChoice {
+    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    if req.live {
+        LlmChoice::Live { model: None }
+    } else if let Some(c) = &req.replay {
+        LlmChoice::Replay { cassette: Some(abs(c)), strict: Some(req.replay_strict) }
+    } else if let Some(p) = req.llm_script.clone().or_else(|| default_script(doc)) {
+        LlmChoice::Scripted { script: Some(abs(&p)) }
+    } else if let Some(c) = default_cassette(doc) {
+        LlmChoice::Replay { cassette: Some(abs(&c)), strict: Some(req.replay_strict) }
+    } else {
+        LlmChoice::None
+    }
+}
+
+/// The provider of an [`LlmChoice`] (live: keys from the environment and the provider file,
+/// checked before anything runs).
+pub fn provider_from_choice(doc: &Document, choice: &LlmChoice) -> Result<BoxProvider, String> {
+    Ok(match choice {
+        LlmChoice::None => Box::new(NoProvider),
+        LlmChoice::Scripted { script } => match script.clone().or_else(|| default_script(doc)) {
+            Some(p) => scripted(&p)?,
+            None => Box::new(NoProvider),
+        },
+        LlmChoice::Replay { cassette, strict } => {
+            let c = cassette.clone().or_else(|| default_cassette(doc)).ok_or_else(|| {
+                format!("no cassette to replay beside {}", doc.path.display())
+            })?;
+            Box::new(crate::llm::cassette::Replayer::load(&c, strict.unwrap_or(false))?)
+        }
+        LlmChoice::Live { model } => {
+            let mut config = crate::llm::config::LlmConfig::from_env()?;
+            if let Some(m) = model {
+                config = config.with_default_model(m);
+            }
+            let live = crate::llm::LiveProvider::new(config);
+            live.preflight(&crate::llm::models_used(doc)).map_err(|e| format!("cannot run live:\n{e}"))?;
+            Box::new(live)
+        }
+    })
 }

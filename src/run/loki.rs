@@ -56,6 +56,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod durable;
+
 /// The run state: top-level key → shared value.
 pub type LokiState = BTreeMap<String, Arc<Value>>;
 
@@ -432,6 +434,12 @@ impl Machine for LokiMachine {
     }
     fn output(&self) -> Value {
         self.output.clone()
+    }
+    fn snapshot(&self) -> Value {
+        self.durable_snapshot()
+    }
+    fn restore(&mut self, snapshot: &Value) -> Result<(), String> {
+        self.durable_restore(snapshot)
     }
 }
 

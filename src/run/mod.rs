@@ -17,3 +17,4 @@ pub mod driver;
 pub mod mcp;
 pub mod hooks;
 pub mod rag;
+pub mod store;

@@ -254,6 +254,17 @@ pub trait LlmProvider: Send + Sync {
     }
     /// A tool call that ran, with its outcome (a recording provider writes it down).
     fn record_tool(&self, _node: &str, _name: &str, _args: &Value, _outcome: &Result<Value, String>) {}
+    /// Where the provider stands, as JSON, for a durable run's checkpoint (scripted replies:
+    /// which were taken; a replay: the calls answered per node). `null` for providers
+    /// without a position (live).
+    fn position(&self) -> Value {
+        Value::Null
+    }
+    /// Go to a position saved by [`LlmProvider::position`] (a durable run resumed in a new
+    /// process); an error when it does not fit this provider (the script changed).
+    fn restore_position(&self, _position: &Value) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A provider as runs take it.
@@ -432,6 +443,39 @@ impl LlmProvider for ScriptedProvider {
     }
     fn describe(&self) -> String {
         format!("scripted replies from {}", self.path.display())
+    }
+    fn position(&self) -> Value {
+        let cur = self.cursor();
+        serde_json::json!({"scripted": {"taken": cur.taken, "calls": cur.calls}})
+    }
+    fn restore_position(&self, cursor: &Value) -> Result<(), String> {
+        let Some(c) = cursor.get("scripted") else {
+            return if cursor.is_null() {
+                Ok(())
+            } else {
+                Err(format!("the saved run did not use scripted replies; it cannot go on with {}", self.path.display()))
+            };
+        };
+        let taken: Vec<usize> = serde_json::from_value(c.get("taken").cloned().unwrap_or(Value::Null))
+            .map_err(|e| format!("the saved position in the scripted replies is unreadable: {e}"))?;
+        let mut used = vec![false; self.replies.len()];
+        for &i in &taken {
+            if i >= used.len() || used[i] {
+                return Err(format!(
+                    "the saved run took reply #{} of {}, which has only {} replies now; the script changed",
+                    i + 1,
+                    self.path.display(),
+                    self.replies.len()
+                ));
+            }
+            used[i] = true;
+        }
+        let mut cur = self.cursor();
+        cur.calls = c.get("calls").and_then(Value::as_u64).map_or(taken.len(), |n| n as usize);
+        cur.used = used;
+        cur.taken = taken;
+        cur.first_free = 0;
+        Ok(())
     }
 }
 

@@ -114,6 +114,72 @@ pub trait Machine: Send {
     fn output(&self) -> Value {
         Value::Null
     }
+    /// The dynamic part of the machine as JSON, for a durable run's checkpoint: what the run
+    /// did so far (state, what runs next, visits, a pending answer, ...), with a `format`
+    /// version and the `dialect`. The static part is rebuilt from the document. `null` when
+    /// the machine cannot be saved.
+    fn snapshot(&self) -> Value {
+        Value::Null
+    }
+    /// Take over a [`Machine::snapshot`] of a machine built from the same document (a durable
+    /// run resumed in a new process). An error says why it does not fit.
+    fn restore(&mut self, _snapshot: &Value) -> Result<(), String> {
+        Err("this kind of run cannot be restored from a saved checkpoint".into())
+    }
+}
+
+/// Where a durable run writes its progress (the SQLite run store, `run::store`).
+pub trait Persist: Send {
+    /// Called after every step and at every status change, with everything needed to rebuild
+    /// the run in another process. An error ends the run (`failed`, with the message).
+    fn save(&mut self, point: &SavePoint<'_>) -> Result<(), String>;
+}
+
+/// One write of a durable run (see [`Persist`]).
+pub struct SavePoint<'a> {
+    /// Steps completed.
+    pub step: u64,
+    pub status: &'a Status,
+    /// The session's part of the checkpoint: `{format, step, interrupt_seq, answers, provider,
+    /// machine}` (see [`RunSession::resume`]).
+    pub snapshot: Value,
+    /// The message of the failure that ended (or paused) the run.
+    pub failure: Option<&'a str>,
+}
+
+/// The format of a durable checkpoint ([`SavePoint::snapshot`]); a resume refuses others.
+pub const SNAPSHOT_FORMAT: u64 = 1;
+
+/// Where a resumed run stands (read back from a [`SavePoint::snapshot`]).
+#[derive(Clone, Debug)]
+pub struct ResumePoint {
+    pub step: u64,
+    pub status: Status,
+    pub interrupt_seq: u64,
+    /// Answers that were still queued.
+    pub answers: Vec<Value>,
+}
+
+impl ResumePoint {
+    /// Read the session's part of a checkpoint; the machine and provider parts are returned
+    /// as they are (`machine`, `provider`) for the caller to restore.
+    pub fn parse(snapshot: &Value, status: Status) -> Result<(ResumePoint, Value, Value), String> {
+        let format = snapshot.get("format").and_then(Value::as_u64).unwrap_or(0);
+        if format != SNAPSHOT_FORMAT {
+            return Err(format!(
+                "the checkpoint has format {format}; this Switchyard reads format {SNAPSHOT_FORMAT} (saved by another version?)"
+            ));
+        }
+        let step = snapshot.get("step").and_then(Value::as_u64).ok_or("the checkpoint has no step")?;
+        let interrupt_seq = snapshot.get("interrupt_seq").and_then(Value::as_u64).unwrap_or(0);
+        let answers = match snapshot.get("answers") {
+            Some(Value::Array(a)) => a.clone(),
+            _ => Vec::new(),
+        };
+        let machine = snapshot.get("machine").cloned().unwrap_or(Value::Null);
+        let provider = snapshot.get("provider").cloned().unwrap_or(Value::Null);
+        Ok((ResumePoint { step, status, interrupt_seq, answers }, machine, provider))
+    }
 }
 
 /// A breakpoint on a node, optionally conditional.
@@ -401,6 +467,8 @@ pub struct RunOptions {
     pub checkpoints: bool,
     /// The run id (default: a fresh one).
     pub run_id: Option<String>,
+    /// A durable run: where every step and status change is written (default: none).
+    pub persist: Option<Box<dyn Persist>>,
 }
 
 impl RunOptions {
@@ -414,6 +482,7 @@ impl RunOptions {
             keep_events: true,
             checkpoints: true,
             run_id: None,
+            persist: None,
         }
     }
 }
@@ -466,6 +535,9 @@ pub struct RunSession {
     /// The failure that ended the run, if it failed.
     failure: Option<(Option<String>, String)>,
     interrupt_seq: u64,
+    /// A durable run's writer; writes stop once `persist_off` is set.
+    persist: Option<Box<dyn Persist>>,
+    persist_off: Arc<AtomicBool>,
 }
 
 /// What [`RunSession::run_until`] should do.
@@ -500,12 +572,107 @@ impl RunSession {
             held_failure: None,
             failure: None,
             interrupt_seq: 0,
+            persist: options.persist,
+            persist_off: Arc::new(AtomicBool::new(false)),
             machine,
         };
         let state = if s.log.wanted() { s.machine.state() } else { Value::Null };
         s.log.emit(&s.id, EventBody::RunStarted { agent: s.machine.agent().to_string(), input, state });
         s.push_checkpoint(Vec::new());
+        s.persist_now();
         s
+    }
+
+    /// Rebuild a durable run in a new process: `machine` already restored from the checkpoint
+    /// (and the provider in `options` moved to its saved position). Emits `run_started` (with
+    /// the restored state) and, for an interrupted run, its `interrupt` again. The first
+    /// checkpoint kept is the resumed step: a rewind goes no further back.
+    pub fn resume(machine: Box<dyn Machine>, input: Value, at: ResumePoint, options: RunOptions) -> RunSession {
+        let id = options.run_id.unwrap_or_else(new_run_id);
+        let log = EventLog::new(options.listener, options.keep_events);
+        let mut answers: VecDeque<Value> = at.answers.into();
+        answers.extend(options.answers);
+        let mut s = RunSession {
+            id,
+            provider: Arc::from(options.provider),
+            log,
+            stop: Arc::new(AtomicBool::new(false)),
+            pause: Arc::new(AtomicBool::new(false)),
+            answers: Mutex::new(answers),
+            breakpoints: options.breakpoints,
+            break_on_error: options.break_on_error,
+            checkpoints_on: options.checkpoints,
+            checkpoints: Vec::new(),
+            status: Status::Ready,
+            step: at.step,
+            // The run stopped before the node due next; do not stop there again at once.
+            resume_past_break: true,
+            held_failure: None,
+            failure: None,
+            interrupt_seq: at.interrupt_seq,
+            persist: options.persist,
+            persist_off: Arc::new(AtomicBool::new(false)),
+            machine,
+        };
+        let state = if s.log.wanted() { s.machine.state() } else { Value::Null };
+        s.log.emit(&s.id, EventBody::RunStarted { agent: s.machine.agent().to_string(), input, state });
+        s.push_checkpoint(Vec::new());
+        match at.status {
+            Status::Interrupted { pending } => {
+                s.log.emit(&s.id, pending.event());
+                s.status = Status::Interrupted { pending };
+            }
+            Status::Paused { reason } => s.pause(reason),
+            _ => {}
+        }
+        s.persist_now();
+        s
+    }
+
+    /// Whether this run writes its progress (a durable run).
+    pub fn is_durable(&self) -> bool {
+        self.persist.is_some()
+    }
+
+    /// Set from any thread to stop writing a durable run's progress (a front end shutting
+    /// down: the stop that follows must not be saved, so the run stays resumable).
+    pub fn persist_off_handle(&self) -> Arc<AtomicBool> {
+        self.persist_off.clone()
+    }
+
+    /// The session's part of a durable checkpoint (see [`SavePoint::snapshot`]).
+    pub fn durable_snapshot(&self) -> Value {
+        let answers: Vec<Value> = self.answers.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+        serde_json::json!({
+            "format": SNAPSHOT_FORMAT,
+            "step": self.step,
+            "interrupt_seq": self.interrupt_seq,
+            "answers": answers,
+            "provider": self.provider.position(),
+            "machine": self.machine.snapshot(),
+        })
+    }
+
+    /// Write a durable run's progress now. A failed write ends the run (`failed`) with the
+    /// store's message, unless it already ended.
+    fn persist_now(&mut self) {
+        if self.persist.is_none() || self.persist_off.load(Ordering::Relaxed) {
+            return;
+        }
+        let snapshot = self.durable_snapshot();
+        let failure = self.failure.as_ref().map(|(_, m)| m.as_str());
+        let point = SavePoint { step: self.step, status: &self.status, snapshot, failure };
+        let Some(p) = self.persist.as_mut() else { return };
+        if let Err(e) = p.save(&point) {
+            let message = format!("durable run: {e}");
+            // The run cannot be kept any more: stop writing and end it.
+            self.persist = None;
+            if !self.status.is_finished() {
+                self.finish_failed(None, message);
+            } else {
+                self.log.emit(&self.id, EventBody::Error { node: None, message });
+            }
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -596,6 +763,7 @@ impl RunSession {
         let pending = pending.clone();
         self.machine.answer(&pending, value)?;
         self.status = Status::Ready;
+        self.persist_now();
         Ok(())
     }
 
@@ -614,6 +782,7 @@ impl RunSession {
                 }
             }
         }
+        self.persist_now();
         Ok(())
     }
 
@@ -652,6 +821,7 @@ impl RunSession {
         self.resume_past_break = true;
         self.status = Status::Paused { reason: PauseReason::Requested };
         self.log.emit(&self.id, EventBody::Rewound { step });
+        self.persist_now();
         Ok(())
     }
 
@@ -676,6 +846,7 @@ impl RunSession {
         let state = self.machine.state();
         self.log.emit(&self.id, EventBody::RunFinished { status, state, output: output.clone() });
         self.status = Status::Finished { status, output };
+        self.persist_now();
     }
 
     fn push_checkpoint(&mut self, nodes: Vec<String>) {
@@ -689,6 +860,7 @@ impl RunSession {
     fn pause(&mut self, reason: PauseReason) {
         self.log.emit(&self.id, EventBody::Paused { reason });
         self.status = Status::Paused { reason };
+        self.persist_now();
     }
 
     /// The first enabled breakpoint that fires for the nodes due next.
@@ -787,6 +959,10 @@ impl RunSession {
             match outcome {
                 StepOutcome::Continue => {
                     self.push_checkpoint(nodes);
+                    self.persist_now();
+                    if self.status.is_finished() {
+                        return &self.status;
+                    }
                     if mode == Mode::Step {
                         self.resume_past_break = true;
                         self.pause(PauseReason::Step);
@@ -809,6 +985,10 @@ impl RunSession {
                     // Do not stop again at a breakpoint on the node being resumed.
                     self.resume_past_break = true;
                     self.status = Status::Interrupted { pending };
+                    self.persist_now();
+                    if self.status.is_finished() {
+                        return &self.status;
+                    }
                 }
                 StepOutcome::Finished { output } => {
                     self.push_checkpoint(nodes);

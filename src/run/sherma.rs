@@ -42,6 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod hooked;
+mod durable;
 mod remote;
 mod skills;
 
@@ -1274,6 +1275,14 @@ impl Machine for ShermaMachine {
 
     fn output(&self) -> Value {
         if self.output.is_null() { self.final_output() } else { self.output.clone() }
+    }
+
+    fn snapshot(&self) -> Value {
+        self.durable_snapshot()
+    }
+
+    fn restore(&mut self, snapshot: &Value) -> Result<(), String> {
+        self.durable_restore(snapshot)
     }
 }
 

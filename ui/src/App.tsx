@@ -17,6 +17,7 @@ import { SourceView } from './components/SourceView';
 import { Toasts } from './components/Toasts';
 import { DebugToolbar } from './components/debug/DebugToolbar';
 import { InterruptDialog } from './components/debug/InterruptDialog';
+import { RunsDialog } from './components/debug/RunsDialog';
 import { RunConfigPanel } from './components/debug/RunConfigPanel';
 import { DebugPanel } from './components/debug/DebugPanel';
 import { SettingsDialog } from './components/settings/SettingsDialog';
@@ -230,6 +231,7 @@ function Shell() {
       </ErrorBoundary>
       <ErrorBoundary label="interrupt dialog">
         <InterruptDialog />
+        <RunsDialog />
       </ErrorBoundary>
       <ErrorBoundary label="settings">
         <SettingsDialog />

@@ -1,7 +1,7 @@
 // The only module that talks to Tauri. Everything else uses the `Backend` interface, so tests can
 // run the UI against `createFakeBackend()`.
 import type { DocumentChanged, EditOp, ExprError, Pos, View } from './types';
-import type { Breakpoint, RunBatch, RunConfig, RunInfo, TraceFile } from './debug/types';
+import type { Breakpoint, DurableRun, RunBatch, RunConfig, RunInfo, RunsList, TraceFile } from './debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 
 /** `run_control` actions (docs/app-contract.md §5.1). */
@@ -48,6 +48,13 @@ export interface Backend {
   openTrace(path: string | null): Promise<TraceFile | null>;
   /** Subscribe to `run-events` batches; returns an unsubscribe function. */
   onRunEvents(cb: (b: RunBatch) => void): Promise<() => void>;
+  /** The durable runs in the run store, most recently updated first. */
+  runsList(): Promise<RunsList>;
+  /** Delete durable runs (not the one in progress). */
+  runsDelete(ids: string[]): Promise<null>;
+  /** Resume a durable run from its last checkpoint (stops any run in progress); `force`
+   *  resumes even though the agent file changed since. */
+  runResume(id: string, force: boolean, breakpoints: Breakpoint[], breakOnError: boolean): Promise<RunInfo>;
 
   // Settings (docs/app-contract.md §6). No command returns an API key, only a masked form.
   /** Providers, where their keys come from, the default model, the keyring's state. */
@@ -130,6 +137,9 @@ export function createTauriBackend(): Backend {
       const { listen } = await import('@tauri-apps/api/event');
       return listen<RunBatch>('run-events', (ev) => cb(ev.payload));
     },
+    runsList: () => call('runs_list'),
+    runsDelete: (ids) => call('runs_delete', { ids }),
+    runResume: (id, force, breakpoints, breakOnError) => call('run_resume', { id, force, breakpoints, breakOnError }),
     settingsGet: () => call('settings_get'),
     settingsSave: (change) => call('settings_save', { change }),
     settingsTestProvider: (provider) => call('settings_test_provider', { provider }),
@@ -170,6 +180,10 @@ export interface FakeBackend extends Backend {
   runInfo: Partial<RunInfo>;
   /** The id of the latest run started. */
   lastRun: string | null;
+  /** The durable runs `runsList` serves (`runsDelete` removes from it). */
+  durableRuns: DurableRun[];
+  /** Agent files whose durable runs `runResume` refuses as changed (unless forced). */
+  changedFiles: string[];
 
   // Settings: an in-memory provider file and key store.
   settings: Settings;
@@ -266,6 +280,8 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     trace: null,
     runInfo: {},
     lastRun: null,
+    durableRuns: [],
+    changedFiles: [],
     emitRun(batch) {
       const b = clone(batch);
       runListeners.forEach((l) => l(b));
@@ -353,6 +369,28 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         return info;
       }),
     runControl: (action) => run('run_control', { action }, () => null),
+    runsList: () => run('runs_list', undefined, () => ({ db: '/fake/runs.sqlite', runs: fake.durableRuns })),
+    runsDelete: (ids) =>
+      run('runs_delete', { ids }, () => {
+        const missing = ids.filter((id) => !fake.durableRuns.some((r) => r.id === id));
+        if (missing.length) throw { message: `no such run in /fake/runs.sqlite: ${missing.join(', ')}` };
+        fake.durableRuns = fake.durableRuns.filter((r) => !ids.includes(r.id));
+        return null;
+      }),
+    runResume: (id, force, breakpoints, breakOnError) =>
+      run('run_resume', { id, force, breakpoints, breakOnError }, () => {
+        const r = fake.durableRuns.find((x) => x.id === id);
+        if (!r) throw { message: `no run \`${id}\` in the run store /fake/runs.sqlite` };
+        if (!['ready', 'paused', 'interrupted'].includes(r.status)) {
+          throw { message: `run ${id} has ended (${r.status}); only ready, paused or interrupted runs can be resumed` };
+        }
+        if (!force && fake.changedFiles.includes(r.file)) {
+          throw { message: `run ${id}: ${r.file} changed since the run started; resuming could put the saved state into a different graph. Resume anyway with --force (the app asks), or start a new run` };
+        }
+        const info: RunInfo = { run: id, trace: null, agent: r.agent, dialect: r.dialect === 'loki' ? 'loki' : 'sherma', llm: 'scripted', durable: '/fake/runs.sqlite' };
+        fake.lastRun = id;
+        return info;
+      }),
     runBreakpoints: (breakpoints, breakOnError) => run('run_breakpoints', { breakpoints, breakOnError }, () => null),
     runAnswer: (id, value) => run('run_answer', { id, value }, () => null),
     runEditState: (key, value) => run('run_edit_state', { key, value }, () => null),

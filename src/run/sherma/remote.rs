@@ -35,7 +35,7 @@ pub(super) struct Remotes {
 }
 
 /// A remote task waiting for the user's answer.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct RemoteWait {
     /// The node that asked.
     node: String,
@@ -51,7 +51,7 @@ pub(super) struct RemoteWait {
 }
 
 /// Where a tool node stopped: the waiting call and what the calls before it produced.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ToolWait {
     call: usize,
     done: Vec<Value>,

@@ -20,7 +20,7 @@ import {
   type DiffEntry,
   type RunModel,
 } from './model';
-import type { Breakpoint, DebugEvent, Pending, RunBatch, RunConfig, RunInfo, RunStatusInfo } from './types';
+import type { Breakpoint, DebugEvent, DurableRun, Pending, RunBatch, RunConfig, RunInfo, RunStatusInfo } from './types';
 
 export type DebugMode = 'idle' | 'live' | 'review';
 export type PanelTab = 'timeline' | 'state' | 'calls';
@@ -67,8 +67,24 @@ export interface DebugState {
   configError: string | null;
   /** A `run_start` is in flight. */
   starting: boolean;
+  /** The Runs list (durable runs kept in the run store) is shown. */
+  runsOpen: boolean;
+  runs: DurableRun[];
+  /** The run store's file, once listed. */
+  runsDb: string | null;
+  runsLoading: boolean;
+  runsError: string | null;
+  /** A resume refused because the agent file changed since: that run's id ("Resume anyway"). */
+  runsChanged: string | null;
 
   start(mode?: 'continue' | 'step'): Promise<void>;
+  openRuns(open: boolean): Promise<void>;
+  /** Reload the Runs list from the run store. */
+  loadRuns(): Promise<void>;
+  /** Resume a durable run (its agent file is opened first when another one is open); false
+   *  when refused (`runsError`, and `runsChanged` when forcing would do). */
+  resumeRun(id: string, force?: boolean): Promise<boolean>;
+  deleteRun(id: string): Promise<boolean>;
   continue(): Promise<void>;
   step(): Promise<void>;
   pause(): Promise<void>;
@@ -353,6 +369,98 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
       answerError: null,
       configError: null,
       starting: false,
+      runsOpen: false,
+      runs: [],
+      runsDb: null,
+      runsLoading: false,
+      runsError: null,
+      runsChanged: null,
+
+      async openRuns(open) {
+        set({ runsOpen: open, runsError: null, runsChanged: null });
+        if (open) await get().loadRuns();
+      },
+
+      async loadRuns() {
+        set({ runsLoading: true });
+        try {
+          const list = await backend.runsList();
+          set({ runs: list.runs, runsDb: list.db, runsLoading: false, runsError: null });
+        } catch (e) {
+          set({ runsLoading: false, runsError: errorMessage(e) });
+        }
+      },
+
+      async deleteRun(id) {
+        try {
+          await backend.runsDelete([id]);
+          set({ runs: get().runs.filter((r) => r.id !== id), runsError: null, runsChanged: null });
+          return true;
+        } catch (e) {
+          set({ runsError: errorMessage(e) });
+          return false;
+        }
+      },
+
+      async resumeRun(id, force = false) {
+        const st = get();
+        if (st.starting) return false;
+        if (isLive(st) && st.info?.run === id && st.status?.state !== 'finished') {
+          set({ runsError: `run ${id} is the run in progress in the debugger` });
+          return false;
+        }
+        const rec = st.runs.find((r) => r.id === id);
+        // The canvas shows the run's own agent: open its file first.
+        const open = app.getState().view?.path;
+        if (rec && open !== rec.file) {
+          await app.getState().openPath(rec.file);
+          if (app.getState().view?.path !== rec.file) {
+            set({ runsError: `cannot open ${rec.file} to resume run ${id}` });
+            return false;
+          }
+        }
+        const before = { mode: st.mode, model: st.model, info: st.info, status: st.status, history: st.history, viewing: st.viewing };
+        unschedule();
+        if (queue.length) get().flush();
+        archive(null, get().model, st.info?.dialect);
+        replaced = st.info?.run ?? null;
+        queue = [];
+        early = [];
+        cancelled = null;
+        shown = null;
+        viewSeq++;
+        set({
+          mode: 'live',
+          starting: true,
+          info: null,
+          status: null,
+          model: emptyModel(),
+          viewing: null,
+          selectedStep: null,
+          stateView: null,
+          dialogOpen: false,
+          answerError: null,
+          runsError: null,
+          runsChanged: null,
+        });
+        try {
+          const cur = get();
+          const info = await backend.runResume(id, force, cur.breakpoints, cur.breakOnError);
+          set({ info, starting: false, runsOpen: false });
+          const mine = early.filter((b) => b.run === info.run);
+          early = [];
+          if (mine.length) {
+            queue.push(...mine);
+            schedule();
+          }
+          return true;
+        } catch (e) {
+          const msg = errorMessage(e);
+          early = [];
+          set({ ...before, starting: false, runsError: msg, runsChanged: /changed since the run started/.test(msg) ? id : null });
+          return false;
+        }
+      },
 
       async start(mode) {
         const st = get();

@@ -32,6 +32,8 @@ export interface RunConfig {
   start: 'continue' | 'step';
   /** Record every LLM and tool exchange into this cassette (relative to the agent); null = no. */
   record?: string | null;
+  /** A durable run: every step is written to the run store, to resume it after the app closed. */
+  durable?: boolean;
 }
 
 export interface RunInfo {
@@ -42,6 +44,32 @@ export interface RunInfo {
   dialect: 'sherma' | 'loki';
   /** What answers LLM calls, for the status line: "scripted: replies.yaml (3 replies)". */
   llm: string;
+  /** A durable run: the run store it writes to. */
+  durable?: string;
+}
+
+/** A durable run as the run store keeps it (`runs_list`; engine `run::store::RunRecord`). */
+export interface DurableRun {
+  id: string;
+  /** The agent file (absolute). */
+  file: string;
+  agent: string;
+  dialect: 'sherma' | 'loki' | string;
+  /** `ready | paused | interrupted` (resumable), `completed | failed | stopped | abandoned`. */
+  status: string;
+  created_ms: number;
+  updated_ms: number;
+  /** Steps completed. */
+  step: number;
+  pending: Pending | null;
+  output: unknown;
+  error: string | null;
+}
+
+export interface RunsList {
+  /** The run store's file. */
+  db: string;
+  runs: DurableRun[];
 }
 
 export type PauseReason = 'breakpoint' | 'step' | 'requested' | 'error';

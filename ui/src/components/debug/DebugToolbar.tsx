@@ -178,6 +178,9 @@ export function DebugToolbar() {
         <input type="checkbox" data-testid="dbg-break-on-error" checked={breakOnError} onChange={(e) => void s().setBreakOnError(e.target.checked)} />
         <span className="dbg-label">Break on error</span>
       </label>
+      <button type="button" className="btn dbg-btn" data-testid="dbg-runs" onClick={() => void s().openRuns(true)} title="Durable runs: resume a paused or interrupted run, delete old ones">
+        <span className="dbg-label">Runs…</span>
+      </button>
       <button type="button" className="btn dbg-btn" data-testid="dbg-open-trace" onClick={() => void s().openTrace(null)} title="Open a JSONL trace to review a past run">
         <span className="dbg-label">Open trace…</span>
         <span className="dbg-label-short" aria-hidden>

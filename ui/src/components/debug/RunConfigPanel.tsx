@@ -289,6 +289,11 @@ function RunConfigForm() {
         </div>
       ) : null}
 
+      <label className="rc-check" title="Write every step to the run store, so the run can be resumed from the Runs list after the app was closed">
+        <input type="checkbox" data-testid="run-durable" checked={!!config.durable} onChange={(e) => set({ durable: e.target.checked })} />
+        Durable run <span className="muted small">(resumable after closing the app)</span>
+      </label>
+
       <label className="rc-field">
         <span className="rc-label">
           Answers queued for interrupts <span className="muted">(one per line; JSON or text)</span>
