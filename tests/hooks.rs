@@ -722,3 +722,172 @@ fn conformance_hooks_agent_runs_with_its_logging_and_guardrail_hooks() {
     assert_eq!(logging, 8, "{hooks:#?}");
     assert!(hooks.iter().all(|(_, _, o, _)| *o != HookOutcome::Failed), "{hooks:#?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Skill hooks: the load_skills node (load hooks) and the unload_skill tool (unload hooks)
+// ---------------------------------------------------------------------------------------------
+
+const SKILL_HOOKS: &str = r#"
+import json
+from sherma import BaseHookExecutor
+
+LOG = {log!r}
+
+
+def log(point, **kw):
+    kw["point"] = point
+    with open(LOG, "a") as f:
+        f.write(json.dumps(kw) + "\n")
+
+
+class Rec(BaseHookExecutor):
+    async def before_skill_load(self, ctx):
+        log("before_skill_load", skill=ctx.skill_id, version=ctx.version)
+
+    async def after_skill_load(self, ctx):
+        log("after_skill_load", skill=ctx.skill_id, tools=ctx.tools_loaded)
+        ctx.content = "VETTED\n" + ctx.content
+        return ctx
+
+    async def before_skill_unload(self, ctx):
+        log("before_skill_unload", skill=ctx.skill_id, version=ctx.version)
+
+    async def after_skill_unload(self, ctx):
+        log("after_skill_unload", skill=ctx.skill_id, tools=ctx.tools_unloaded)
+"#;
+
+/// A corpus skill agent copied into a temp dir with `hooks:` added and its skill card path made
+/// absolute; the stand-in `examples.tools.get_weather` beside it.
+fn skill_agent(rel: &str, replies: &str) -> (PathBuf, PathBuf) {
+    let conf = switchyard::testdata::conformance_dir().join("sherma/examples");
+    let card = conf.join("skills/weather/skill-card.json");
+    let text = std::fs::read_to_string(conf.join(rel)).unwrap();
+    let text = text
+        .replace("skill_card_path: ../skills/weather/skill-card.json", &format!("skill_card_path: {:?}", card.display().to_string()))
+        .replacen("manifest_version: 1\n", "manifest_version: 1\nhooks:\n  - import_path: skillhooks.Rec\n", 1);
+    let dir = tmp("skills");
+    std::fs::create_dir_all(dir.join("examples")).unwrap();
+    std::fs::write(dir.join("examples/__init__.py"), "").unwrap();
+    std::fs::write(dir.join("examples/tools.py"), WEATHER_TOOL).unwrap();
+    let log = dir.join("skill.log");
+    std::fs::write(dir.join("skillhooks.py"), SKILL_HOOKS.replace("{log!r}", &format!("{:?}", log.display().to_string()))).unwrap();
+    std::fs::write(dir.join("agent.yaml"), text).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sherma_runs").join(replies);
+    std::fs::copy(src, dir.join("replies.yaml")).unwrap();
+    (dir.join("agent.yaml"), log)
+}
+
+#[test]
+fn skill_load_hooks_fire_in_load_skills_nodes_and_unload_hooks_on_unload_skill() {
+    let (path, log) = skill_agent("load_skills_manual/agent.yaml", "load_skills_manual.replies.yaml");
+    let mut s = start(&path, "Weather in Berlin?");
+    s.run();
+    let (status, state) = finished(&s);
+    assert_eq!(status, RunStatus::Completed, "{}", dump(&s));
+    let lines = read_log(&log);
+    assert_eq!(lines.iter().map(|l| l["point"].as_str().unwrap()).collect::<Vec<_>>(), ["before_skill_load", "after_skill_load"]);
+    assert_eq!(lines[0]["skill"], "weather");
+    assert_eq!(lines[1]["tools"], json!(["get_weather"]));
+    // after_skill_load's content is the tool message the model receives.
+    let msgs = state["messages"].as_array().unwrap();
+    assert!(msgs[2]["content"].as_str().unwrap().starts_with("VETTED\n---"), "{}", msgs[2]);
+
+    let (path, log) = skill_agent("declarative_skill_agent/agent.yaml", "declarative_skill_agent.replies.yaml");
+    let mut s = start(&path, "Weather in Tokyo?");
+    s.run();
+    let (status, _) = finished(&s);
+    assert_eq!(status, RunStatus::Completed, "{}", dump(&s));
+    let lines = read_log(&log);
+    // The model's load_skill_md fires no load hooks (as upstream); its unload_skill fires both
+    // unload hooks (upstream never does in declarative agents).
+    assert_eq!(lines.iter().map(|l| l["point"].as_str().unwrap()).collect::<Vec<_>>(), ["before_skill_unload", "after_skill_unload"]);
+    assert_eq!(lines[1]["skill"], "weather");
+    assert_eq!(lines[1]["tools"], json!(["get_weather"]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// call_agent: before_agent_call / after_agent_call
+// ---------------------------------------------------------------------------------------------
+
+const PARENT: &str = r#"manifest_version: 1
+hooks:
+  - import_path: agenthooks.Rec
+sub_agents:
+  - id: helper
+    version: "1.0.0"
+    yaml_path: helper.yaml
+agents:
+  boss:
+    state:
+      fields:
+        - name: messages
+          type: list
+    graph:
+      entry_point: ask_helper
+      nodes:
+        - name: ask_helper
+          type: call_agent
+          args:
+            agent: { id: helper, version: "1.0.0" }
+            input: 'state.messages[0].content'
+      edges:
+        - source: ask_helper
+          target: __end__
+"#;
+
+const HELPER: &str = r#"manifest_version: 1
+agents:
+  helper:
+    state:
+      fields:
+        - name: messages
+          type: list
+    graph:
+      entry_point: answer
+      nodes:
+        - name: answer
+          type: call_llm
+          args:
+            prompt:
+              - role: messages
+                content: 'state.messages'
+            state_updates:
+              messages: '[llm_response]'
+      edges:
+        - source: answer
+          target: __end__
+"#;
+
+const AGENT_HOOKS: &str = r#"
+from sherma import BaseHookExecutor
+
+
+class Rec(BaseHookExecutor):
+    async def before_agent_call(self, ctx):
+        ctx.input_value = "[from %s] %s" % (ctx.node_name, ctx.input_value)
+        return ctx
+
+    async def after_agent_call(self, ctx):
+        for m in ctx.result.get("messages", []):
+            m["content"] = m["content"].upper()
+        return ctx
+"#;
+
+#[test]
+fn agent_call_hooks_change_the_sub_agents_input_and_result() {
+    let dir = tmp("agent");
+    std::fs::write(dir.join("agent.yaml"), PARENT).unwrap();
+    std::fs::write(dir.join("helper.yaml"), HELPER).unwrap();
+    std::fs::write(dir.join("agenthooks.py"), AGENT_HOOKS).unwrap();
+    std::fs::write(dir.join("replies.yaml"), "replies:\n  - node: answer\n    content: done by the helper\n").unwrap();
+    let mut s = start(&dir.join("agent.yaml"), "tidy the report");
+    s.run();
+    let (status, state) = finished(&s);
+    assert_eq!(status, RunStatus::Completed, "{}", dump(&s));
+    // The helper saw the input as the hook changed it.
+    let sent = requests(&s.events());
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0[0]["content"], "[from ask_helper] tidy the report");
+    let msgs = state["messages"].as_array().unwrap();
+    assert_eq!(msgs.last().unwrap()["content"], "DONE BY THE HELPER");
+}

@@ -881,6 +881,14 @@ impl ShermaMachine {
         };
         for (i, call) in calls.iter().enumerate().skip(start) {
             let resuming = if i == start { resumed.take() } else { None };
+            // `before_skill_unload` may change which skill the unload_skill tool unloads.
+            let unload;
+            let call = if call.name == "unload_skill" && self.hooked("before_skill_unload") {
+                unload = self.hook_before_unload(node, call, cx)?;
+                &unload
+            } else {
+                call
+            };
             if resuming.is_none() {
                 cx.emit(EventBody::ToolCall { node: node.to_string(), call: call.clone() });
             }
@@ -932,6 +940,9 @@ impl ShermaMachine {
             {
                 let version = call.args.get("version").and_then(Value::as_str).unwrap_or("*").to_string();
                 internal_changed |= self.track_skill(&mut internal, &call.name, id, &version);
+                if call.name == "unload_skill" && self.hooked("after_skill_unload") {
+                    self.hook_after_unload(node, id, &version, cx)?;
+                }
             }
             if call.name == "activate_skill" {
                 internal_changed |= skills::track_activation(&mut internal, self.shared.sherma(), &call.args);

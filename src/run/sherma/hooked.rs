@@ -5,7 +5,7 @@
 //! as upstream's `send_message` does per message.
 
 use super::{NodeError, ShermaMachine};
-use crate::run::provider::ModelRef;
+use crate::run::provider::{ModelRef, ToolCall};
 use crate::run::session::{Cx, StepOutcome};
 use crate::run::sherma_state::State;
 use serde_json::{Map, Value, json};
@@ -251,6 +251,41 @@ impl ShermaMachine {
         let ctx = json!({"node_context": null, "skill_id": id, "version": version, "content": content, "tools_loaded": tools});
         let out = self.fire("after_skill_load", Some(node), ctx, cx)?;
         Ok(out.get("content").map(super::display).unwrap_or_default())
+    }
+
+    /// `before_skill_unload` when the model calls `unload_skill` (upstream never fires the unload
+    /// hooks in declarative agents): the skill id and version to unload.
+    pub(super) fn hook_before_unload(&self, node: &str, call: &ToolCall, cx: &Cx<'_>) -> Result<ToolCall, NodeError> {
+        let id = call.args.get("skill_id").and_then(Value::as_str).unwrap_or("");
+        let version = call.args.get("version").and_then(Value::as_str).unwrap_or("*");
+        let ctx = json!({"skill_id": id, "version": version});
+        let out = self.fire("before_skill_unload", Some(node), ctx, cx).map_err(NodeError::hook)?;
+        let mut call = call.clone();
+        if let Value::Object(args) = &mut call.args {
+            for k in ["skill_id", "version"] {
+                if let Some(v) = out.get(k).filter(|v| v.is_string()) {
+                    args.insert(k.into(), v.clone());
+                }
+            }
+        }
+        Ok(call)
+    }
+
+    /// `after_skill_unload` (observation only): the skill and the tools it took away.
+    pub(super) fn hook_after_unload(&self, node: &str, id: &str, version: &str, cx: &Cx<'_>) -> Result<(), NodeError> {
+        let tools: Vec<Value> = self
+            .shared
+            .sherma()
+            .skill_cards
+            .iter()
+            .find(|(k, _)| k == id)
+            .map(|(_, c)| {
+                c.card.local_tools.values().map(|t| Value::String(t.id.clone())).chain(c.card.mcps.keys().map(|k| Value::String(k.clone()))).collect()
+            })
+            .unwrap_or_default();
+        let ctx = json!({"skill_id": id, "version": version, "tools_unloaded": tools});
+        self.fire("after_skill_unload", Some(node), ctx, cx).map_err(NodeError::hook)?;
+        Ok(())
     }
 
     /// `on_chat_model_create`, once per `llms` entry and run (Python executors only): hooks may
