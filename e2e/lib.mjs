@@ -69,8 +69,10 @@ export async function startDriver() {
   const config = tmpDir('switchyard-e2e-config-');
   // Run traces of the debugger go here (the app reads SWITCHYARD_RUNS_DIR).
   const runsDir = tmpDir('switchyard-e2e-runs-');
+  // Recovery files of dirty documents (never the user's own ~/.local/state).
+  const recoveryDir = tmpDir('switchyard-e2e-recovery-');
   // The provider file (Settings) goes to the scratch config dir too: $XDG_CONFIG_HOME/switchyard/.
-  const env = { ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir };
+  const env = { ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir, SWITCHYARD_RECOVERY_DIR: recoveryDir };
   delete env.SWITCHYARD_PROVIDERS;
   const child = spawn(findDriver(), ['--port', String(PORT), '--native-port', String(NATIVE_PORT)], {
     stdio: ['ignore', log, log],
@@ -96,6 +98,7 @@ export async function startDriver() {
   return {
     config,
     runsDir,
+    recoveryDir,
     async stop() {
       if (exited === null) {
         child.kill('SIGTERM');
@@ -103,6 +106,7 @@ export async function startDriver() {
       }
       fs.rmSync(config, { recursive: true, force: true });
       fs.rmSync(runsDir, { recursive: true, force: true });
+      fs.rmSync(recoveryDir, { recursive: true, force: true });
     },
   };
 }

@@ -241,6 +241,62 @@ test('undo back to the original bytes and save: the file is identical to the ori
   assert(Buffer.compare(fs.readFileSync(file), Buffer.from(original)) === 0, 'byte-identical');
 });
 
+/** The pid of the app process started on `file` (its command line names the scratch file). */
+function appPid(file) {
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    let cmd = '';
+    try {
+      cmd = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    const argv = cmd.split('\0');
+    if (path.basename(argv[0] || '') === 'switchyard-app' && argv.includes(file)) return Number(p);
+  }
+  return null;
+}
+
+test('kill -9 with unsaved changes: the next launch offers them; Restore brings them back, undoably', async ({ b, file, recoveryDir }) => {
+  const original = read(file);
+  await waitForView(b, (v) => v.nodes.some((n) => n.id === 'count'));
+  await selectNode(b, 'count');
+  await typeAndEnter(b, testid('inspector-name'), 'tally');
+  await waitForView(b, (v) => v.dirty && v.nodes.some((n) => n.id === 'tally'));
+  const recovered = () => fs.readdirSync(recoveryDir).filter((f) => f.endsWith('.yaml')).map((f) => read(path.join(recoveryDir, f))).join('');
+  await eventually(recovered, (t) => t.includes('name: tally'), 'the recovery file (written ~1.5 s after the edit)', 10000);
+  const pid = appPid(file);
+  assert(pid, 'found the app process');
+  process.kill(pid, 'SIGKILL');
+  const alive = () => {
+    try {
+      return !read(`/proc/${pid}/stat`).includes(') Z');
+    } catch {
+      return false;
+    }
+  };
+  await eventually(alive, (a) => !a, 'the app gone', 5000);
+  assertEq(read(file), original, 'the file on disk is untouched');
+  await b.deleteSession().catch(() => {});
+
+  const b2 = await launch([file]);
+  try {
+    await waitForView(b2, (v) => v.path === file && v.nodes.some((n) => n.id === 'count'), 'the disk version');
+    const banner = await b2.$(testid('recovery-banner'));
+    await banner.waitForDisplayed({ timeout: 10000 });
+    assert(!(await (await b2.$(testid('recovery-warning'))).isExisting()), 'no warning: the disk is the version the edits were made on');
+    await (await b2.$(testid('recovery-restore'))).click();
+    const v = await waitForView(b2, (v) => v.dirty && v.nodes.some((n) => n.id === 'tally'), 'the restored edits');
+    assert(v.can_undo, 'restoring is undoable');
+    await (await b2.$(testid('recovery-banner'))).waitForExist({ timeout: 5000, reverse: true });
+    await clickSave(b2);
+    await eventually(() => read(file), (t) => t.includes('name: tally'), 'the restored edits saved');
+    await eventually(recovered, (t) => t === '', 'the recovery file removed after the save', 5000);
+  } finally {
+    await b2.deleteSession().catch(() => {});
+  }
+});
+
 test('recent files: a file opened before is listed on the empty screen', async ({ b, file, relaunch }) => {
   await waitForView(b, (v) => v.nodes.length > 0);
   const b2 = await relaunch([]);
@@ -291,6 +347,8 @@ async function main() {
           ctx.file = s.file;
         }
         ctx.runsDir = driver.runsDir;
+        ctx.recoveryDir = driver.recoveryDir;
+        for (const f of fs.readdirSync(driver.recoveryDir)) fs.rmSync(path.join(driver.recoveryDir, f), { force: true });
         ctx.configDir = driver.config;
         for (const f of fs.readdirSync(driver.runsDir)) fs.rmSync(path.join(driver.runsDir, f), { recursive: true, force: true });
         b = await launch(args);

@@ -65,6 +65,8 @@ pub fn with_session<T>(
         }
     };
     crate::refresh_title(app);
+    // Any command may have changed the text: the recovery file follows once changes settle.
+    crate::recovery::changed(app);
     out
 }
 
@@ -92,7 +94,14 @@ pub fn open(app: &AppHandle, path: &Path) -> Res<View> {
     let file = session.path().to_path_buf();
     let view = view_of(&session, "drawing the document")?;
     let state = app.state::<AppState>();
-    *state.lock_session() = Some(session);
+    let recovery = app.state::<crate::recovery::Recovery>();
+    recovery.on_open(&session);
+    if let Some(old) = state.lock_session().replace(session) {
+        // Replacing a dirty document means the user chose to throw its changes away.
+        if old.dirty() && old.path() != file {
+            recovery.on_discard(&old);
+        }
+    }
     app.state::<Recent>().push(&file);
     crate::watch_file(app, &file);
     crate::refresh_title(app);
@@ -233,6 +242,10 @@ pub async fn save(app: AppHandle, force: Option<bool>) -> Res<View> {
     if let Some(view) = conflict_view {
         documents_changed(&app, "conflict", Some(view));
     }
+    if out.is_ok() {
+        // Saved: the recovery file is obsolete now, not in 1.5 s.
+        crate::recovery::sync_now(&app);
+    }
     out
 }
 
@@ -247,6 +260,7 @@ pub async fn reload(app: AppHandle) -> Res<View> {
         })?;
         view_of(s, "drawing the document")
     })
+    .inspect(|_| crate::recovery::sync_now(&app))
 }
 
 #[tauri::command]

@@ -8,6 +8,7 @@
 mod commands;
 mod debug;
 mod recent;
+mod recovery;
 mod settings;
 mod watch;
 
@@ -107,6 +108,7 @@ pub fn check_disk(app: &AppHandle) {
     };
     documents_changed(app, kind, view);
     refresh_title(app);
+    recovery::changed(app);
 }
 
 /// What to open at start: the first argument that is not a flag, else `SWITCHYARD_OPEN`.
@@ -132,6 +134,10 @@ fn main() {
         .setup(|app| {
             let dir = app.path().app_config_dir().ok();
             app.manage(recent::Recent::new(dir.map(|d| d.join("recent.json"))));
+            let rec_dir = switchyard::studio::RecoveryStore::default_dir()
+                .or_else(|| app.path().app_local_data_dir().ok().map(|d| d.join("recovery")));
+            app.manage(recovery::Recovery::new(rec_dir));
+            recovery::start(app.handle());
             if let Some(p) = startup_path() {
                 if let Err(e) = commands::open(app.handle(), &p) {
                     eprintln!("switchyard: {}", e.message);
@@ -144,7 +150,11 @@ fn main() {
             // Belt and braces next to the watcher: look at the disk when the user comes back.
             match event {
                 WindowEvent::Focused(true) => check_disk(window.app_handle()),
-                WindowEvent::Destroyed => debug::shut_down(window.app_handle()),
+                WindowEvent::Destroyed => {
+                    // Unsaved text outlives the window: it is offered again on the next open.
+                    recovery::sync_now(window.app_handle());
+                    debug::shut_down(window.app_handle());
+                }
                 _ => {}
             }
         })
@@ -166,6 +176,9 @@ fn main() {
             commands::relayout,
             commands::check_expr,
             commands::export_diagram,
+            recovery::recovery_offer,
+            recovery::recovery_restore,
+            recovery::recovery_discard,
             debug::run_start,
             debug::run_control,
             debug::run_breakpoints,

@@ -74,17 +74,59 @@ pub fn read_hash(path: &Path) -> Option<u64> {
     std::fs::read(path).ok().map(|b| hash(&b))
 }
 
+/// The temporary file a save by this process writes before renaming it over `path`:
+/// `.<name>.switchyard-<pid>.tmp` in the same directory (a rename is only atomic within one file
+/// system).
+fn temp_path(path: &Path, pid: u32) -> PathBuf {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    dir.join(format!(".{name}.switchyard-{pid}.tmp"))
+}
+
 /// Writes through a temporary file in the same directory, fsyncs it, keeps the original's
-/// permissions, and renames it over the target; a crash leaves either the old or the new file.
+/// permissions, renames it over the target and fsyncs the directory; a crash (even `kill -9`)
+/// leaves either the old or the new file, never a mix. A crash between create and rename can
+/// leave the temporary file behind: [`remove_stale_temps`] removes it on the next open.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), super::SaveError> {
-    let io = |e: std::io::Error| super::SaveError::Io { path: path.to_path_buf(), message: e.to_string() };
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
-    let tmp = dir.join(format!(".{name}.switchyard-{}.tmp", std::process::id()));
+    write_atomic_mode(path, bytes, None)
+}
+
+/// [`write_atomic`] with the permissions of a new file set to `mode` (unix), e.g. `0o600` for
+/// files only the user may read.
+pub fn write_atomic_mode(
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<(), super::SaveError> {
+    let io = |e: std::io::Error| super::SaveError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = temp_path(path, std::process::id());
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        if let Some(m) = mode {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(m);
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        let mut f = opts.open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        drop(f);
         if let Ok(meta) = std::fs::metadata(path) {
             std::fs::set_permissions(&tmp, meta.permissions())?;
         }
@@ -98,6 +140,68 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), super::SaveError> {
         let _ = std::fs::remove_file(&tmp);
     }
     result.map_err(io)
+}
+
+/// Whether the process `pid` still exists (a save of that process may be under way).
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        let Some(p) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            return false;
+        };
+        match rustix::process::test_kill_process(p) {
+            Ok(()) => true,
+            // It exists but belongs to someone else.
+            Err(e) => e == rustix::io::Errno::PERM,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        true
+    }
+}
+
+/// Removes temporary files that a save of `path` left behind when its process died between
+/// creating and renaming them (the target itself is intact: the rename never happened). Files
+/// of processes that still run are left alone (their save may be under way), as are files the
+/// pattern does not match exactly. Returns how many were removed.
+pub fn remove_stale_temps(path: &Path) -> usize {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return 0;
+    };
+    let prefix = format!(".{name}.switchyard-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(f) = file.to_str() else { continue };
+        let Some(pid) = f
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !process_alive(pid)
+            && e.file_type().is_ok_and(|t| t.is_file())
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 pub fn sidecar_path(path: &Path) -> PathBuf {

@@ -7,9 +7,11 @@
 //! on disk since it was loaded or saved, unless the user said so.
 
 mod disk;
+pub mod recovery;
 mod view;
 
-pub use disk::{DiskEvent, SaveError};
+pub use disk::{DiskEvent, SaveError, remove_stale_temps, write_atomic, write_atomic_mode};
+pub use recovery::{Recovered, RecoveryStore, Snapshot};
 pub use view::{View, ViewEdge, ViewNode};
 
 use crate::diag::Diagnostic;
@@ -65,6 +67,9 @@ impl Session {
     /// what to do when it cannot be read as text.
     pub fn open(path: &Path) -> Result<Session, Diagnostic> {
         let file = crate::doc::resolve_input(path)?;
+        // Temporary files of saves killed before their rename (the file itself is intact).
+        disk::remove_stale_temps(&file);
+        disk::remove_stale_temps(&disk::sidecar_path(&file));
         let text = disk::read_text(&file)?;
         let positions = disk::read_sidecar(&file);
         let h = disk::hash(text.as_bytes());
@@ -377,6 +382,44 @@ impl Session {
         self.disk_hash = disk::read_hash(&self.path);
         self.conflict = false;
         self.revision += 1;
+    }
+
+    /// The text has unsaved changes (dragged positions aside).
+    pub fn text_dirty(&self) -> bool {
+        !self.positions_only_dirty()
+    }
+
+    /// What a recovery file should hold now: `None` while the text has no unsaved changes (the
+    /// front end then discards the recovery file). The base hash names the disk version the
+    /// edits were made on, when the disk still holds it.
+    pub fn recovery_snapshot(&self) -> Option<Snapshot> {
+        if !self.text_dirty() {
+            return None;
+        }
+        let base_sha256 = std::fs::read(&self.path)
+            .ok()
+            .filter(|b| Some(disk::hash(b)) == self.disk_hash)
+            .map(|b| recovery::sha256_hex(&b));
+        Some(Snapshot { path: self.path.clone(), text: self.text.clone(), base_sha256 })
+    }
+
+    /// Unsaved text a recovery store keeps for this document (see [`RecoveryStore::find`]).
+    pub fn find_recovery(&self, store: &RecoveryStore) -> Option<Recovered> {
+        store.find(&self.path, self.disk_text().as_deref())
+    }
+
+    /// Loads recovered text as one undoable edit over the current text (the document becomes
+    /// dirty; undo goes back to the text on disk). Refuses text recovered for another file.
+    pub fn restore(&mut self, r: &Recovered) -> Result<(), String> {
+        if r.path != self.path {
+            return Err(format!(
+                "the recovered changes belong to {}, not to {}; open that file to restore them",
+                r.path.display(),
+                self.path.display()
+            ));
+        }
+        self.set_text(r.text.clone());
+        Ok(())
     }
 
     /// The file's current content on disk, for "show diff".

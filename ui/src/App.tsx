@@ -8,6 +8,7 @@ import { useDarkTheme } from './theme';
 import { Canvas } from './components/Canvas';
 import { ErrorBoundary } from './components/ErrorBoundary';
 import { ConflictDialog } from './components/ConflictDialog';
+import { RecoveryBanner } from './components/RecoveryBanner';
 import { EmptyState } from './components/EmptyState';
 import { Header } from './components/Header';
 import { Inspector } from './components/Inspector';
@@ -224,6 +225,7 @@ function Shell() {
   return (
     <div className={`app ${dark ? 'theme-dark' : 'theme-light'}`} data-testid="app">
       <MemoHeader />
+      <RecoveryBanner />
       {hasView ? <MemoWorkspace /> : <EmptyState />}
       <ConflictDialog />
       <ErrorBoundary label="run configuration">

@@ -1,6 +1,6 @@
 // The only module that talks to Tauri. Everything else uses the `Backend` interface, so tests can
 // run the UI against `createFakeBackend()`.
-import type { DocumentChanged, EditOp, ExprError, Pos, View } from './types';
+import type { DocumentChanged, EditOp, ExprError, Pos, RecoveryOffer, View } from './types';
 import type { Breakpoint, DurableRun, RunBatch, RunConfig, RunInfo, RunsList, TraceFile } from './debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 
@@ -25,6 +25,12 @@ export interface Backend {
   checkExpr(kind: 'cel' | 'template', text: string): Promise<ExprError[]>;
   exportDiagram(format: 'svg' | 'png', data: string): Promise<string | null>;
   relayout(): Promise<View>;
+  /** Unsaved text a recovery file kept for the open document (after a crash), or null. */
+  recoveryOffer(): Promise<RecoveryOffer | null>;
+  /** Load the offered text as one undoable edit over the text on disk. */
+  recoveryRestore(): Promise<View>;
+  /** Throw the offered text away (its recovery files are removed). */
+  recoveryDiscard(): Promise<null>;
   /** Subscribe to `document-changed`; returns an unsubscribe function. */
   onDocumentChanged(cb: (e: DocumentChanged) => void): Promise<() => void>;
   /** Subscribe to OS file drops on the webview; returns an unsubscribe function. */
@@ -115,6 +121,9 @@ export function createTauriBackend(): Backend {
     checkExpr: (kind, text) => call('check_expr', { kind, text }),
     exportDiagram: (format, data) => call('export_diagram', { format, data }),
     relayout: () => call('relayout'),
+    recoveryOffer: () => call('recovery_offer'),
+    recoveryRestore: () => call('recovery_restore'),
+    recoveryDiscard: () => call('recovery_discard'),
     async onDocumentChanged(cb) {
       const { listen } = await import('@tauri-apps/api/event');
       return listen<DocumentChanged>('document-changed', (ev) => cb(ev.payload));
@@ -167,6 +176,8 @@ export interface FakeBackend extends Backend {
   /** Emit an OS file drop. */
   drop(paths: string[]): void;
   disk: string | null;
+  /** What `recovery_offer` answers (restore and discard clear it). */
+  recovery: RecoveryOffer | null;
   exprErrors: (kind: string, text: string) => ExprError[];
 
   // Scripted debugger runs (tests drive a run by pushing batches).
@@ -256,6 +267,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     calls: [],
     view: initial ? clone(initial) : null,
     disk: null,
+    recovery: null,
     exprErrors: (_kind, text) => {
       // A tiny syntax check so the inspector's inline errors can be exercised.
       let depth = 0;
@@ -346,6 +358,21 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     checkExpr: (kind, text) => run('check_expr', { kind, text }, () => fake.exprErrors(kind, text)),
     exportDiagram: (format, data) => run('export_diagram', { format, data }, () => `/tmp/diagram.${format}`),
     relayout: () => run('relayout', undefined, () => requireView()),
+    recoveryOffer: () => run('recovery_offer', undefined, () => fake.recovery),
+    recoveryRestore: () =>
+      run('recovery_restore', undefined, () => {
+        const r = fake.recovery;
+        if (!r) throw { message: 'there are no recovered changes to restore' };
+        fake.recovery = null;
+        const v = mutate();
+        v.text = r.text;
+        return v;
+      }),
+    recoveryDiscard: () =>
+      run('recovery_discard', undefined, () => {
+        fake.recovery = null;
+        return null;
+      }),
     async onDocumentChanged(cb) {
       listeners.add(cb);
       return () => listeners.delete(cb);

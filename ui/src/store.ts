@@ -2,7 +2,7 @@
 import { createContext, useContext } from 'react';
 import { createStore, useStore, type StoreApi } from 'zustand';
 import { errorMessage, isConflictError, type Backend } from './backend';
-import type { DocumentChanged, EditOp, ExprError, Pos, View, ViewEdge, ViewNode } from './types';
+import type { DocumentChanged, EditOp, ExprError, Pos, RecoveryOffer, View, ViewEdge, ViewNode } from './types';
 
 export type Selection = { type: 'node'; id: string } | { type: 'edge'; id: string } | null;
 export type ThemePref = 'system' | 'light' | 'dark';
@@ -43,6 +43,10 @@ export interface AppState {
   theme: ThemePref;
   toasts: Toast[];
   conflict: ConflictState | null;
+  /** Unsaved changes of the open document recovered after a crash, waiting for an answer. */
+  recovery: RecoveryOffer | null;
+  /** The recovery banner shows the recovered changes against the current text. */
+  recoveryDiff: boolean;
   reveal: RevealRequest | null;
   focus: FocusRequest | null;
   /** Bumped to ask the header's search box to take focus (Ctrl+F). */
@@ -70,6 +74,10 @@ export interface AppState {
   keepMine(): Promise<void>;
   showDiff(): Promise<void>;
   closeConflict(): void;
+  checkRecovery(): Promise<void>;
+  restoreRecovery(): Promise<void>;
+  discardRecovery(): Promise<void>;
+  toggleRecoveryDiff(): void;
   documentChanged(e: DocumentChanged): void;
   setPositions(p: Record<string, Pos>): Promise<void>;
   relayout(): Promise<void>;
@@ -123,6 +131,8 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
       theme: 'system',
       toasts: [],
       conflict: null,
+      recovery: null,
+      recoveryDiff: false,
       reveal: null,
       focus: null,
       searchFocus: 0,
@@ -140,7 +150,10 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
 
       async init() {
         const r = await attempt('Loading the document', () => backend.getView());
-        if (r.ok && r.value) get().setView(r.value);
+        if (r.ok && r.value) {
+          get().setView(r.value);
+          await get().checkRecovery();
+        }
         await get().loadRecent();
         set({ ready: true });
       },
@@ -161,6 +174,7 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
         if (r.ok) {
           set({ selection: null, pendingText: null });
           get().setView(r.value);
+          await get().checkRecovery();
           void get().loadRecent();
         }
       },
@@ -170,6 +184,7 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
         if (r.ok && r.value) {
           set({ selection: null, pendingText: null });
           get().setView(r.value);
+          await get().checkRecovery();
           void get().loadRecent();
         }
       },
@@ -263,6 +278,34 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
 
       closeConflict() {
         set({ conflict: null });
+      },
+
+      async checkRecovery() {
+        try {
+          const offer = await backend.recoveryOffer();
+          set({ recovery: offer && offer.path === get().view?.path ? offer : null, recoveryDiff: false });
+        } catch (e) {
+          set({ recovery: null });
+          get().toast('error', `Looking for unsaved changes from an earlier session failed: ${errorMessage(e)}`);
+        }
+      },
+
+      async restoreRecovery() {
+        await flushPending();
+        const ok = await viewCmd('Restoring unsaved changes', () => backend.recoveryRestore());
+        if (ok) {
+          set({ recovery: null, recoveryDiff: false });
+          get().toast('info', 'Restored your unsaved changes (Undo goes back to the version on disk); save to keep them');
+        }
+      },
+
+      async discardRecovery() {
+        const r = await attempt('Discarding the recovered changes', () => backend.recoveryDiscard());
+        if (r.ok) set({ recovery: null, recoveryDiff: false });
+      },
+
+      toggleRecoveryDiff() {
+        set({ recoveryDiff: !get().recoveryDiff });
       },
 
       documentChanged(e) {

@@ -117,6 +117,17 @@ export interface ExprError {
   end: number;
 }
 
+/** Unsaved text kept in a recovery file for the open document (`recovery_offer`). */
+export interface RecoveryOffer {
+  path: string;
+  text: string;
+  /** When the text was written (ms since the Unix epoch). */
+  saved_at_ms: number;
+  /** The file on disk changed since (or is not provably) the version the edits were made on. */
+  disk_changed: boolean;
+  warning: string | null;
+}
+
 export type DocumentChangedKind = 'reloaded' | 'conflict' | 'deleted';
 
 export interface DocumentChanged {
