@@ -836,6 +836,11 @@ agents:
 "#;
 
 const HELPER: &str = r#"manifest_version: 1
+llms:
+  - id: m
+    provider: openai
+    model_name: gpt-test
+default_llm: { id: m }
 agents:
   helper:
     state:
