@@ -201,6 +201,48 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
       set({ history, viewing });
     }
 
+    /**
+     * A run is starting (or resuming): the shown run goes to the history and an empty live run
+     * takes its place. Returns what to put back if the start fails.
+     */
+    function beginLive(extra: Partial<DebugState>) {
+      const st = get();
+      const before = { mode: st.mode, model: st.model, info: st.info, status: st.status, history: st.history, viewing: st.viewing };
+      unschedule();
+      if (queue.length) get().flush();
+      archive(null, get().model, st.info?.dialect);
+      replaced = st.info?.run ?? null;
+      queue = [];
+      early = [];
+      cancelled = null;
+      shown = null;
+      viewSeq++;
+      set({
+        mode: 'live',
+        starting: true,
+        info: null,
+        status: null,
+        model: emptyModel(),
+        viewing: null,
+        selectedStep: null,
+        stateView: null,
+        dialogOpen: false,
+        answerError: null,
+        ...extra,
+      });
+      return before;
+    }
+
+    /** The run's id is known: fold the batches that arrived before it was. */
+    function adoptEarly(run: string) {
+      const mine = early.filter((b) => b.run === run);
+      early = [];
+      if (mine.length) {
+        queue.push(...mine);
+        schedule();
+      }
+    }
+
     function schedule() {
       if (scheduled) return;
       const run = () => foldFor(FRAME_BUDGET_MS);
@@ -419,40 +461,12 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
             return false;
           }
         }
-        const before = { mode: st.mode, model: st.model, info: st.info, status: st.status, history: st.history, viewing: st.viewing };
-        unschedule();
-        if (queue.length) get().flush();
-        archive(null, get().model, st.info?.dialect);
-        replaced = st.info?.run ?? null;
-        queue = [];
-        early = [];
-        cancelled = null;
-        shown = null;
-        viewSeq++;
-        set({
-          mode: 'live',
-          starting: true,
-          info: null,
-          status: null,
-          model: emptyModel(),
-          viewing: null,
-          selectedStep: null,
-          stateView: null,
-          dialogOpen: false,
-          answerError: null,
-          runsError: null,
-          runsChanged: null,
-        });
+        const before = beginLive({ runsError: null, runsChanged: null });
         try {
           const cur = get();
           const info = await backend.runResume(id, force, cur.breakpoints, cur.breakOnError);
           set({ info, starting: false, runsOpen: false });
-          const mine = early.filter((b) => b.run === info.run);
-          early = [];
-          if (mine.length) {
-            queue.push(...mine);
-            schedule();
-          }
+          adoptEarly(info.run);
           return true;
         } catch (e) {
           const msg = errorMessage(e);
@@ -466,29 +480,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         const st = get();
         if (st.starting) return;
         const startMode = mode ?? st.config.start ?? 'continue';
-        const before = { mode: st.mode, model: st.model, info: st.info, status: st.status, history: st.history, viewing: st.viewing };
-        unschedule();
-        if (queue.length) get().flush();
-        archive(null, get().model, st.info?.dialect);
-        replaced = st.info?.run ?? null;
-        queue = [];
-        early = [];
-        cancelled = null;
-        shown = null;
-        viewSeq++;
-        set({
-          mode: 'live',
-          starting: true,
-          info: null,
-          status: null,
-          model: emptyModel(),
-          viewing: null,
-          selectedStep: null,
-          stateView: null,
-          dialogOpen: false,
-          answerError: null,
-          configError: null,
-        });
+        const before = beginLive({ configError: null });
         const cur = get();
         const agent = cur.config.agent || app.getState().view?.agent || null;
         const config: RunConfig = {
@@ -502,12 +494,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
           await flushSourceText();
           const info = await backend.runStart(config);
           set({ info, starting: false });
-          const mine = early.filter((b) => b.run === info.run);
-          early = [];
-          if (mine.length) {
-            queue.push(...mine);
-            schedule();
-          }
+          adoptEarly(info.run);
         } catch (e) {
           const msg = errorMessage(e);
           early = [];
