@@ -105,7 +105,11 @@ nodes:
 "#;
 
     fn machine() -> LokiMachine {
-        let dir = std::env::temp_dir().join(format!("sy-loki-durable-{}", std::process::id()));
+        // One folder per call: tests run in parallel, and a shared file could be read while
+        // another test rewrites it.
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("sy-loki-durable-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("graph.yaml");
         std::fs::write(&path, GRAPH).unwrap();
