@@ -104,15 +104,15 @@ nodes:
     output: "{{name}} {{n}}"
 "#;
 
-    fn machine() -> LokiMachine {
-        // One folder per call: tests run in parallel, and a shared file could be read while
-        // another test rewrites it.
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("sy-loki-durable-{}-{n}", std::process::id()));
+    /// A machine for the graph in a folder of its own per test (`tag`): tests run in
+    /// parallel, and the folder's name is the agent's name, which a restore checks.
+    fn machine(tag: &str) -> LokiMachine {
+        let dir = std::env::temp_dir().join(format!("sy-loki-durable-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("graph.yaml");
-        std::fs::write(&path, GRAPH).unwrap();
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(GRAPH) {
+            std::fs::write(&path, GRAPH).unwrap();
+        }
         let doc = Arc::new(crate::doc::load_path(&path));
         LokiMachine::new(doc, "hello", None).unwrap()
     }
@@ -121,17 +121,17 @@ nodes:
     fn round_trip_between_two_questions() {
         let mut opts = RunOptions::new(Box::new(NoProvider));
         opts.answers = vec![json!("yes"), json!("Ada")];
-        let mut whole = RunSession::new(Box::new(machine()), Value::Null, opts);
+        let mut whole = RunSession::new(Box::new(machine("round-trip")), Value::Null, opts);
         whole.run();
         assert!(matches!(whole.status(), Status::Finished { .. }), "{:?}", whole.status());
 
         let mut opts = RunOptions::new(Box::new(NoProvider));
         opts.answers = vec![json!("yes")];
-        let mut first = RunSession::new(Box::new(machine()), Value::Null, opts);
+        let mut first = RunSession::new(Box::new(machine("round-trip")), Value::Null, opts);
         let Status::Interrupted { pending } = first.run().clone() else { panic!("{:?}", first.status()) };
         assert_eq!(pending.node, "second");
         let snap: Value = serde_json::from_str(&first.durable_snapshot().to_string()).unwrap();
-        let mut m = machine();
+        let mut m = machine("round-trip");
         m.restore(&snap["machine"]).unwrap();
         assert_eq!(m.snapshot(), snap["machine"]);
         assert_eq!(m.visits(), &[("first".to_string(), 1u64)].into_iter().collect());
@@ -147,14 +147,14 @@ nodes:
 
     #[test]
     fn restore_refuses_unknown_nodes_and_formats() {
-        let m = machine();
+        let m = machine("refuse");
         let mut snap = m.snapshot();
         snap["frontier"] = json!(["nowhere"]);
-        assert!(machine().restore(&snap).unwrap_err().contains("no longer has"));
+        assert!(machine("refuse").restore(&snap).unwrap_err().contains("no longer has"));
         snap["frontier"] = json!(["first"]);
         snap["format"] = json!(7);
-        assert!(machine().restore(&snap).unwrap_err().contains("format 7"));
+        assert!(machine("refuse").restore(&snap).unwrap_err().contains("format 7"));
         snap["dialect"] = json!("sherma");
-        assert!(machine().restore(&snap).is_err());
+        assert!(machine("refuse").restore(&snap).is_err());
     }
 }
