@@ -553,32 +553,7 @@ enum Mode {
 impl RunSession {
     /// Wrap a machine into a session and emit `run_started`.
     pub fn new(machine: Box<dyn Machine>, input: Value, options: RunOptions) -> RunSession {
-        let id = options.run_id.unwrap_or_else(new_run_id);
-        let log = EventLog::new(options.listener, options.keep_events);
-        let mut s = RunSession {
-            id,
-            provider: Arc::from(options.provider),
-            log,
-            stop: Arc::new(AtomicBool::new(false)),
-            pause: Arc::new(AtomicBool::new(false)),
-            answers: Mutex::new(options.answers.into()),
-            breakpoints: options.breakpoints,
-            break_on_error: options.break_on_error,
-            checkpoints_on: options.checkpoints,
-            checkpoints: Vec::new(),
-            status: Status::Ready,
-            step: 0,
-            resume_past_break: false,
-            held_failure: None,
-            failure: None,
-            interrupt_seq: 0,
-            persist: options.persist,
-            persist_off: Arc::new(AtomicBool::new(false)),
-            machine,
-        };
-        let state = if s.log.wanted() { s.machine.state() } else { Value::Null };
-        s.log.emit(&s.id, EventBody::RunStarted { agent: s.machine.agent().to_string(), input, state });
-        s.push_checkpoint(Vec::new());
+        let mut s = RunSession::started(machine, input, options, VecDeque::new(), 0, 0);
         s.persist_now();
         s
     }
@@ -588,9 +563,33 @@ impl RunSession {
     /// the restored state) and, for an interrupted run, its `interrupt` again. The first
     /// checkpoint kept is the resumed step: a rewind goes no further back.
     pub fn resume(machine: Box<dyn Machine>, input: Value, at: ResumePoint, options: RunOptions) -> RunSession {
+        let mut s = RunSession::started(machine, input, options, at.answers.into(), at.step, at.interrupt_seq);
+        // The run stopped before the node due next; do not stop there again at once.
+        s.resume_past_break = true;
+        match at.status {
+            Status::Interrupted { pending } => {
+                s.log.emit(&s.id, pending.event());
+                s.status = Status::Interrupted { pending };
+            }
+            Status::Paused { reason } => s.pause(reason),
+            _ => {}
+        }
+        s.persist_now();
+        s
+    }
+
+    /// The session at `step`, `run_started` emitted and its first checkpoint taken; `answers`
+    /// come before the options' queued ones.
+    fn started(
+        machine: Box<dyn Machine>,
+        input: Value,
+        options: RunOptions,
+        mut answers: VecDeque<Value>,
+        step: u64,
+        interrupt_seq: u64,
+    ) -> RunSession {
         let id = options.run_id.unwrap_or_else(new_run_id);
         let log = EventLog::new(options.listener, options.keep_events);
-        let mut answers: VecDeque<Value> = at.answers.into();
         answers.extend(options.answers);
         let mut s = RunSession {
             id,
@@ -604,12 +603,11 @@ impl RunSession {
             checkpoints_on: options.checkpoints,
             checkpoints: Vec::new(),
             status: Status::Ready,
-            step: at.step,
-            // The run stopped before the node due next; do not stop there again at once.
-            resume_past_break: true,
+            step,
+            resume_past_break: false,
             held_failure: None,
             failure: None,
-            interrupt_seq: at.interrupt_seq,
+            interrupt_seq,
             persist: options.persist,
             persist_off: Arc::new(AtomicBool::new(false)),
             machine,
@@ -617,15 +615,6 @@ impl RunSession {
         let state = if s.log.wanted() { s.machine.state() } else { Value::Null };
         s.log.emit(&s.id, EventBody::RunStarted { agent: s.machine.agent().to_string(), input, state });
         s.push_checkpoint(Vec::new());
-        match at.status {
-            Status::Interrupted { pending } => {
-                s.log.emit(&s.id, pending.event());
-                s.status = Status::Interrupted { pending };
-            }
-            Status::Paused { reason } => s.pause(reason),
-            _ => {}
-        }
-        s.persist_now();
         s
     }
 
