@@ -9,6 +9,7 @@ pub mod graph;
 pub mod layout;
 pub mod llm;
 pub mod rt;
+pub mod secrets;
 pub mod run;
 pub mod skills;
 pub mod source;

@@ -319,7 +319,7 @@ struct RunArgs {
 fn ask(pending: &switchyard::run::session::Pending) -> Option<serde_json::Value> {
     use std::io::BufRead;
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "\n? {}", pending.prompt);
+    let _ = writeln!(err, "\n? {}", switchyard::secrets::redact(&pending.prompt));
     for (i, o) in pending.options.iter().enumerate() {
         let _ = writeln!(err, "  {}) {o}", i + 1);
     }
@@ -542,7 +542,7 @@ fn cmd_resume(
                         eprintln!(
                             "error: {e}\nthe run still waits at node `{}`: {}\nanswer again with: {} --answer TEXT",
                             pending.node,
-                            pending.prompt,
+                            switchyard::secrets::redact(&pending.prompt),
                             info.resume_command()
                         );
                         return ExitCode::from(2);
@@ -615,7 +615,7 @@ fn drive(
             "interrupted: node `{}` waits for an answer: {}\n\
              the run is saved; answer it with: {} --answer TEXT",
             pending.node,
-            pending.prompt,
+            switchyard::secrets::redact(&pending.prompt),
             info.resume_command()
         );
         return ExitCode::from(3);
@@ -641,14 +641,14 @@ fn drive(
                 other => serde_json::to_string_pretty(other).unwrap_or_default(),
             };
             if !text.is_empty() {
-                println!("{text}");
+                println!("{}", switchyard::secrets::redact(&text));
             }
             ExitCode::SUCCESS
         }
         RunStatus::Failed => {
             if let Some((node, message)) = session.failure() {
                 let at = node.as_deref().map(|n| format!(" at node `{n}`")).unwrap_or_default();
-                eprintln!("error: the run failed{at}: {message}");
+                eprintln!("error: the run failed{at}: {}", switchyard::secrets::redact(message));
             }
             ExitCode::from(1)
         }

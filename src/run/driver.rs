@@ -398,7 +398,8 @@ impl Worker {
                 }
             }
         }
-        info
+        // The output, the question and the error show no secret's value (src/secrets.rs).
+        crate::secrets::global().serde(&info).unwrap_or(info)
     }
 
     /// Send pending events, with the status when it changed.
@@ -524,9 +525,15 @@ impl Worker {
                 let _ = r.send(res);
             }
             Msg::StateAt(step, r) => {
-                let res = self.session.state_at(step).ok_or_else(|| {
-                    format!("no state is kept for step {step} (the run has {} steps)", self.session.steps())
-                });
+                // The state panel shows no secret's value (src/secrets.rs).
+                let res = self
+                    .session
+                    .state_at(step)
+                    .map(|mut v| {
+                        crate::secrets::redact_value(&mut v);
+                        v
+                    })
+                    .ok_or_else(|| format!("no state is kept for step {step} (the run has {} steps)", self.session.steps()));
                 let _ = r.send(res);
             }
             Msg::Rewind(step, r) => {

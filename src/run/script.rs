@@ -58,6 +58,11 @@ pub enum ScriptError {
         script: String,
         path: PathBuf,
     },
+    /// The path leads out of the agent directory (`..`, an absolute path, or a symbolic link).
+    Escapes {
+        script: String,
+        path: PathBuf,
+    },
     /// `.ts` but none of deno, bun, npx is on `PATH`.
     NoTsRuntime {
         script: String,
@@ -119,6 +124,12 @@ impl fmt::Display for ScriptError {
                 f,
                 "script '{script}' not found at '{}'; create it or fix the node's `script:` path \
                  (it is relative to the agent directory)",
+                path.display()
+            ),
+            ScriptError::Escapes { script, path } => write!(
+                f,
+                "script '{script}' resolves to '{}', outside the agent directory; scripts must live \
+                 in the agent's folder (move it there, or copy it into `scripts/`)",
                 path.display()
             ),
             ScriptError::NoTsRuntime { script } => write!(
@@ -262,6 +273,11 @@ pub fn run_script_until(
     let workdir = agent_dir
         .canonicalize()
         .unwrap_or_else(|_| agent_dir.to_path_buf());
+    // An agent runs only its own scripts: nothing reached through `..`, an absolute path or a
+    // symbolic link that leaves the agent directory.
+    if !path.starts_with(&workdir) {
+        return Err(ScriptError::Escapes { script: name, path });
+    }
 
     let (program, args) = interpreter(&name, &path)?;
     let mut cmd = Command::new(&program);
@@ -925,6 +941,25 @@ printf '{"doubled": %d, "cwd_marker": "%s", "file_set": "%s"}\n' $((n * 2)) "$(c
             thread::sleep(Duration::from_millis(20));
         }
         assert!(pid.is_empty() || dead(&pid), "child {pid} survived the stop");
+    }
+
+    #[test]
+    fn scripts_outside_the_agent_directory_are_refused() {
+        let d = Dir::new("escape");
+        let outside = Dir::new("escape-outside");
+        outside.file("scripts/evil.sh", "echo '{\"ran\": true}'\n");
+        let rel = format!("../{}/scripts/evil.sh", outside.0.file_name().unwrap().to_string_lossy());
+        let abs = outside.0.join("scripts/evil.sh").display().to_string();
+        std::os::unix::fs::symlink(outside.0.join("scripts/evil.sh"), d.0.join("scripts/link.sh")).unwrap();
+        for script in [rel.as_str(), abs.as_str(), "scripts/link.sh"] {
+            let e = run_script(&d.0, script, &json!({}), T).unwrap_err();
+            assert!(matches!(e, ScriptError::Escapes { .. }), "{script}: {e}");
+            assert!(e.to_string().contains("outside the agent directory"), "{e}");
+        }
+        // A link that stays inside is fine.
+        d.file("scripts/real.sh", "echo '{\"ok\": 1}'\n");
+        std::os::unix::fs::symlink(d.0.join("scripts/real.sh"), d.0.join("scripts/alias.sh")).unwrap();
+        assert!(run_script(&d.0, "scripts/alias.sh", &json!({}), T).is_ok());
     }
 
     #[test]
