@@ -1,8 +1,12 @@
 // The LLM and tool calls of the selected step (or of the latest step when following): the exact
 // messages sent, the tools bound, the response and its tool calls, model, tokens, latency and
 // cost; the reply text growing while it streams; failed calls with their kind; tool calls with
-// their arguments and result or error.
+// their arguments and result or error. A finished reply is shown as Markdown (switchable to plain
+// text; see `Markdown.tsx`), a reply still streaming, tool results and errors as text, arguments
+// and structured results as JSON; API-key shapes are masked everywhere.
 import { useState, type ReactNode } from 'react';
+import { FormatToggle, Markdown, PlainText, type TextFormat } from '../Markdown';
+import { maskSecrets } from '../../untrusted';
 import { shownModel, useDebug } from '../../debug/store';
 import { rowAt, type CallRecord } from '../../debug/model';
 import { Conversation, isMessageList } from './Conversation';
@@ -53,8 +57,9 @@ function ToolBound({ spec }: { spec: ToolSpec }) {
         {open ? '▾' : '▸'}
       </button>
       <span className="mono call-name">{spec.name}</span>
-      {spec.description ? <span className="call-tool-desc">{spec.description}</span> : null}
-      {open ? <JsonView value={spec.schema} open={3} /> : null}
+      {spec.description ? <span className="call-tool-desc">{maskSecrets(spec.description)}</span> : null}
+      {/* A schema's property names (`api_key`, `password`) describe parameters, they hold no values. */}
+      {open ? <JsonView value={spec.schema} open={3} maskNames={false} /> : null}
     </div>
   );
 }
@@ -85,6 +90,23 @@ const ERROR_KIND_TEXT: Record<string, string> = {
   config: 'the provider is not set up',
   other: 'failed',
 };
+
+/** The reply text of a finished call, as Markdown or plain text. */
+function ReplyText({ text }: { text: string }) {
+  const [format, setFormat] = useState<TextFormat>('markdown');
+  return (
+    <>
+      <div className="fmt-row">
+        <FormatToggle value={format} onChange={setFormat} testid="call-response-format" />
+      </div>
+      {format === 'markdown' ? (
+        <Markdown className="call-text" testid="call-response-text" text={text} />
+      ) : (
+        <PlainText className="call-text" testid="call-response-text" text={text} />
+      )}
+    </>
+  );
+}
 
 function LlmCall({ c, top }: { c: CallRecord; top: string | null }) {
   const messages = c.request?.messages;
@@ -155,16 +177,15 @@ function LlmCall({ c, top }: { c: CallRecord; top: string | null }) {
         <Section title="Response" testid="call-response">
           {c.error ? (
             <div className="call-error" data-testid="call-error">
-              {c.error}
+              {maskSecrets(c.error)}
             </div>
           ) : null}
           {c.response?.content ? (
-            <div className="call-text" data-testid="call-response-text">
-              {c.response.content}
-            </div>
+            <ReplyText text={c.response.content} />
           ) : c.stream ? (
+            // Still streaming (or cut off): the text as it came, without Markdown.
             <div className={`call-text${waiting ? ' call-streaming' : ' call-partial'}`} data-testid="call-response-text" data-streaming={waiting ? 'true' : 'false'}>
-              {c.stream}
+              {maskSecrets(c.stream)}
             </div>
           ) : waiting ? (
             <div className="muted small call-streaming">waiting for the model</div>
@@ -209,11 +230,13 @@ function ToolCallCard({ c, top }: { c: CallRecord; top: string | null }) {
         </Section>
         <Section title={failed ? 'Error' : 'Result'} testid="call-result">
           {failed ? (
-            <div className="call-error">{c.error}</div>
+            <div className="call-error">{maskSecrets(c.error ?? '')}</div>
           ) : c.endMs == null ? (
             <div className="muted small call-streaming">running</div>
           ) : typeof c.result === 'string' ? (
-            <div className="call-text">{c.result}</div>
+            <div className="call-text" data-testid="call-result-text">
+              {maskSecrets(c.result)}
+            </div>
           ) : (
             <JsonView value={c.result} open={2} />
           )}

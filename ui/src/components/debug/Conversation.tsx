@@ -1,7 +1,12 @@
 // A list of chat messages rendered as a conversation: LangChain-shaped messages as stored in sherma
 // state (`{type: human|ai|system|tool, content, tool_calls?}`) and wire/Loki-shaped ones
 // (`{role: system|user|assistant|tool, content, tool_calls?, tool_call_id?, name?}`).
+// Assistant text is shown as Markdown (see `Markdown.tsx` for what that allows), everything else
+// as plain text; each message has a "Markdown / Plain" switch (tool results stay text). API-key
+// shapes are masked in both.
 import { useState } from 'react';
+import { FormatToggle, Markdown, PlainText, type TextFormat } from '../Markdown';
+import { maskSecrets } from '../../untrusted';
 import { JsonView, pretty } from './JsonView';
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool' | string;
@@ -99,19 +104,36 @@ export function messageView(raw: unknown): MessageView {
 /** Content longer than this starts cut, with "show all". */
 const LONG_CONTENT = 1200;
 
-function Content({ text }: { text: string }) {
+function Content({ text, format }: { text: string; format: TextFormat }) {
   const [all, setAll] = useState(false);
-  if (text.length > LONG_CONTENT && !all) {
+  const cut = text.length > LONG_CONTENT && !all;
+  const shown = cut ? `${text.slice(0, LONG_CONTENT)}…` : text;
+  const more = cut ? (
+    <>
+      {' '}
+      <button type="button" className="link" onClick={() => setAll(true)}>
+        show all ({text.length} chars)
+      </button>
+    </>
+  ) : null;
+  if (format === 'markdown') {
     return (
-      <div className="msg-content">
-        {text.slice(0, LONG_CONTENT)}…{' '}
-        <button type="button" className="link" onClick={() => setAll(true)}>
-          show all ({text.length} chars)
-        </button>
+      <div className="msg-content msg-md">
+        <Markdown text={shown} />
+        {more}
       </div>
     );
   }
-  return <div className="msg-content">{text}</div>;
+  return (
+    <PlainText className="msg-content" text={shown}>
+      {more}
+    </PlainText>
+  );
+}
+
+/** How a role's text starts out: assistant replies as Markdown, the rest as text. */
+export function defaultFormat(role: Role): TextFormat {
+  return role === 'assistant' ? 'markdown' : 'plain';
 }
 
 function ToolCallLine({ call }: { call: ToolCallView }) {
@@ -122,16 +144,31 @@ function ToolCallLine({ call }: { call: ToolCallView }) {
         ⚙ {call.name}
         {call.id ? <span className="muted"> #{call.id}</span> : null}
       </span>
-      {simple ? <span className="mono"> {pretty(call.args)}</span> : <JsonView value={call.args} open={1} />}
+      {simple ? <span className="mono"> {maskSecrets(pretty(call.args))}</span> : <JsonView value={call.args} open={1} />}
     </div>
   );
 }
 
-export function Message({ msg, diff, collapsible, index }: { msg: MessageView; diff?: string; collapsible?: boolean; index?: number }) {
+export function Message({
+  msg,
+  diff,
+  collapsible,
+  index,
+  format: initialFormat,
+}: {
+  msg: MessageView;
+  diff?: string;
+  collapsible?: boolean;
+  index?: number;
+  /** How the text starts out (default: `defaultFormat` of the role; tool results are always text). */
+  format?: TextFormat;
+}) {
   const [open, setOpen] = useState(true);
+  const isTool = msg.role === 'tool';
+  const [format, setFormat] = useState<TextFormat>(isTool ? 'plain' : (initialFormat ?? defaultFormat(msg.role)));
   const body = (
     <>
-      {msg.content ? <Content text={msg.content} /> : null}
+      {msg.content ? <Content text={msg.content} format={format} /> : null}
       {msg.extra !== undefined ? <JsonView value={msg.extra} open={1} /> : null}
       {msg.toolCalls.map((c, i) => (
         <ToolCallLine key={c.id ?? i} call={c} />
@@ -156,7 +193,8 @@ export function Message({ msg, diff, collapsible, index }: { msg: MessageView; d
         ) : null}
         {index !== undefined ? <span className="msg-index muted small">#{index}</span> : null}
         {diff === 'added' ? <span className="diff-mark">+ new</span> : diff === 'changed' ? <span className="diff-mark">changed</span> : null}
-        {!open ? <span className="muted small msg-preview">{msg.content.slice(0, 120)}</span> : null}
+        {!open ? <span className="muted small msg-preview">{maskSecrets(msg.content.slice(0, 120))}</span> : null}
+        {open && msg.content && !isTool ? <FormatToggle value={format} onChange={setFormat} testid="message-format" /> : null}
       </div>
       {open ? body : null}
     </div>
@@ -171,13 +209,15 @@ export interface ConversationProps {
   collapsible?: boolean;
   /** Only these indices are shown (search). */
   only?: Set<number>;
+  /** How message text starts out (default: per role, see `defaultFormat`). */
+  format?: TextFormat;
 }
 
-export function Conversation({ messages, diffs, collapsible, only }: ConversationProps) {
+export function Conversation({ messages, diffs, collapsible, only, format }: ConversationProps) {
   return (
     <div className="conversation" data-testid="conversation">
       {messages.map((m, i) =>
-        only && !only.has(i) ? null : <Message key={i} index={i} msg={messageView(m)} diff={diffs?.[i]} collapsible={collapsible} />,
+        only && !only.has(i) ? null : <Message key={i} index={i} msg={messageView(m)} diff={diffs?.[i]} collapsible={collapsible} format={format} />,
       )}
       {messages.length === 0 ? <div className="muted small">(no messages)</div> : null}
     </div>

@@ -1,8 +1,11 @@
 // The interrupt dialog: the question a run waits on (sherma `interrupt`, Loki `approval` / `input`)
 // and its answer. Cancelling closes the dialog; the run stays interrupted (the toolbar's "Answer…"
-// brings it back). Everything the agent wrote is rendered as plain text.
+// brings it back). A question in text is shown as Markdown (switchable to plain text; raw HTML stays
+// text, links and images inert: see `Markdown.tsx`), a structured value as JSON text.
 import { useEffect, useRef, useState } from 'react';
 import '../../debug/debug.css';
+import { FormatToggle, Markdown, PlainText, type TextFormat } from '../Markdown';
+import { redact } from '../../untrusted';
 import { currentPending, useDebug, useDebugStore } from '../../debug/store';
 import type { Pending } from '../../debug/types';
 
@@ -40,6 +43,7 @@ function Dialog({ pending }: { pending: Pending }) {
   const kind = pending.kind;
   const [text, setText] = useState(() => (kind === 'input' ? (pending.default ?? '') : ''));
   const [busy, setBusy] = useState(false);
+  const [format, setFormat] = useState<TextFormat>('markdown');
   const field = useRef<HTMLTextAreaElement & HTMLInputElement>(null);
   const firstOption = useRef<HTMLButtonElement>(null);
 
@@ -69,6 +73,8 @@ function Dialog({ pending }: { pending: Pending }) {
 
   const options = pending.options ?? [];
   const value = pending.value;
+  const structured = kind === 'interrupt' && value !== undefined && value !== null && typeof value !== 'string';
+  const question = kind === 'interrupt' && typeof value === 'string' ? value : pending.prompt || '';
 
   return (
     <div className="modal-backdrop">
@@ -92,17 +98,22 @@ function Dialog({ pending }: { pending: Pending }) {
         <h2 id="interrupt-title">{TITLES[kind] ?? 'The run is waiting for you'}</h2>
         <div className="muted small id-node">
           at <b>{pending.node}</b> · {kind}
+          {!structured && question ? <FormatToggle value={format} onChange={setFormat} testid="interrupt-format" /> : null}
         </div>
 
-        {kind === 'interrupt' && value !== undefined && value !== null && typeof value !== 'string' ? (
-          // A structured value (sherma `interrupt`): formatted JSON.
+        {structured ? (
+          // A structured value (sherma `interrupt`): formatted JSON, secrets masked.
           <pre className="id-prompt id-json" data-testid="interrupt-prompt">
-            {JSON.stringify(value, null, 2)}
+            {JSON.stringify(redact(value), null, 2)}
           </pre>
-        ) : (
+        ) : !question ? (
           <div className="id-prompt" data-testid="interrupt-prompt">
-            {kind === 'interrupt' && typeof value === 'string' ? value : pending.prompt || <span className="muted">(no question text)</span>}
+            <span className="muted">(no question text)</span>
           </div>
+        ) : format === 'markdown' ? (
+          <Markdown className="id-prompt" testid="interrupt-prompt" text={question} />
+        ) : (
+          <PlainText className="id-prompt" testid="interrupt-prompt" text={question} />
         )}
 
         {kind === 'approval' && options.length ? (

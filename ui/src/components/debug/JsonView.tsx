@@ -1,6 +1,9 @@
 // A small JSON renderer shared by the debugger views: collapsible objects and arrays, long strings
 // and big collections cut short with "show all". Plain text only (React escapes everything).
+// Secrets are masked (`untrusted.ts`): values under secret-looking names and API-key-shaped strings
+// show as `••••••` with a "hidden" tooltip, and cannot be revealed.
 import { useState, type ReactNode } from 'react';
+import { MASK, SECRET_TITLE, hidesScalar, isSecretName, maskSecrets } from '../../untrusted';
 
 /** Strings longer than this are cut (with "show all"). */
 export const LONG_STRING = 200;
@@ -63,13 +66,32 @@ function scalarClass(v: unknown): string {
   }
 }
 
-/** A scalar, with long strings collapsed behind "show all". */
-export function Scalar({ value, limit = LONG_STRING }: { value: unknown; limit?: number }) {
+/** A scalar as it may be shown: the mask under a secret name, API-key shapes masked in strings. */
+export function visibleScalar(value: unknown, secret = false): { value: unknown; hidden: boolean } {
+  if (secret && hidesScalar(value)) return { value: MASK, hidden: true };
+  if (typeof value === 'string') {
+    const m = maskSecrets(value);
+    if (m !== value) return { value: m, hidden: true };
+  }
+  return { value, hidden: false };
+}
+
+/** A scalar, with long strings collapsed behind "show all"; `secret`: it is under a secret name. */
+export function Scalar({ value: raw, limit = LONG_STRING, secret = false }: { value: unknown; limit?: number; secret?: boolean }) {
   const [all, setAll] = useState(false);
+  const { value, hidden } = visibleScalar(raw, secret);
+  if (hidden && value === MASK) {
+    return (
+      <span className="jv-secret" title={SECRET_TITLE} data-testid="secret">
+        {MASK}
+      </span>
+    );
+  }
   const text = scalarText(value);
+  const hiddenTitle = hidden ? SECRET_TITLE : undefined;
   if (typeof value === 'string' && value.length > limit && !all) {
     return (
-      <span className={scalarClass(value)}>
+      <span className={scalarClass(value)} title={hiddenTitle} data-secret={hidden ? 'partly' : undefined}>
         {JSON.stringify(value.slice(0, limit)).slice(0, -1)}…"{' '}
         <button type="button" className="link jv-more" onClick={() => setAll(true)} title={`${value.length} characters`}>
           show all ({value.length} chars)
@@ -77,7 +99,11 @@ export function Scalar({ value, limit = LONG_STRING }: { value: unknown; limit?:
       </span>
     );
   }
-  return <span className={scalarClass(value)}>{text}</span>;
+  return (
+    <span className={scalarClass(value)} title={hiddenTitle} data-secret={hidden ? 'partly' : undefined}>
+      {text}
+    </span>
+  );
 }
 
 interface NodeProps {
@@ -85,9 +111,14 @@ interface NodeProps {
   value: unknown;
   depth: number;
   open: number;
+  /** Under a secret name (its scalars are hidden). */
+  secret: boolean;
+  /** Judge names (false: only API-key shapes are masked). */
+  maskNames: boolean;
 }
 
-function JsonNode({ name, value, depth, open }: NodeProps) {
+function JsonNode({ name, value, depth, open, secret: above, maskNames }: NodeProps) {
+  const secret = above || (maskNames && name !== undefined && isSecretName(name));
   const [expanded, setExpanded] = useState(depth < open);
   const [all, setAll] = useState(false);
   const label =
@@ -102,7 +133,7 @@ function JsonNode({ name, value, depth, open }: NodeProps) {
       <div className="jv-line">
         <span className="jv-toggle-space" />
         {label}
-        <Scalar value={value} />
+        <Scalar value={value} secret={secret} />
       </div>
     );
   }
@@ -113,7 +144,7 @@ function JsonNode({ name, value, depth, open }: NodeProps) {
     children = (
       <div className="jv-children">
         {shown.map(([k, v]) => (
-          <JsonNode key={k} name={k} value={v} depth={depth + 1} open={open} />
+          <JsonNode key={k} name={k} value={v} depth={depth + 1} open={open} secret={secret} maskNames={maskNames} />
         ))}
         {entries.length > shown.length ? (
           <button type="button" className="link jv-more" onClick={() => setAll(true)}>
@@ -145,13 +176,17 @@ export interface JsonViewProps {
   /** How many levels start expanded (default 1). */
   open?: number;
   className?: string;
+  /** The value is under a secret name (all its scalars are hidden). */
+  secret?: boolean;
+  /** Hide values under secret-looking names (default true; false for schemas, whose names hold no values). */
+  maskNames?: boolean;
 }
 
 /** A collapsible view of a JSON value. */
-export function JsonView({ value, name, open = 1, className }: JsonViewProps) {
+export function JsonView({ value, name, open = 1, className, secret = false, maskNames = true }: JsonViewProps) {
   return (
     <div className={`json-view mono${className ? ` ${className}` : ''}`}>
-      <JsonNode name={name} value={value} depth={0} open={open} />
+      <JsonNode name={name} value={value} depth={0} open={open} secret={secret} maskNames={maskNames} />
     </div>
   );
 }

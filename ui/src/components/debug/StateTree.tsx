@@ -1,12 +1,17 @@
 // The state at the selected step as an expandable tree, with the change from the step before
 // marked on each row (added / changed / removed), message lists shown as a conversation, a search
 // that filters rows, and in-place editing of top-level values while the run is paused.
+// Secrets are masked (a second layer behind the engine's redaction; rule in `untrusted.ts`):
+// values under secret-looking names (api_key, apiKey, ACCESS_TOKEN, db_password, client_secret…)
+// and API-key-shaped strings anywhere show as `••••••` with no reveal, are not searchable by their
+// text, and a top-level value holding one cannot be edited here (the editor would show it).
 import { createContext, useContext, useDeferredValue, useMemo, useRef, useState, useEffect, type ReactNode } from 'react';
 import { isLive, latestStep, useDebug, useDebugStore } from '../../debug/store';
 import { diffIndex, loadedSkills, pathKey, type DiffEntry, type DiffKind } from '../../debug/model';
 import { SkillsBar } from './SkillsBar';
 import { Conversation, isMessageList } from './Conversation';
-import { JsonView, MANY_ENTRIES, Scalar, entriesOf, isContainer, preview, pretty, scalarText } from './JsonView';
+import { JsonView, MANY_ENTRIES, Scalar, entriesOf, isContainer, preview, pretty, scalarText, visibleScalar } from './JsonView';
+import { hidesAnything, isSecretName, redact } from '../../untrusted';
 
 type Removed = { key: string; before: unknown };
 
@@ -72,51 +77,55 @@ export function searchState(state: unknown, removedBy: Map<string, Removed[]>, q
   const visible = new Set<string>();
   const matched = new Set<string>();
   const inner = new Set<string>();
-  const visit = (v: unknown, path: string[], depth: number): boolean => {
+  const visit = (v: unknown, path: string[], depth: number, above: boolean): boolean => {
     const key = path.join('.');
     const name = path[path.length - 1];
+    const secret = above || (name !== undefined && isSecretName(name));
     let self = name !== undefined && name.toLowerCase().includes(q);
     let below = false;
     if (isContainer(v)) {
       if (depth < 64) {
-        for (const [k, c] of entriesOf(v)) if (visit(c, [...path, k], depth + 1)) below = true;
+        for (const [k, c] of entriesOf(v)) if (visit(c, [...path, k], depth + 1, secret)) below = true;
       }
-    } else if (!self && path.length > 0) self = textOf(v).toLowerCase().includes(q);
-    for (const r of removedBy.get(key) ?? []) if (visit(r.before, [...path, r.key], depth + 1)) below = true;
+      // Only what is shown can match: hidden values never do.
+    } else if (!self && path.length > 0) self = textOf(visibleScalar(v, secret).value).toLowerCase().includes(q);
+    for (const r of removedBy.get(key) ?? []) if (visit(r.before, [...path, r.key], depth + 1, secret)) below = true;
     if (self) matched.add(key);
     if (below) inner.add(key);
     if (self || below) visible.add(key);
     return self || below;
   };
-  visit(state, [], 0);
+  visit(state, [], 0, false);
   return { visible, matched, inner };
 }
 
-function ChangedValue({ entry }: { entry: DiffEntry }) {
+function ChangedValue({ entry, secret }: { entry: DiffEntry; secret: boolean }) {
   const [open, setOpen] = useState(false);
   const small = (v: unknown) => !isContainer(v) && textOf(v).length <= 60;
+  // The old value as it may be shown (tooltips and text are not masked by `Scalar`).
+  const before = redact(entry.before, secret);
   if (small(entry.before) && small(entry.after)) {
     return (
-      <span className="st-val" title={`was ${scalarText(entry.before)}`}>
-        <span className="st-old">{scalarText(entry.before)}</span>
+      <span className="st-val" title={`was ${scalarText(before)}`}>
+        <span className="st-old">{scalarText(before)}</span>
         <span className="st-arrow">→</span>
-        <Scalar value={entry.after} />
+        <Scalar value={entry.after} secret={secret} />
       </span>
     );
   }
   return (
     <>
-      <span className="st-val" title={`was ${preview(entry.before, 200)}`}>
-        {isContainer(entry.after) ? <span className="muted">{preview(entry.after)}</span> : <Scalar value={entry.after} />}
+      <span className="st-val" title={`was ${preview(before, 200)}`}>
+        {isContainer(entry.after) ? <span className="muted">{preview(entry.after)}</span> : <Scalar value={entry.after} secret={secret} />}
       </span>
       <button type="button" className="icon-btn small" onClick={() => setOpen(!open)} title="Show the old and the new value">
         {open ? 'hide old' : 'old → new'}
       </button>
       {open ? (
         <div className="st-oldnew" style={{ flexBasis: '100%' }}>
-          <JsonView value={entry.before} open={2} />
+          <JsonView value={entry.before} open={2} secret={secret} />
           <span className="st-arrow">→</span>
-          <JsonView value={entry.after} open={2} />
+          <JsonView value={entry.after} open={2} secret={secret} />
         </div>
       ) : null}
     </>
@@ -183,10 +192,13 @@ interface NodeProps {
   removed?: boolean;
   /** Filtering applies to this row's children. */
   filtered: boolean;
+  /** Under a secret name (every scalar below is hidden). */
+  secret?: boolean;
 }
 
-function StateNode({ name, path, value, depth, gone, removed, filtered }: NodeProps) {
+function StateNode({ name, path, value, depth, gone, removed, filtered, secret: above = false }: NodeProps) {
   const ctx = useContext(Ctx)!;
+  const secret = above || isSecretName(name);
   const key = path.join('.');
   const mark: DiffKind | '' = gone ? '' : removed ? 'removed' : (ctx.index.get(key) ?? '');
   const entry = ctx.direct.get(key);
@@ -196,10 +208,13 @@ function StateNode({ name, path, value, depth, gone, removed, filtered }: NodePr
   const forced = filtered && !!ctx.filter?.inner.has(key);
   const autoOpen = forced || (!gone && !removed && mark === 'changed' && !entry) || (depth === 0 && container && entriesOf(value).length <= 20);
   const open = container && (ctx.open.get(key) ?? autoOpen);
-  const messages = container && isMessageList(value) && !ctx.raw.has(key);
+  const messages = container && isMessageList(value) && !ctx.raw.has(key) && !secret;
   const topLevel = depth === 0;
   const editingMe = topLevel && ctx.editing?.key === name;
-  const canEdit = topLevel && ctx.editable && !removed && !gone;
+  const editable = topLevel && ctx.editable && !removed && !gone;
+  // The editor would show the value as it is: values holding something hidden are not edited here.
+  const holdsHidden = useMemo(() => editable && hidesAnything(value, secret), [editable, value, secret]);
+  const canEdit = editable && !holdsHidden;
 
   let children: ReactNode = null;
   if (open && container) {
@@ -230,12 +245,12 @@ function StateNode({ name, path, value, depth, gone, removed, filtered }: NodePr
       children = (
         <>
           {shown.map(([k, v]) => (
-            <StateNode key={k} name={k} path={[...path, k]} value={v} depth={depth + 1} gone={gone || removed} filtered={childFiltered} />
+            <StateNode key={k} name={k} path={[...path, k]} value={v} depth={depth + 1} gone={gone || removed} filtered={childFiltered} secret={secret} />
           ))}
           {removedKids
             .filter((r) => !childFiltered || ctx.filter!.visible.has(`${key}.${r.key}`))
             .map((r) => (
-              <StateNode key={`removed:${r.key}`} name={r.key} path={[...path, r.key]} value={r.before} depth={depth + 1} removed filtered={childFiltered} />
+              <StateNode key={`removed:${r.key}`} name={r.key} path={[...path, r.key]} value={r.before} depth={depth + 1} removed filtered={childFiltered} secret={secret} />
             ))}
           {!childFiltered && hidden > 0 ? (
             <div className="state-row" style={{ '--depth': depth + 1 } as React.CSSProperties}>
@@ -279,16 +294,16 @@ function StateNode({ name, path, value, depth, gone, removed, filtered }: NodePr
           <span className="jv-colon">: </span>
         </span>
         {entry?.kind === 'changed' && !gone ? (
-          <ChangedValue entry={entry} />
+          <ChangedValue entry={entry} secret={secret} />
         ) : container ? (
           <span className="st-val muted">{preview(value)}</span>
         ) : (
           <span className="st-val">
-            <Scalar value={value} />
+            <Scalar value={value} secret={secret} />
           </span>
         )}
         <span className={`st-actions${editingMe ? ' shown' : ''}`}>
-          {container && isMessageList(value) ? (
+          {container && isMessageList(value) && !secret ? (
             <button type="button" className="icon-btn" data-testid="state-raw-toggle" onClick={() => ctx.toggleRaw(key)} title="Switch between the conversation and the raw tree">
               {ctx.raw.has(key) ? 'conversation' : 'raw'}
             </button>
@@ -297,6 +312,10 @@ function StateNode({ name, path, value, depth, gone, removed, filtered }: NodePr
             <button type="button" className="icon-btn" data-testid="state-edit" onClick={() => ctx.startEdit(name, value)} title={`Edit ${name} (JSON); the run continues with the new value`}>
               ✎ edit
             </button>
+          ) : holdsHidden ? (
+            <span className="muted small" data-testid="state-edit-hidden" title="Holds a value hidden as a secret, so it cannot be edited here">
+              🔒
+            </span>
           ) : null}
         </span>
       </div>

@@ -4,6 +4,7 @@ import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 
 import { useAppStore } from '../../store';
 import { shownModel, useDebug, useDebugStore } from '../../debug/store';
 import { findRow, type HookRecord, type StepRow } from '../../debug/model';
+import { maskSecrets } from '../../untrusted';
 
 /** Row height in px (must match `.tl-row` height set inline). */
 export const ROW_HEIGHT = 24;
@@ -33,7 +34,7 @@ export function fmtTokens(t: { input: number; output: number } | null | undefine
 /** One hook run as a line of the hooks chip's tooltip. */
 export function hookLine(h: HookRecord): string {
   const what = h.outcome === 'pass' ? 'passed' : h.outcome === 'modified' ? 'changed' : h.outcome;
-  return `${h.point}${h.node ? ` (${h.node})` : ''} · ${h.executor} · ${what}${h.detail ? `: ${h.detail}` : ''} · ${h.durationMs} ms`;
+  return `${h.point}${h.node ? ` (${h.node})` : ''} · ${h.executor} · ${what}${h.detail ? `: ${maskSecrets(h.detail)}` : ''} · ${h.durationMs} ms`;
 }
 
 interface RowProps {
