@@ -170,6 +170,21 @@ impl YNode {
             },
         }
     }
+    /// The node of this tree at exactly `span` (a value, not a key), if any.
+    pub fn at_span(&self, span: Span) -> Option<&YNode> {
+        if self.span == span {
+            return Some(self);
+        }
+        if self.span.start > span.start || self.span.end < span.end {
+            return None;
+        }
+        match &self.kind {
+            YKind::Seq(items) => items.iter().find_map(|i| i.at_span(span)),
+            YKind::Map(entries) => entries.iter().find_map(|e| e.value.at_span(span)),
+            _ => None,
+        }
+    }
+
     /// Convert to JSON (keys as text; later duplicates win; Bad becomes null).
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::Value as J;
@@ -461,7 +476,15 @@ pub fn parse(file: &SourceFile) -> Parsed {
                             n
                         }
                     }
-                    None => YNode::bad(Span::new(s, e)),
+                    // The anchor is not finished yet: the alias sits inside the node it names.
+                    None => {
+                        diags.push(
+                            Diagnostic::error("recursive-alias", "this alias refers to a node that contains it (a recursive structure)")
+                                .at(file, Span::new(s, e))
+                                .hint("an alias can only repeat a node that is complete before it; agent files cannot hold recursive data"),
+                        );
+                        YNode::bad(Span::new(s, e))
+                    }
                 };
                 emit(&mut stack, &mut root, node, &mut seen_keys, file, &mut diags);
             }
@@ -524,12 +547,30 @@ fn close_frame(frame: Frame, end: usize, seen: &mut Vec<HashMap<String, Span>>) 
     }
 }
 
+/// A `:` followed by a tab at or just before `pos` (the parser reports the value after it).
+fn colon_tab_near(file: &SourceFile, pos: usize) -> bool {
+    let b = file.text().as_bytes();
+    let mut i = pos.min(b.len());
+    if b.get(i) == Some(&b':') {
+        return b.get(i + 1) == Some(&b'\t');
+    }
+    let mut tab = false;
+    while i > 0 && matches!(b[i - 1], b' ' | b'\t') {
+        tab |= b[i - 1] == b'\t';
+        i -= 1;
+    }
+    tab && i > 0 && b[i - 1] == b':'
+}
+
 fn syntax_hint(info: &str, file: &SourceFile, pos: usize) -> Option<String> {
     let lc = file.line_col(pos);
     let line = file.line_text(lc.line);
     let prev = if lc.line > 1 { file.line_text(lc.line - 1) } else { "" };
     if info.contains("tab") || line.starts_with('\t') || line.trim_start_matches(' ').starts_with('\t') {
         return Some("YAML does not allow tab characters for indentation; indent with spaces".into());
+    }
+    if info.contains("must be followed by a valid YAML whitespace") && colon_tab_near(file, pos) {
+        return Some("put a space, not a tab, after `:` (Switchyard's YAML parser does not accept a tab there)".into());
     }
     if info.contains("mapping values are not allowed") {
         return Some(
@@ -619,6 +660,22 @@ mod tests {
         let r = p("a:\n\tb: 1\n");
         let d = r.diagnostics.iter().find(|d| d.code == "yaml-syntax").expect("syntax error");
         assert!(d.hint.as_deref().unwrap_or("").contains("tab"), "{d:?}");
+    }
+
+    #[test]
+    fn recursive_alias_is_an_error_at_the_alias() {
+        let src = "a: &x\n  b: 1\n  c: *x\n";
+        let r = p(src);
+        let d = r.diagnostics.iter().find(|d| d.code == "recursive-alias").expect("recursive-alias");
+        assert_eq!((d.line, d.column), (3, 6), "{d:?}");
+        assert_eq!(r.root.unwrap().get("a").unwrap().get("b").unwrap().as_i64(), Some(1));
+    }
+
+    #[test]
+    fn tab_after_colon_gets_a_hint() {
+        let r = p("a:\t1\n");
+        let d = r.diagnostics.iter().find(|d| d.code == "yaml-syntax").expect("syntax error");
+        assert!(d.hint.as_deref().unwrap_or("").contains("not a tab"), "{d:?}");
     }
 
     #[test]

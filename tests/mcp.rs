@@ -233,6 +233,22 @@ fn stdio_tools_are_called() {
 }
 
 #[test]
+fn a_huge_result_is_refused_and_the_server_stays_usable() {
+    let s = stdio(&[]);
+    let stop = go();
+    // 9 MiB of text: over the 8 MiB limit.
+    let e = s
+        .call("echo", &json!({"text": "x".repeat(1024), "times": 9 * 1024}), &stop)
+        .unwrap_err();
+    assert!(e.contains("more than the 8 MiB"), "{e}");
+    assert!(e.contains("`echo`"), "{e}");
+    // Just under the limit is fine, and the connection still serves calls.
+    let ok = s.call("echo", &json!({"text": "y".repeat(1024), "times": 1024}), &stop).unwrap();
+    assert_eq!(ok.as_str().map(str::len), Some(1024 * 1024));
+    assert_eq!(s.call("add", &json!({"a": 1, "b": 2}), &stop).unwrap(), json!("3"));
+}
+
+#[test]
 fn prefix_and_allowed_tools() {
     let py = server_py();
     let spec = McpServerSpec::from_json(

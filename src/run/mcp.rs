@@ -32,6 +32,10 @@ use std::time::{Duration, Instant};
 
 /// Per-call timeout when the server declares none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most a tool result may hold (text plus structured content), in bytes: a bigger one is an
+/// error instead of entering the run's state.
+pub const RESULT_LIMIT: usize = 8 * 1024 * 1024;
+
 /// How much of a child's stderr is kept (the most recent bytes).
 pub const STDERR_CAP: usize = 64 * 1024;
 /// How long closing a session may take before the child's process group is killed.
@@ -634,6 +638,22 @@ impl McpServer {
             Ok(Err(e)) => return Err(self.service_error(tool, e)),
             Ok(Ok(r)) => r,
         };
+        let size: usize = result
+            .content
+            .iter()
+            .map(|c| match c.as_text() {
+                Some(t) => t.text.len(),
+                None => serde_json::to_string(c).map(|j| j.len()).unwrap_or(0),
+            })
+            .sum::<usize>()
+            + result.structured_content.as_ref().map(|s| s.to_string().len()).unwrap_or(0);
+        if size > RESULT_LIMIT {
+            return Err(format!(
+                "MCP server `{name}`: tool `{tool}` returned {size} bytes, more than the {} MiB a tool \
+                 result may hold; make the tool return less (a summary, a page, a file path)",
+                RESULT_LIMIT / (1024 * 1024)
+            ));
+        }
         let texts: Vec<&str> = result
             .content
             .iter()

@@ -236,7 +236,12 @@ fn declarations<'a>(doc: &'a Document, agent: Option<&str>) -> HashMap<&'a str, 
                     _ => None,
                 };
                 let start = n.span.start as usize;
-                out.insert(n.name.value.as_str(), Decl { span: (start, n.span.end as usize), data: n.node.to_json(), sub_agent });
+                // The editor shows and edits what the file says: `${NAME}` placeholders as
+                // written, never their values (the model holds the interpolated tree; the
+                // document's root is the file's own). Otherwise an edit in the inspector could
+                // write a secret from the environment into the file.
+                let raw = doc.root.as_ref().and_then(|r| r.at_span(n.node.span)).unwrap_or(&n.node);
+                out.insert(n.name.value.as_str(), Decl { span: (start, n.span.end as usize), data: raw.to_json(), sub_agent });
             }
         }
         Model::Loki(l) => {
