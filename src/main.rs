@@ -559,6 +559,21 @@ fn cmd_resume(
     }
 }
 
+/// Ctrl-C, SIGTERM and SIGHUP stop the run the way the app's Stop button does: the node in
+/// progress gives up, scripts, tools and servers are killed with their process groups (they
+/// run in groups of their own, so the terminal's Ctrl-C does not reach them), the trace is
+/// flushed, and the exit status is 130. A second signal exits at once.
+fn stop_on_signals(stop: &std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::flag;
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        // The conditional exit is registered first so that it sees the flag before the
+        // second handler sets it: the first signal only stops, a second one exits.
+        let _ = flag::register_conditional_shutdown(sig, 130, stop.clone());
+        let _ = flag::register(sig, stop.clone());
+    }
+}
+
 /// Run a session to its end (or to a question nobody answers), print what happened, and give
 /// the exit status of `run`.
 fn drive(
@@ -572,6 +587,7 @@ fn drive(
     use switchyard::run::session::Status;
 
     let interactive = answer_stdin || std::io::stdin().is_terminal();
+    stop_on_signals(&session.stop_handle());
     let mut waiting = None;
     loop {
         match session.run().clone() {

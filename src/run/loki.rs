@@ -798,7 +798,7 @@ impl Exec<'_, '_> {
         };
         if let Some(import) = self.python_import(name) {
             let import = import?;
-            return self.with_bridge(|b| b.call(&import, args, timeout).map_err(|e| e.to_string()));
+            return self.with_bridge(|b| b.call_until(&import, args, timeout, Some(self.cx.stop)).map_err(|e| e.to_string()));
         }
         if let Some(found) = self.subprocess_tool(name) {
             let decl = found?;

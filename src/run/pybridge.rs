@@ -23,6 +23,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -66,6 +67,9 @@ pub enum PyError {
     },
     /// The request ran past `timeout`; the process was killed and restarts on the next request.
     Timeout { name: String, timeout: Duration },
+    /// The run was stopped during the request; the process (and what the tool started) was
+    /// killed and restarts on the next request.
+    Stopped { name: String },
     /// The Python process died during the request (e.g. `os._exit`, a segfault).
     Crashed {
         name: String,
@@ -102,6 +106,11 @@ impl fmt::Display for PyError {
                 "Python tool '{name}' did not finish within {}; its Python process was killed \
                  and is restarted on the next call. Make the tool faster or raise the timeout.",
                 fmt_duration(*timeout)
+            ),
+            PyError::Stopped { name } => write!(
+                f,
+                "Python tool '{name}' was cancelled because the run was stopped; its Python \
+                 process and everything it started were killed"
             ),
             PyError::Crashed {
                 name,
@@ -188,7 +197,7 @@ impl PyBridge {
 
     /// Import `import_path` (`package.module.attribute`) and describe the tool.
     pub fn describe(&mut self, import_path: &str) -> Result<ToolInfo, PyError> {
-        let result = self.request("describe", import_path, &Value::Null, DESCRIBE_TIMEOUT)?;
+        let result = self.request("describe", import_path, &Value::Null, DESCRIBE_TIMEOUT, None)?;
         let text = |k: &str| {
             result
                 .get(k)
@@ -215,7 +224,19 @@ impl PyBridge {
         args: &Value,
         timeout: Duration,
     ) -> Result<Value, PyError> {
-        self.request("call", import_path, args, timeout)
+        self.request("call", import_path, args, timeout, None)
+    }
+
+    /// [`PyBridge::call`], also ending as soon as `stop` is raised (the process group is
+    /// killed: the tool and whatever it started).
+    pub fn call_until(
+        &mut self,
+        import_path: &str,
+        args: &Value,
+        timeout: Duration,
+        stop: Option<&AtomicBool>,
+    ) -> Result<Value, PyError> {
+        self.request("call", import_path, args, timeout, stop)
     }
 
     /// Run the hook method `method` of the hook executor at `import_path` (a class, instantiated
@@ -229,7 +250,7 @@ impl PyBridge {
         ctx: &Value,
         timeout: Duration,
     ) -> Result<Option<Value>, PyError> {
-        let r = self.request("hook", import_path, &json!({"method": method, "ctx": ctx}), timeout)?;
+        let r = self.request("hook", import_path, &json!({"method": method, "ctx": ctx}), timeout, None)?;
         if r.get("defined") != Some(&Value::Bool(true)) {
             return Ok(None);
         }
@@ -336,6 +357,7 @@ impl PyBridge {
         path: &str,
         args: &Value,
         timeout: Duration,
+        stop: Option<&AtomicBool>,
     ) -> Result<Value, PyError> {
         // A process that died since the last request (or was killed) is replaced first.
         let died = self
@@ -360,14 +382,26 @@ impl PyBridge {
             None => false,
         };
         let deadline = Instant::now().checked_add(timeout);
+        // With a stop flag, wait in short slices to notice it.
+        const SLICE: Duration = Duration::from_millis(50);
+        let mut stopped = false;
         let response = loop {
             if !sent {
                 break Err(RecvTimeoutError::Disconnected);
             }
-            let got = match deadline {
-                Some(d) => proc
-                    .lines
-                    .recv_timeout(d.saturating_duration_since(Instant::now())),
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                stopped = true;
+                break Err(RecvTimeoutError::Timeout);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let wait = match (left, stop.is_some()) {
+                (Some(l), true) => Some(l.min(SLICE)),
+                (Some(l), false) => Some(l),
+                (None, true) => Some(SLICE),
+                (None, false) => None,
+            };
+            let got = match wait {
+                Some(w) => proc.lines.recv_timeout(w),
                 None => proc
                     .lines
                     .recv()
@@ -379,9 +413,16 @@ impl PyBridge {
                     // A stale or foreign line: not ours.
                     _ => continue,
                 },
+                // A slice ran out, not the deadline: look at the stop flag again.
+                Err(RecvTimeoutError::Timeout) if deadline.is_none_or(|d| Instant::now() < d) => continue,
                 Err(e) => break Err(e),
             }
         };
+        if stopped {
+            let mut p = self.proc.take().expect("running");
+            p.kill();
+            return Err(PyError::Stopped { name: path.to_owned() });
+        }
         match response {
             Ok(v) => self.interpret(path, v),
             Err(RecvTimeoutError::Timeout) => {

@@ -55,6 +55,12 @@ pub const DEFAULT_RECURSION_LIMIT: i64 = 25;
 pub trait ToolRunner: Send {
     /// Call `import_path` with `args`; `Err` is the tool's failure, as text.
     fn call(&mut self, import_path: &str, args: &Value, timeout: Duration) -> Result<Value, String>;
+    /// [`ToolRunner::call`] that ends early (killing what the tool started) once `stop` is
+    /// raised; runners that cannot be interrupted just call.
+    fn call_until(&mut self, import_path: &str, args: &Value, timeout: Duration, stop: &std::sync::atomic::AtomicBool) -> Result<Value, String> {
+        let _ = stop;
+        self.call(import_path, args, timeout)
+    }
     /// The tool's description and JSON Schema, if it can be inspected.
     fn describe(&mut self, import_path: &str) -> Option<(String, Value)>;
     /// Run hook `method` of the hook executor `import_path` with context `ctx`: `Ok(None)` when
@@ -284,6 +290,9 @@ impl Shared {
 impl ToolRunner for crate::run::pybridge::PyBridge {
     fn call(&mut self, import_path: &str, args: &Value, timeout: Duration) -> Result<Value, String> {
         crate::run::pybridge::PyBridge::call(self, import_path, args, timeout).map_err(|e| e.to_string())
+    }
+    fn call_until(&mut self, import_path: &str, args: &Value, timeout: Duration, stop: &std::sync::atomic::AtomicBool) -> Result<Value, String> {
+        crate::run::pybridge::PyBridge::call_until(self, import_path, args, timeout, Some(stop)).map_err(|e| e.to_string())
     }
     fn describe(&mut self, import_path: &str) -> Option<(String, Value)> {
         crate::run::pybridge::PyBridge::describe(self, import_path).ok().map(|i| (i.description, i.schema))
@@ -994,7 +1003,7 @@ impl ShermaMachine {
             ToolKind::Python(path) => cx.tool(node, &t.name, args, || {
                 let runner = self.shared.runner()?;
                 let mut r = runner.lock().unwrap_or_else(|p| p.into_inner());
-                r.call(path, args, self.shared.opts.tool_timeout)
+                r.call_until(path, args, self.shared.opts.tool_timeout, cx.stop)
             }),
             ToolKind::Skill(name) => Ok(Value::String(self.skill_tool(name, args, cx.stop))),
             ToolKind::SubAgent(i) => {
