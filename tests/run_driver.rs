@@ -237,3 +237,40 @@ fn dropping_the_driver_stops_the_run() {
     assert!(t0.elapsed() < Duration::from_secs(2));
     assert_eq!(seen.last().unwrap().status, Some(switchyard::run::events::RunStatus::Stopped));
 }
+
+#[test]
+fn what_the_debugger_is_sent_shows_no_secret() {
+    // A key the provider configuration resolved (registered), put into the state by the run.
+    let secret = "sk-driver-secret-0123456789";
+    switchyard::secrets::register("OPENAI_API_KEY", secret);
+    let yaml = format!(
+        r#"
+manifest_version: 1
+agents:
+  leak:
+    state:
+      fields:
+        - {{name: key, type: str, default: ""}}
+    graph:
+      entry_point: put
+      nodes:
+        - name: put
+          type: set_state
+          args: {{values: {{key: '"the key is {secret}"'}}}}
+        - name: ask
+          type: interrupt
+          args: {{value: 'state.key'}}
+      edges:
+        - {{source: put, target: ask}}
+        - {{source: ask, target: __end__}}
+"#
+    );
+    let (d, seen) = drive(&yaml, Some(Control::Continue), vec![], None);
+    let st = wait_state(&seen, "interrupted");
+    let shown = "the key is [redacted:OPENAI_API_KEY]";
+    assert_eq!(st.pending.as_ref().map(|p| p.prompt.as_str()), Some(shown));
+    assert_eq!(d.state_at(1).unwrap()["key"], shown);
+    assert_eq!(d.status().unwrap().pending.unwrap().prompt, shown);
+    let events = serde_json::to_string(&seen.events()).unwrap();
+    assert!(!events.contains(secret) && events.contains("[redacted:OPENAI_API_KEY]"), "{events}");
+}
