@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  cliGraph, eventually, fixture, hook, windowTitles, launch, nodeSel, preflight, screenshot, sleep, startDriver, testid, waitForView,
+  ROOT, cliGraph, eventually, fixture, hook, windowTitles, launch, nodeSel, preflight, screenshot, sleep, startDriver, testid, tmpDir, waitForView,
 } from './lib.mjs';
 import { registerDebugTests, registerLiveTests } from './debug.mjs';
 
@@ -311,6 +311,79 @@ test('recent files: a file opened before is listed on the empty screen', async (
   const items = await b2.$$(testid('recent-item'));
   await items[0].click();
   await waitForView(b2, (v) => v.path === file, 'the recent file opened');
+});
+
+test('bad input: hostile files open with positioned problems and the window stays responsive', async ({ b }) => {
+  await waitForView(b, (v) => v.nodes.length > 0);
+  // A spread of the committed corpus (every k-th file, both dialects, YAML and byte oddities)...
+  const bad = path.join(ROOT, 'tests', 'bad');
+  const all = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((x, y) => x.name.localeCompare(y.name))) {
+      if (e.name.startsWith('_')) continue;
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/\.ya?ml$/.test(e.name)) all.push(p);
+    }
+  };
+  walk(bad);
+  const step = Math.max(1, Math.floor(all.length / 24));
+  const files = all.filter((_, i) => i % step === 0);
+  // ... plus generated ones too big to commit: an alias bomb, 10,000-deep nesting, a 5 MB line.
+  const dir = tmpDir('switchyard-e2e-bad-');
+  const gen = (name, text) => { const f = path.join(dir, name); fs.writeFileSync(f, text); files.push(f); };
+  let bomb = 'manifest_version: 1\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n';
+  for (let i = 1; i < 12; i++) bomb += `a${i}: &a${i} [${Array(10).fill(`*a${i - 1}`).join(', ')}]\n`;
+  gen('alias-bomb.yaml', bomb + 'agents: {}\n');
+  gen('deep.yaml', 'manifest_version: 1\nagents: ' + '['.repeat(10000) + ']'.repeat(10000) + '\n');
+  gen('huge-line.yaml', `manifest_version: 1\nprompts:\n  - id: p\n    instructions: "${'x'.repeat(5_000_000)}"\nagents: {}\n`);
+  const slow = [];
+  for (const f of files) {
+    const t0 = Date.now();
+    // As the Open… dialog does once a file is picked.
+    const r = await b.executeAsync((p, done) => {
+      const name = p.split('/').pop();
+      const t0 = performance.now();
+      window.__switchyardTest.openPath(p).then(() => {
+        // The hook is refreshed after the next committed render.
+        const check = () => {
+          const v = window.__switchyard.view;
+          if (v && v.path.endsWith(name)) return done({ ok: true, path: v.path, n: v.diagnostics.length });
+          if (performance.now() - t0 > 5000) {
+            return done({ ok: false, err: [...document.querySelectorAll('[data-testid="toast"]')].map((t) => t.textContent).join(' | ') });
+          }
+          requestAnimationFrame(check);
+        };
+        check();
+      }, (e) => done({ ok: false, err: e?.message ?? String(e) }));
+    }, f);
+    const took = Date.now() - t0;
+    const label = path.relative(ROOT, f);
+    if (!r.ok) {
+      // Refused outright (an I/O problem): the message must name the file.
+      assert(r.err.includes(path.basename(f)), `${label}: the error names the file: ${r.err}`);
+      continue;
+    }
+    assert(r.n > 0, `${label}: at least one problem`);
+    let locs = null;
+    await b.waitUntil(async () => {
+      locs = await b.execute((p) => window.__switchyard.view?.path === p &&
+        [...document.querySelectorAll('[data-testid="problem"] .loc')].map((e) => e.textContent), r.path);
+      return Array.isArray(locs) && locs.length > 0;
+    }, { timeout: 10000, interval: 50, timeoutMsg: `${label}: the problems were never listed` }).catch(async (e) => {
+      const seen = await b.execute(() => ({ path: window.__switchyard.view?.path, locs: [...document.querySelectorAll('[data-testid="problem"] .loc')].map((x) => x.textContent) }));
+      throw new Error(`${e.message}; the window shows ${JSON.stringify(seen).slice(0, 500)}, expected ${r.path}`);
+    });
+    for (const l of locs) assert(/(^|· )[1-9]\d*:[1-9]\d*$/.test(l), `${label}: every problem has a line:column, got "${l}"`);
+    // Still responsive: a round trip through the page is quick.
+    const p0 = Date.now();
+    await b.execute(() => document.title);
+    assert(Date.now() - p0 < 1000, `${label}: the page answered in ${Date.now() - p0} ms`);
+    if (took > 2000) slow.push(`${label} ${took} ms`);
+  }
+  // 2 s per file as the issue asks, measured around WebDriver (which adds its own latency).
+  assert(slow.length === 0, `opening took over 2 s: ${slow.join(', ')}`);
+  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 // ---------------------------------------------------------------------------------------------

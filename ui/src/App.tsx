@@ -40,7 +40,7 @@ declare global {
     __switchyard?: { ready: boolean; view: View | null; debug?: DebugHook };
     /** Actions for end-to-end tests that the UI reaches through native dialogs WebDriver cannot
      *  drive (Open trace…): the same store actions the buttons call. */
-    __switchyardTest?: { openTrace(path: string): Promise<void> };
+    __switchyardTest?: { openTrace(path: string): Promise<void>; openPath(path: string): Promise<void> };
   }
 }
 
@@ -170,9 +170,14 @@ function TestHook() {
   const selectedStep = useDebug((s) => s.selectedStep);
   const pending = useDebug((s) => s.model.pending?.id ?? null);
   const debugStore = useDebugStore();
+  const store = useAppStore();
   useEffect(() => {
-    window.__switchyardTest = { openTrace: (path) => debugStore.getState().openTrace(path) };
-  }, [debugStore]);
+    window.__switchyardTest = {
+      openTrace: (path) => debugStore.getState().openTrace(path),
+      // What the Open… dialog does once a file is picked (the native dialog cannot be driven).
+      openPath: (path) => store.getState().openPath(path),
+    };
+  }, [debugStore, store]);
   useEffect(() => {
     // `debug` is there once a document is open (the debugger lives in the workspace).
     window.__switchyard =
