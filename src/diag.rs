@@ -48,7 +48,7 @@ impl Diagnostic {
         Diagnostic {
             severity,
             code: code.to_string(),
-            message: message.into(),
+            message: show_invisible(message.into()),
             file: String::new(),
             line: 1,
             column: 1,
@@ -86,12 +86,12 @@ impl Diagnostic {
     }
 
     pub fn hint(mut self, hint: impl Into<String>) -> Diagnostic {
-        self.hint = Some(hint.into());
+        self.hint = Some(show_invisible(hint.into()));
         self
     }
     pub fn maybe_hint(mut self, hint: Option<String>) -> Diagnostic {
-        if hint.is_some() {
-            self.hint = hint;
+        if let Some(h) = hint {
+            self.hint = Some(show_invisible(h));
         }
         self
     }
@@ -102,6 +102,30 @@ impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+}
+
+/// Characters that render as nothing or reorder the text around them (zero-width spaces and
+/// joiners, bidirectional controls, the BOM): two names that differ only by one look equal, and
+/// a bidi control in a message scrambles the line it is shown on.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// Messages show invisible characters as escapes (`n\u{200b}1`), so quoted names say what the
+/// file really holds.
+fn show_invisible(s: String) -> String {
+    if !s.chars().any(is_invisible) {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_invisible(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Sort diagnostics by file, position, then severity; remove exact duplicates.
@@ -203,6 +227,14 @@ mod tests {
         assert_eq!(did_you_mean("on_eror", ["on_error", "name", "type"]), Some("on_error"));
         assert_eq!(did_you_mean("zzz", ["prompt", "args"]), None);
         assert_eq!(did_you_mean("fallbak", ["fallback", "next"]), Some("fallback"));
+    }
+
+    #[test]
+    fn invisible_characters_are_shown_as_escapes() {
+        let d = Diagnostic::error("x", "node `n\u{200b}1` and `\u{202e}evil\u{202c}`").hint("rename `a\u{feff}`");
+        assert_eq!(d.message, "node `n\\u{200b}1` and `\\u{202e}evil\\u{202c}`");
+        assert_eq!(d.hint.as_deref(), Some("rename `a\\u{feff}`"));
+        assert_eq!(Diagnostic::error("x", "tab\tand é").message, "tab\tand é");
     }
 
     #[test]

@@ -1563,6 +1563,14 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
         }
         None => {}
     }
+    if schema.is_none() {
+        // No schema check ran: still say why keys from a `<<` merge are missing.
+        for e in node.as_map().unwrap_or(&[]) {
+            if super::schema::is_merge_key(&e.key) {
+                b.diags.push(super::schema::merge_key_error(b.file, &e.key, &what));
+            }
+        }
+    }
 
     // Node id (§3 step 3).
     let id_field = b.sp_str(node.get("id"));
@@ -1592,6 +1600,12 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
     let state_updates = b.state_updates(node.get("state_updates"), &what);
     let g = |k: &str| node.get(k).filter(|n| !n.is_null());
 
+    // The schema is only shown to the model (as text), so a broken one is a warning.
+    if matches!(kind.value.as_str(), "agent" | "llm") {
+        if let Some(schema) = g("output_schema") {
+            b.checker().check_json_schema(schema, &format!("`output_schema` of {what}"), crate::diag::Severity::Warning);
+        }
+    }
     let body = match kind.value.as_str() {
         "agent" => NodeBody::Agent(AgentNode {
             agent: b.sp_str(g("agent")),

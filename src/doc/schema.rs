@@ -220,6 +220,7 @@ impl<'a> Checker<'a> {
             }
             match obj.field(key) {
                 Some(f) => self.check_value(&e.value, &f.ty, &format!("`{key}` of {what}"), f.required),
+                None if is_merge_key(&e.key) => self.push(merge_key_error(self.file, &e.key, what)),
                 None if obj.open => {}
                 None if self.allow_x_keys && key.starts_with("x-") => {}
                 None => {
@@ -354,6 +355,116 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Sanity checks of a JSON Schema written in YAML: the root is a mapping, `type` names JSON
+    /// types, `properties` / `$defs` map names to schemas, `required` lists names, `items` and
+    /// the combinators hold schemas. Not a full meta-schema check: only what no JSON Schema
+    /// consumer (provider APIs, validators) accepts. `severity` is the dialect's call: sherma
+    /// hands the schema to an API or a validator, Loki only shows it to the model.
+    pub fn check_json_schema(&mut self, node: &YNode, what: &str, severity: crate::diag::Severity) {
+        if node.is_null() || matches!(node.kind, YKind::Bad) {
+            return;
+        }
+        if node.as_map().is_none() {
+            let mut d = Diagnostic::new(severity, "json-schema", format!("{what} must be a JSON Schema object (a mapping), found {}", node.describe()))
+                .at(self.file, node.span);
+            if node.as_str().is_some_and(|t| t.trim_start().starts_with('{')) {
+                d = d.hint("write the schema as YAML (a mapping), not as a JSON string");
+            } else {
+                d = d.hint("e.g. `{type: object, properties: {answer: {type: string}}, required: [answer]}`");
+            }
+            self.push(d);
+            return;
+        }
+        self.json_schema_at(node, what, severity, 0);
+    }
+
+    fn json_schema_at(&mut self, node: &YNode, what: &str, severity: crate::diag::Severity, depth: usize) {
+        const TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
+        let Some(entries) = node.as_map() else {
+            // `true` / `false` are schemas too.
+            if node.as_bool().is_none() && !matches!(node.kind, YKind::Bad) {
+                self.push(
+                    Diagnostic::new(severity, "json-schema", format!("{what} must be a schema (a mapping), found {}", node.describe()))
+                        .at(self.file, node.span),
+                );
+            }
+            return;
+        };
+        if depth > 64 {
+            return;
+        }
+        let bad = |this: &mut Self, n: &YNode, msg: String, hint: &str| {
+            this.push(Diagnostic::new(severity, "json-schema", msg).at(this.file, n.span).hint(hint.to_string()));
+        };
+        for e in entries {
+            let key = e.key.key_text();
+            let v = &e.value;
+            let at = format!("`{key}` of {what}");
+            match key {
+                "type" => {
+                    let names: Vec<&YNode> = match &v.kind {
+                        YKind::Seq(items) if !items.is_empty() => items.iter().collect(),
+                        YKind::Scalar(_) => vec![v],
+                        _ => {
+                            bad(self, v, format!("{at} must be a type name or a list of them, found {}", v.describe()), "JSON types: string, number, integer, boolean, object, array, null");
+                            continue;
+                        }
+                    };
+                    for n in names {
+                        let t = n.scalar_text().unwrap_or("");
+                        if !TYPES.contains(&t) {
+                            let hint = match did_you_mean(t, TYPES.iter().copied()) {
+                                Some(s) => format!("did you mean `{s}`? JSON types: {}", TYPES.join(", ")),
+                                None => format!("JSON types: {}", TYPES.join(", ")),
+                            };
+                            bad(self, n, format!("{at} is `{t}`, which is not a JSON type"), &hint);
+                        }
+                    }
+                }
+                "properties" | "$defs" | "definitions" | "patternProperties" => match v.as_map() {
+                    Some(props) => {
+                        for p in props {
+                            self.json_schema_at(&p.value, &format!("property `{}` of {what}", p.key.key_text()), severity, depth + 1);
+                        }
+                    }
+                    None => bad(self, v, format!("{at} must map names to schemas, found {}", v.describe()), "e.g. `properties: {answer: {type: string}}`"),
+                },
+                "required" => match v.as_seq() {
+                    Some(items) => {
+                        for i in items {
+                            if i.as_str().is_none() {
+                                bad(self, i, format!("{at} must list property names, found {}", i.describe()), "quote it if it is a name");
+                            }
+                        }
+                    }
+                    None => bad(self, v, format!("{at} must be a list of property names, found {}", v.describe()), "e.g. `required: [answer]`"),
+                },
+                "items" | "additionalProperties" | "not" | "contains" | "propertyNames" | "if" | "then" | "else" => match v.as_seq() {
+                    Some(items) if key == "items" => {
+                        for i in items {
+                            self.json_schema_at(i, &at, severity, depth + 1);
+                        }
+                    }
+                    _ => self.json_schema_at(v, &at, severity, depth + 1),
+                },
+                "anyOf" | "allOf" | "oneOf" | "prefixItems" => match v.as_seq() {
+                    Some(items) if !items.is_empty() => {
+                        for i in items {
+                            self.json_schema_at(i, &at, severity, depth + 1);
+                        }
+                    }
+                    _ => bad(self, v, format!("{at} must be a non-empty list of schemas, found {}", v.describe()), "one schema per list item"),
+                },
+                "enum" => {
+                    if v.as_seq().is_none() {
+                        bad(self, v, format!("{at} must be a list of values, found {}", v.describe()), "e.g. `enum: [low, high]`");
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// A number below its schema minimum.
     fn check_min<T: PartialOrd + std::fmt::Display>(&mut self, node: &YNode, what: &str, v: T, min: Option<T>) {
         if let Some(m) = min {
@@ -386,6 +497,18 @@ fn doc_suffix(doc: &str) -> String {
     if doc.is_empty() { String::new() } else { format!(": {doc}") }
 }
 
+/// A plain `<<` key: a YAML 1.1 merge key.
+pub fn is_merge_key(key: &YNode) -> bool {
+    matches!(&key.kind, YKind::Scalar(s) if s.style == Style::Plain && s.text == "<<")
+}
+
+/// Merge keys are not applied: sherma's loader (PyYAML) would merge, Loki's (serde) ignores them.
+pub fn merge_key_error(file: &SourceFile, key: &YNode, what: &str) -> Diagnostic {
+    Diagnostic::error("merge-key", format!("YAML merge keys (`<<`) are not supported: the keys it would merge into {what} are not read"))
+        .at(file, key.span)
+        .hint("write the keys out in full: sherma's YAML loader would merge them while Loki ignores `<<`, so the file would mean different things to different tools")
+}
+
 /// A short span at the start of a node (its first line), for "missing field" diagnostics.
 pub fn head_span(file: &SourceFile, node: &YNode) -> Span {
     let text = file.text();
@@ -406,6 +529,21 @@ pub fn value_offset_to_source(file: &SourceFile, node: &YNode, value_off: usize)
     let base = node.span.start as usize;
     if sc.style == Style::Plain && !sc.text.contains('\n') && raw_str.as_bytes().starts_with(value) {
         return base + value_off;
+    }
+    if sc.style == Style::Literal {
+        // The body of the block from the start of its first line (the span may start at the
+        // header or at the first content character).
+        let text = file.text();
+        let body_start = match raw_str.starts_with(['|', '>']) {
+            true => raw_str.find('\n').map(|p| base + p + 1),
+            false => Some(text[..base].rfind('\n').map_or(0, |p| p + 1)),
+        };
+        let end = (node.span.end as usize).min(text.len());
+        if let Some(start) = body_start.filter(|&s| s <= end) {
+            if let Some(off) = literal_offset(&text[start..end], &sc.text, value_off) {
+                return start + off;
+            }
+        }
     }
     // Skip the opening: a quote, or a block header line (`|`, `>-`, `|2` ...).
     let raw = raw_str.as_bytes();
@@ -454,6 +592,25 @@ pub fn value_offset_to_source(file: &SourceFile, node: &YNode, value_off: usize)
         j += 1;
     }
     base + j.min(raw.len())
+}
+
+/// [`value_offset_to_source`] for a literal block scalar (`|`): each value line is a source line
+/// without the block's indentation, so the offset is exact (also on more-indented lines).
+/// `body` starts at the beginning of the block's first content line.
+fn literal_offset(body: &str, value: &str, value_off: usize) -> Option<usize> {
+    let raw_lines: Vec<&str> = body.split('\n').collect();
+    let value_lines: Vec<&str> = value.split('\n').collect();
+    let spaces = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    // The block's indentation: a non-blank line's indentation in the source minus in the value.
+    let k = value_lines.iter().position(|l| !l.trim().is_empty())?;
+    let indent = spaces(raw_lines.get(k)?).checked_sub(spaces(value_lines[k]))?;
+    let before = value.get(..value_off)?;
+    let line = before.matches('\n').count();
+    let column = value_off - before.rfind('\n').map_or(0, |p| p + 1);
+    let target = raw_lines.get(line)?;
+    let line_start: usize = raw_lines[..line].iter().map(|l| l.len() + 1).sum::<usize>();
+    let off = line_start + indent.min(spaces(target)) + column;
+    (off <= body.len() && body.is_char_boundary(off)).then_some(off)
 }
 
 #[cfg(test)]
@@ -506,6 +663,46 @@ mod tests {
         let d = check("next: {a: 1}\n");
         assert!(d.iter().any(|d| d.code == "wrong-type" && d.line == 1));
         assert!(d.iter().any(|d| d.code == "missing-field"));
+    }
+
+    #[test]
+    fn value_offset_at_the_start_of_a_block_line_skips_the_indentation() {
+        let src = "a:\n  b: |\n    {\n      x\n    }\n";
+        let f = SourceFile::new("t.yaml", src);
+        let root = yaml::parse(&f).root.unwrap();
+        let b = root.get("a").unwrap().get("b").unwrap();
+        let value = b.as_str().unwrap();
+        let close = value.find('}').unwrap();
+        assert_eq!(value_offset_to_source(&f, b, close), src.find('}').unwrap());
+        let x = value.find('x').unwrap();
+        assert_eq!(value_offset_to_source(&f, b, x), src.find('x').unwrap());
+        // A more-indented line keeps its extra spaces.
+        assert_eq!(value_offset_to_source(&f, b, value.find("  x").unwrap()), src.find("  x").unwrap());
+    }
+
+    #[test]
+    fn json_schema_sanity() {
+        let run = |src: &str| {
+            let f = SourceFile::new("t.yaml", src);
+            let root = yaml::parse(&f).root.unwrap();
+            let mut diags = Vec::new();
+            Checker::new(&f, &mut diags).check_json_schema(root.get("s").unwrap(), "the schema", crate::diag::Severity::Error);
+            diags.into_iter().map(|d| (d.line, d.column)).collect::<Vec<_>>()
+        };
+        let ok = "s:\n  type: object\n  properties:\n    a: {type: [string, 'null']}\n    b: {type: array, items: {type: integer}}\n    c: true\n  required: [a]\n  anyOf: [{required: [a]}]\n  additionalProperties: false\n";
+        assert_eq!(run(ok), vec![]);
+        assert_eq!(run("s: '{\"type\": \"object\"}'\n"), vec![(1, 4)]);
+        let bad = "s:\n  type: objekt\n  properties: [a, b]\n  required: a\n  items: {type: [str]}\n  anyOf: []\n";
+        assert_eq!(run(bad), vec![(2, 9), (3, 15), (4, 13), (5, 18), (6, 10)]);
+    }
+
+    #[test]
+    fn merge_keys_are_reported() {
+        let d = check("name: x\n<<: {next: a}\n");
+        let m = d.iter().find(|d| d.code == "merge-key").expect("merge-key");
+        assert_eq!((m.line, m.column, m.severity), (2, 1, crate::diag::Severity::Error));
+        assert!(!d.iter().any(|d| d.code == "unknown-key"), "{d:#?}");
+        assert!(check("name: x\n\"<<\": 1\n").iter().any(|d| d.code == "unknown-key"));
     }
 
     #[test]

@@ -773,6 +773,28 @@ pub fn build(
             );
         }
     }
+    // Skills need a card (sherma silently registers nothing without one); a sub-agent has at
+    // most one source (sherma silently picks one).
+    for sk in &doc.skills {
+        if sk.id.is_some() && sk.get("skill_card_path").is_none() && sk.get("url").is_none() {
+            b.diags.push(
+                Diagnostic::error("skill-source", format!("skill `{}` has neither `skill_card_path` nor `url`", sk.id_str()))
+                    .at(file, super::schema::head_span(file, &sk.node))
+                    .hint("sherma registers nothing for it, so loading it fails: add `skill_card_path:` (a local card) or `url:` (a remote card)"),
+            );
+        }
+    }
+    for sa in &doc.sub_agents {
+        let given: Vec<&str> = ["url", "import_path", "yaml_path"].into_iter().filter(|k| sa.get(k).is_some()).collect();
+        if given.len() > 1 {
+            let at = sa.get(given[1]).map(|v| v.span).unwrap_or_else(|| super::schema::head_span(file, &sa.node));
+            b.diags.push(
+                Diagnostic::error("sub-agent-source", format!("sub-agent `{}` has both `{}` and `{}`", sa.id_str(), given[0], given[1]))
+                    .at(file, at)
+                    .hint("give exactly one source: `url` (a remote A2A agent), `import_path` (a Python Agent) or `yaml_path` (another agent file)"),
+            );
+        }
+    }
     for m in &doc.mcp_servers {
         let transport = m.get_str("transport").unwrap_or("streamable_http");
         let (has_url, has_cmd) = (m.get("url").is_some(), m.get("command").is_some());
@@ -890,6 +912,12 @@ fn build_agent(b: &mut Builder<'_>, name: Sp<String>, node: &YNode) -> Option<Ag
     let what = format!("agent `{}`", name.value);
     if !b.checker().check_obj_except(node, &AGENT_DEF, &what, &["graph", "state"]) {
         return None;
+    }
+    // The A2A executor validates structured input and output against these with jsonschema.
+    for key in ["input_schema", "output_schema"] {
+        if let Some(schema) = node.get(key) {
+            b.checker().check_json_schema(schema, &format!("`{key}` of {what}"), crate::diag::Severity::Error);
+        }
     }
     let mut agent = AgentDef {
         name,
@@ -1092,6 +1120,10 @@ fn build_node(b: &mut Builder<'_>, item: &YNode, agent_what: &str) -> Option<Nod
             if let Some(rf) = args.get("response_format").filter(|n| !n.is_null()) {
                 c.response_format = Some(rf.to_json());
                 c.response_format_span = Some(rf.span);
+                if let Some(schema) = rf.get("schema") {
+                    let what = format!("the `response_format` schema of {label}");
+                    b.checker().check_json_schema(schema, &what, crate::diag::Severity::Error);
+                }
             }
             if let Some(su) = args.get("state_updates").and_then(|n| n.as_map()) {
                 for e in su {

@@ -407,6 +407,19 @@ impl<'a> V<'a> {
             let (Some(p), Some(path)) = (&s.script, &s.script_path) else {
                 continue;
             };
+            // The engine runs only scripts inside the agent directory (run/script.rs).
+            if let Some(resolved) = self.script_outside(&p.value, path) {
+                let d = self
+                    .err(
+                        "loki-script-outside",
+                        format!("Script '{}' resolves to '{}', outside the agent directory", p.value, resolved.display()),
+                        p.span,
+                    )
+                    .node(n.id.value.clone())
+                    .hint("scripts must live in the agent's folder (a relative path without `..`, no symbolic link out of it); the run refuses this one");
+                self.push(d);
+                continue;
+            }
             if !path.exists() {
                 let d = self
                     .err("loki-script-missing", format!("Script file not found: '{}'", path.display()), p.span)
@@ -428,6 +441,28 @@ impl<'a> V<'a> {
                 self.push(d);
             }
         }
+    }
+
+    /// Where a script path leads when that is outside the agent directory: an absolute path,
+    /// `..` climbing out, or (for an existing file) a symbolic link out of it.
+    fn script_outside(&self, written: &str, path: &Path) -> Option<PathBuf> {
+        let dir = &self.l.agent_dir;
+        if let (Ok(real), Ok(real_dir)) = (path.canonicalize(), dir.canonicalize()) {
+            return (!real.starts_with(&real_dir)).then_some(real);
+        }
+        let w = Path::new(written);
+        let mut depth = 0i32;
+        let mut escapes = w.has_root();
+        for c in w.components() {
+            match c {
+                std::path::Component::ParentDir => depth -= 1,
+                std::path::Component::Normal(_) => depth += 1,
+                std::path::Component::Prefix(_) | std::path::Component::RootDir => escapes = true,
+                std::path::Component::CurDir => {}
+            }
+            escapes |= depth < 0;
+        }
+        escapes.then(|| path.to_path_buf())
     }
 
     // 6 -----------------------------------------------------------------------------------
@@ -1059,6 +1094,34 @@ impl<'a> V<'a> {
                 self.push(d);
                 continue;
             }
+            // A node listed twice in one fan-out runs once (the frontier is a set).
+            let mut seen_next: HashSet<&str> = HashSet::new();
+            for t in &n.next {
+                if !seen_next.insert(t.value.as_str()) {
+                    let d = self
+                        .warn("loki-fanout-duplicate", format!("'{}' is listed more than once in `next`; it runs once", t.value), t.span)
+                        .node(n.id.value.clone())
+                        .hint("remove the repeated entry");
+                    self.push(d);
+                }
+            }
+            if let NodeBody::Map(m) = &n.body
+                && let Some(over) = &m.over
+            {
+                let text = over.text.trim();
+                let single = crate::expr::template::parse(text).refs.first().is_some_and(|r| r.range == (0..text.len()));
+                if !single && !text.is_empty() {
+                    let d = self
+                        .err(
+                            "loki-map-over",
+                            "`over` is not a single `{{key}}` reference: it renders to text, and the map fails (\"must resolve to an array, got string\")",
+                            over.span(),
+                        )
+                        .node(n.id.value.clone())
+                        .hint("write exactly one reference to a list in state, e.g. `over: \"{{items}}\"`");
+                    self.push(d);
+                }
+            }
             if let NodeBody::Input(_) = &n.body
                 && n.next.len() > 1
             {
@@ -1492,6 +1555,88 @@ mod tests {
     }
 
     const HEAD: &str = "name: t\nversion: \"1.0\"\n";
+
+    #[test]
+    fn scripts_outside_the_agent_directory_are_errors() {
+        for (script, outside) in [
+            ("../x.sh", true),
+            ("/etc/hostname", true),
+            ("a/../../x.py", true),
+            ("a/../x.sh", false),
+            ("./x.sh", false),
+        ] {
+            let d = check(&format!(
+                "{HEAD}start: s\nnodes:\n  s:\n    type: script\n    script: {script}\n    next: e\n  e:\n    type: end\n"
+            ));
+            assert_eq!(count(&d, "loki-script-outside"), usize::from(outside), "{script}: {d:#?}");
+            if outside {
+                let x = find(&d, "loki-script-outside");
+                assert_eq!((x.line, x.column, x.severity), (7, 13, Severity::Error), "{x:?}");
+                assert!(x.message.contains("outside the agent directory"), "{x:?}");
+                assert_eq!(count(&d, "loki-script-missing"), 0, "{d:#?}");
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_script_linked_out_of_the_agent_directory_is_an_error() {
+        let root = std::env::temp_dir().join(format!("sy-script-link-{}", std::process::id()));
+        let agent = root.join("agent");
+        std::fs::create_dir_all(&agent).unwrap();
+        std::fs::write(root.join("outside.sh"), "echo '{}'\n").unwrap();
+        std::fs::write(agent.join("inside.sh"), "echo '{}'\n").unwrap();
+        let _ = std::os::unix::fs::symlink(root.join("outside.sh"), agent.join("link.sh"));
+        let text = |s: &str| format!("{HEAD}start: s\nnodes:\n  s:\n    type: script\n    script: {s}\n    next: e\n  e:\n    type: end\n");
+        let d = check_doc(&load_str(&agent.join("graph.yaml"), &text("link.sh")));
+        assert_eq!(count(&d, "loki-script-outside"), 1, "{d:#?}");
+        let d = check_doc(&load_str(&agent.join("graph.yaml"), &text("inside.sh")));
+        assert_eq!(count(&d, "loki-script-outside"), 0, "{d:#?}");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn map_over_must_be_one_reference() {
+        for (over, bad) in [("{{xs}}", false), (" {{xs}} ", false), ("{{xs}} and more", true), ("xs", true), ("{{xs}}{{ys}}", true)] {
+            let d = check(&format!(
+                "{HEAD}initial_state: {{xs: [1], ys: [2]}}\nstart: m\nnodes:\n  m:\n    type: map\n    over: \"{over}\"\n    as: x\n    branch: b\n    collect_into: out\n    next: e\n  b:\n    type: script\n    script: b.sh\n  e:\n    type: end\n"
+            ));
+            assert_eq!(count(&d, "loki-map-over"), usize::from(bad), "{over}: {d:#?}");
+            if bad {
+                assert_eq!(find(&d, "loki-map-over").line, 8);
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_fanout_entries_warn() {
+        let d = check(&format!(
+            "{HEAD}start: a\nnodes:\n  a:\n    type: llm\n    prompt: p\n    next: [b, c, b]\n  b:\n    type: end\n  c:\n    type: end\n"
+        ));
+        let x = find(&d, "loki-fanout-duplicate");
+        assert_eq!((x.line, x.column, x.severity), (8, 18, Severity::Warning), "{x:?}");
+        assert_eq!(count(&d, "loki-fanout-duplicate"), 1);
+    }
+
+    #[test]
+    fn output_schema_sanity_is_a_warning() {
+        let doc = load_str(
+            &fixtures().join("scratch/graph.yaml"),
+            &format!("{HEAD}start: a\nnodes:\n  a:\n    type: llm\n    prompt: p\n    output_schema: {{type: objekt}}\n    next: e\n  e:\n    type: end\n"),
+        );
+        let x = doc.diagnostics.iter().find(|d| d.code == "json-schema").expect("json-schema");
+        assert_eq!((x.line, x.column, x.severity), (8, 27, Severity::Warning), "{x:?}");
+    }
+
+    #[test]
+    fn merge_keys_in_untyped_nodes_are_reported() {
+        let doc = load_str(
+            &fixtures().join("scratch/graph.yaml"),
+            &format!("{HEAD}d: &d {{type: end}}\nstart: a\nnodes:\n  a:\n    <<: *d\n"),
+        );
+        let x = doc.diagnostics.iter().find(|d| d.code == "merge-key").expect("merge-key");
+        assert_eq!((x.line, x.column), (7, 5), "{:#?}", doc.diagnostics);
+    }
 
     #[test]
     fn demo_fixture_is_clean() {

@@ -207,6 +207,21 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
             }
         }
     }
+    // State fields: unique names (sherma builds its state class from the list; a repeat
+    // silently replaces the first declaration's type and default).
+    let mut field_at: HashMap<&str, Span> = HashMap::new();
+    for f in &agent.state_fields {
+        if f.name.value.is_empty() {
+            continue;
+        }
+        if let Some(first) = field_at.get(f.name.value.as_str()) {
+            let line = file.line_col(first.start as usize).line;
+            let d = v.err("sherma-duplicate-field", format!("state field `{}` is declared twice", f.name.value), f.name.span);
+            set_hint(d, format!("the first declaration is on line {line}; remove one of them"));
+        } else {
+            field_at.insert(&f.name.value, f.name.span);
+        }
+    }
     let name_set: HashSet<&str> = names.iter().copied().collect();
     let node_exists = |name: &str| name_set.contains(name);
     let ref_hint = |name: &str| -> String {
@@ -627,8 +642,60 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
             set_hint(d, "connect it with an edge, or delete it");
         }
     }
+    no_exit(&mut v, agent, &eff, &seen);
     let _ = graph;
     let _ = Cond::Missing;
+}
+
+/// Reachable nodes from which no path leads to `__end__` or to a node without outgoing edges
+/// (which ends the run): such a run can only stop at the recursion limit, an error. Interrupt
+/// nodes count as exits (a chat loop stops when the user stops answering).
+fn no_exit(v: &mut V<'_>, agent: &AgentDef, eff: &crate::graph::lower_sherma::Effective, reachable: &HashSet<&str>) {
+    let kinds: HashMap<&str, &str> = agent.nodes.iter().map(|n| (n.name.value.as_str(), n.kind.value.as_str())).collect();
+    let targets = |e: &crate::graph::lower_sherma::EffEdge| -> Vec<String> {
+        match &e.kind {
+            EffKind::Static { target } => vec![target.clone()],
+            EffKind::Conditional { branches, default, .. } => {
+                branches.iter().map(|b| b.target.clone()).chain(std::iter::once(default.clone())).collect()
+            }
+        }
+    };
+    let mut finishes: HashSet<String> = HashSet::from([END.to_string()]);
+    loop {
+        let mut changed = false;
+        for &n in reachable {
+            if finishes.contains(n) {
+                continue;
+            }
+            let mut outs = eff.outgoing(n).peekable();
+            let exits = outs.peek().is_none()
+                || kinds.get(n) == Some(&"interrupt")
+                // (an edge back to `__start__` is an error of its own: not followed here)
+                || eff.outgoing(n).any(|e| targets(e).iter().any(|t| t == START || finishes.contains(t.as_str())));
+            if exits {
+                finishes.insert(n.to_string());
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let stuck: Vec<&crate::doc::sherma::NodeDef> =
+        agent.nodes.iter().filter(|n| reachable.contains(n.name.value.as_str()) && !finishes.contains(&n.name.value)).collect();
+    let Some(first) = stuck.first() else { return };
+    let names: Vec<&str> = stuck.iter().take(10).map(|n| n.name.value.as_str()).collect();
+    let more = if stuck.len() > 10 { format!(" and {} more", stuck.len() - 10) } else { String::new() };
+    let every_run = !finishes.contains(START);
+    let msg = format!(
+        "no path from {} `{}`{more} reaches `__end__`: {} loops until the recursion limit fails it",
+        if names.len() == 1 { "node" } else { "nodes" },
+        names.join("`, `"),
+        if every_run { "every run" } else { "a run that gets here" },
+    );
+    let d = if every_run { v.err("sherma-no-exit", msg, first.name.span) } else { v.warn("sherma-no-exit", msg, first.name.span) };
+    d.node = Some(first.name.value.clone());
+    set_hint(d, "give the loop a way out: a branch (or `default`) to `__end__` or to a node that ends the run");
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -754,4 +821,79 @@ fn compile_all(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::expr::
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::{Diagnostic, Severity};
+    use std::path::Path;
+
+    fn check(text: &str) -> Vec<Diagnostic> {
+        let doc = crate::doc::load_str(Path::new("/nonexistent/agent.yaml"), text);
+        crate::validate::validate(&doc, None)
+    }
+
+    fn find<'d>(d: &'d [Diagnostic], code: &str) -> &'d Diagnostic {
+        d.iter().find(|x| x.code == code).unwrap_or_else(|| panic!("no {code} in {d:#?}"))
+    }
+
+    /// One agent with fields `messages` and `n`; `nodes` and `edges` are indented for `graph:`.
+    fn agent(nodes: &str, edges: &str) -> String {
+        format!(
+            "manifest_version: 1\nagents:\n  a:\n    state:\n      fields: [{{name: messages, type: list}}, {{name: n, type: int}}]\n    graph:\n      entry_point: x\n      nodes:\n{nodes}      edges:\n{edges}"
+        )
+    }
+
+    const XY: &str = "        - {name: x, type: set_state, args: {values: {n: '1'}}}\n        - {name: y, type: set_state, args: {values: {n: '2'}}}\n";
+
+    #[test]
+    fn loops_without_an_exit() {
+        // Every run loops: an error at the first stuck node.
+        let d = check(&agent(XY, "        - {source: x, target: y}\n        - {source: y, target: x}\n"));
+        let x = find(&d, "sherma-no-exit");
+        assert_eq!((x.line, x.column, x.severity), (9, 18, Severity::Error), "{x:?}");
+        assert!(x.message.contains("`x`, `y`"), "{x:?}");
+        // A branch out of the loop: fine.
+        let out = "        - {source: x, target: y}\n        - source: y\n          branches: [{condition: state.n > 3, target: __end__}]\n          default: x\n";
+        assert!(!check(&agent(XY, out)).iter().any(|d| d.code == "sherma-no-exit"));
+        // Only some runs get stuck: a warning.
+        let some = "        - source: x\n          branches: [{condition: state.n > 3, target: y}]\n        - {source: y, target: y}\n";
+        let x = find(&check(&agent(XY, some)), "sherma-no-exit").clone();
+        assert_eq!((x.line, x.severity), (10, Severity::Warning), "{x:?}");
+        // A node without outgoing edges ends the run; an interrupt in the loop is a way out.
+        assert!(!check(&agent(XY, "        - {source: x, target: y}\n")).iter().any(|d| d.code == "sherma-no-exit"));
+        let chat = "        - {name: x, type: interrupt, args: {value: '\"?\"'}}\n        - {name: y, type: set_state, args: {values: {n: '2'}}}\n";
+        let d = check(&agent(chat, "        - {source: x, target: y}\n        - {source: y, target: x}\n"));
+        assert!(!d.iter().any(|d| d.code == "sherma-no-exit"), "{d:#?}");
+    }
+
+    #[test]
+    fn duplicate_state_fields() {
+        let text = agent(XY, "        - {source: x, target: y}\n").replace("{name: n, type: int}]", "{name: n, type: int}, {name: n, type: str}]");
+        let x = find(&check(&text), "sherma-duplicate-field").clone();
+        assert_eq!((x.line, x.column), (5, 75), "{x:?}");
+    }
+
+    #[test]
+    fn skill_and_sub_agent_sources() {
+        let head = "manifest_version: 1\nskills:\n  - {id: s, version: '1.0.0'}\nsub_agents:\n  - id: b\n    version: '1.0.0'\n    url: http://localhost:1\n    yaml_path: other.yaml\n";
+        let d = check(&format!("{head}{}", &agent(XY, "        - {source: x, target: y}\n")["manifest_version: 1\n".len()..]));
+        assert_eq!(find(&d, "skill-source").line, 3);
+        let x = find(&d, "sub-agent-source");
+        assert_eq!((x.line, x.column), (8, 16), "{x:?}");
+    }
+
+    #[test]
+    fn json_schemas_of_agents_and_response_formats() {
+        let text = agent(
+            "        - name: x\n          type: call_llm\n          args:\n            llm: {id: m}\n            prompt: [{role: human, content: '\"hi\"'}]\n            response_format: {name: r, schema: {type: object, properties: {a: {type: str}}}}\n            state_updates: {messages: '[llm_response]'}\n",
+            "        - {source: x, target: __end__}\n",
+        )
+        .replace("    state:\n", "    input_schema: {type: objekt}\n    state:\n")
+        .replace("manifest_version: 1\n", "manifest_version: 1\nllms: [{id: m, model_name: x}]\n");
+        let d = check(&text);
+        let lines: Vec<u32> = d.iter().filter(|d| d.code == "json-schema").map(|d| d.line).collect();
+        assert_eq!(lines, vec![5, 16], "{d:#?}");
+        assert!(d.iter().filter(|d| d.code == "json-schema").all(|d| d.severity == Severity::Error));
+    }
 }
