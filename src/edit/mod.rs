@@ -179,6 +179,20 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
             d.message, d.line, d.column
         )));
     }
+    // A top-level key can decide the dialect (`prompts:` in a Loki graph.yaml without `nodes:`).
+    let now = doc::detect(path, check.root.as_ref());
+    if now != doc.dialect() {
+        let name = |d: Option<Dialect>| match d {
+            Some(Dialect::Sherma) => "a sherma agent",
+            Some(Dialect::Loki) => "a Loki graph",
+            None => "no kind of agent Switchyard knows",
+        };
+        return Err(EditError::new(format!(
+            "this change would make the file read as {} instead of {}; the file is unchanged",
+            name(now),
+            name(doc.dialect())
+        )));
+    }
     let edit = diff(text, &new);
     let inverse = diff(&new, text);
     Ok(Applied { text: new, edit, inverse, select })
@@ -198,4 +212,43 @@ pub(crate) fn check_new_name(name: &str) -> Result<(), EditError> {
         return Err(EditError::new(format!("`{name}` is reserved; choose another name")));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `edit_ops` fuzz target: a Loki graph.yaml known as Loki only by its name
+    /// (no `nodes:` yet) turned into a sherma file when a `prompts:` key was added.
+    #[test]
+    fn an_edit_never_changes_the_dialect() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "model: openai:gpt-4o-mini\ninstructions: hi\n";
+        assert_eq!(doc::load_str(path, text).dialect(), Some(Dialect::Loki));
+        let op = EditOp::SetDocField {
+            path: vec![PathSeg::Key("prompts".into())],
+            value: Some(serde_json::json!({"": null})),
+        };
+        let e = apply(text, path, None, &op).unwrap_err();
+        assert!(e.message.contains("read as a sherma agent instead of a Loki graph"), "{e}");
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("description".into())], value: Some("d".into()) };
+        assert!(apply(text, path, None, &op).unwrap().text.contains("description: d"));
+    }
+
+    /// Found by the `edit_ops` fuzz target: deleting the only node removed its only edge, whose
+    /// `target:` is empty and followed by a comment; the edit broke the YAML.
+    #[test]
+    fn delete_the_node_of_an_edge_with_an_empty_commented_target() {
+        let path = Path::new("/nowhere/agent.yaml");
+        let text = "manifest_version: 0\nagents:\n  neither:\n    graph:\n      nodes:\n        - name: first\n          type: set_state\n      edges:\n        - source: first\n          target: # comment\n";
+        let a = apply(text, path, None, &EditOp::DeleteNode { name: "first".into() });
+        let a = a.unwrap_or_else(|e| panic!("{e}"));
+        assert!(doc::load_str(path, &a.text).diagnostics.iter().all(|d| d.code != "yaml-syntax"), "{}", a.text);
+        assert!(a.text.ends_with("      nodes: []\n      edges: [] # comment\n"), "{}", a.text);
+        // the same in flow mappings: the last entry's empty value
+        let text = "manifest_version: 1\nagents: {a: {graph: {nodes: [{name: n, type: set_state, args: {values: {x: 1, y: }}}]}}}\n";
+        let op = EditOp::SetField { node: "n".into(), path: vec![PathSeg::Key("args".into()), PathSeg::Key("values".into()), PathSeg::Key("y".into())], value: None };
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.text.contains("{values: {x: 1 }}"), "{}", a.text);
+    }
 }

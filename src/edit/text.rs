@@ -4,7 +4,7 @@
 
 use super::{EditError, PathSeg};
 use crate::source::SourceFile;
-use crate::yaml::{self, ScalarValue, Style, YKind, YNode};
+use crate::yaml::{self, ScalarValue, Style, YEntry, YKind, YNode};
 use serde_json::Value as Json;
 
 pub type Res<T> = Result<T, EditError>;
@@ -132,7 +132,7 @@ pub fn eff_end(text: &str, node: &YNode) -> usize {
         }
         YKind::Scalar(_) | YKind::Bad => e,
         YKind::Map(entries) => {
-            let last = entries.last().map(|en| eff_end(text, &en.value).max(en.key.span.end as usize));
+            let last = entries.last().map(|en| entry_end(text, en));
             if is_flow(text, node) {
                 flow_close(text, node, last).map(|c| c + 1).unwrap_or(e)
             } else {
@@ -148,6 +148,12 @@ pub fn eff_end(text: &str, node: &YNode) -> usize {
             }
         }
     }
+}
+
+/// The end of a mapping entry: its value's end, but never before the `:` (an empty value, as
+/// in `key: # comment`, is placed before the colon).
+fn entry_end(text: &str, en: &YEntry) -> usize {
+    eff_end(text, &en.value).max(after_colon(text, &en.key))
 }
 
 /// Position of the closing bracket of a flow collection.
@@ -217,7 +223,7 @@ pub fn child_region(text: &str, parent: &YNode, idx: usize) -> Option<(usize, us
     let (anchor, end) = match &parent.kind {
         YKind::Map(entries) => {
             let en = entries.get(idx)?;
-            (en.key.span.start as usize, eff_end(text, &en.value).max(en.key.span.end as usize))
+            (en.key.span.start as usize, entry_end(text, en))
         }
         YKind::Seq(items) => {
             let it = items.get(idx)?;
@@ -710,7 +716,7 @@ impl<'a> Ed<'a> {
         let text = self.text;
         if is_flow(text, parent) {
             let spans: Vec<(usize, usize)> = match &parent.kind {
-                YKind::Map(e) => e.iter().map(|en| (en.key.span.start as usize, eff_end(text, &en.value).max(en.key.span.end as usize))).collect(),
+                YKind::Map(e) => e.iter().map(|en| (en.key.span.start as usize, entry_end(text, en))).collect(),
                 YKind::Seq(i) => i.iter().map(|it| (it.span.start as usize, eff_end(text, it))).collect(),
                 _ => vec![],
             };
@@ -771,7 +777,7 @@ impl<'a> Ed<'a> {
                 }
                 _ => match entries.last() {
                     Some(last) => {
-                        let p = eff_end(text, &last.value).max(last.key.span.end as usize);
+                        let p = entry_end(text, last);
                         Rep { start: p, end: p, text: format!(", {item}") }
                     }
                     None => {
@@ -851,7 +857,7 @@ impl<'a> Ed<'a> {
         }
         let regions: Vec<(usize, usize)> = if is_flow(text, parent) {
             match &parent.kind {
-                YKind::Map(e) => e.iter().map(|en| (en.key.span.start as usize, eff_end(text, &en.value).max(en.key.span.end as usize))).collect(),
+                YKind::Map(e) => e.iter().map(|en| (en.key.span.start as usize, entry_end(text, en))).collect(),
                 YKind::Seq(i) => i.iter().map(|it| (it.span.start as usize, eff_end(text, it))).collect(),
                 _ => vec![],
             }

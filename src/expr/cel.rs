@@ -1167,7 +1167,8 @@ fn exec_error(e: &ExecutionError, part: &Part, b: &Bindings<'_>) -> CelError {
             let name = name.as_str();
             if let Some(off) = part.idents.get(name) {
                 err.offset = *off;
-                err.len = name.len();
+                // a root-scope name `.x` is positioned at its `x`, after the dot
+                err.len = name.strip_prefix('.').unwrap_or(name).len();
             }
             if let Some(&(off, len)) = part.calls.get(name)
                 && !part.refs.variables.contains(name)

@@ -166,15 +166,31 @@ fn render_value(v: &Json) -> String {
 // Rendering
 // ---------------------------------------------------------------------------------------------
 
-/// A strict or raw render found references missing from the state.
+/// Longest text a render produces. A value holding `{{x}}` is expanded again at every later
+/// `{{x}}` of the template (upstream's rule), so a template repeating a reference whose value
+/// holds it twice doubles its text at each repeat: 30 repeats would need gigabytes. A render
+/// that would grow past this stops there (strict and raw fail; lenient leaves the remaining
+/// references as they are written).
+pub const MAX_RENDERED_LEN: usize = 64 * 1024 * 1024;
+
+/// A strict or raw render found references missing from the state (or grew too long).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateError {
     /// Missing paths, one entry per occurrence in the template.
     pub missing: Vec<String>,
+    /// The render stopped at [`MAX_RENDERED_LEN`].
+    pub too_long: bool,
 }
 
 impl fmt::Display for TemplateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.too_long {
+            return write!(
+                f,
+                "Template interpolation failed: the text would grow beyond {} MiB (a value holding {{{{...}}}} is expanded again at each later reference to it)",
+                MAX_RENDERED_LEN >> 20
+            );
+        }
         let list: Vec<String> = self.missing.iter().map(|m| format!("'{m}'")).collect();
         write!(
             f,
@@ -188,17 +204,18 @@ impl std::error::Error for TemplateError {}
 
 /// The §6.3 algorithm. A missing path renders empty when `lenient`; otherwise its text is
 /// left and the path recorded (once per occurrence in the template).
-fn substitute(src: &str, state: &Json, lenient: bool) -> (String, Vec<String>) {
+fn substitute(src: &str, state: &Json, lenient: bool) -> (String, Vec<String>, bool) {
     substitute_with(src, &|path| lookup(state, path), lenient)
 }
 
 /// [`substitute`] with the path resolution supplied by the caller (`resolve(path)` gives the
-/// value a whole reference path points at, `None` = not found).
+/// value a whole reference path points at, `None` = not found). The flag: stopped at
+/// [`MAX_RENDERED_LEN`].
 fn substitute_with<'a>(
     src: &str,
     resolve: &dyn Fn(&str) -> Option<&'a Json>,
     lenient: bool,
-) -> (String, Vec<String>) {
+) -> (String, Vec<String>, bool) {
     let mut result = src.to_owned();
     let mut missing = Vec::new();
     for range in find_matches(src) {
@@ -212,21 +229,29 @@ fn substitute_with<'a>(
                 continue;
             }
         };
-        if result.contains(text) {
+        let n = result.matches(text).count();
+        if n > 0 {
+            let grown = n.saturating_mul(replacement.len());
+            if replacement.len() > text.len() && result.len().saturating_add(grown) > MAX_RENDERED_LEN {
+                return (result, missing, true);
+            }
             result = result.replace(text, &replacement);
         }
     }
-    (result, missing)
+    (result, missing, false)
+}
+
+fn finish((out, missing, too_long): (String, Vec<String>, bool)) -> Result<String, TemplateError> {
+    if missing.is_empty() && !too_long {
+        Ok(out)
+    } else {
+        Err(TemplateError { missing, too_long })
+    }
 }
 
 /// Strict mode (`interpolate`): every missing path is an error.
 pub fn render_strict(src: &str, state: &Json) -> Result<String, TemplateError> {
-    let (out, missing) = substitute(src, state, false);
-    if missing.is_empty() {
-        Ok(out)
-    } else {
-        Err(TemplateError { missing })
-    }
+    finish(substitute(src, state, false))
 }
 
 /// Lenient mode (`interpolate_lenient`): missing paths render as empty text.
@@ -247,12 +272,7 @@ pub fn render_strict_with<'a>(
     src: &str,
     resolve: &dyn Fn(&str) -> Option<&'a Json>,
 ) -> Result<String, TemplateError> {
-    let (out, missing) = substitute_with(src, resolve, false);
-    if missing.is_empty() {
-        Ok(out)
-    } else {
-        Err(TemplateError { missing })
-    }
+    finish(substitute_with(src, resolve, false))
 }
 
 /// [`render_lenient`] with caller-supplied resolution (see [`render_strict_with`]).
@@ -273,6 +293,7 @@ pub fn render_raw_with<'a>(
         let path = &t[2..t.len() - 2];
         return resolve(path).cloned().ok_or_else(|| TemplateError {
             missing: vec![path.to_owned()],
+            too_long: false,
         });
     }
     render_strict_with(src, resolve).map(Json::String)
@@ -549,6 +570,24 @@ mod tests {
             "a": "{{b}}", "b": "B", "n": null, "f": 1.0, "i": 3, "t": true,
             "items": ["x", "y"], "obj": {"k": [1, {"z": "deep"}]}, "c": "{{zz}}"
         })
+    }
+
+    /// Found while writing the `template_render` fuzz target (and reproduced by it as a
+    /// timeout): a 150-byte template doubled its text at each repeat of `{{a}}`.
+    #[test]
+    fn a_self_expanding_value_stops_at_the_size_limit() {
+        let s = json!({"a": "{{a}}{{a}}", "b": "B"});
+        // the quirk itself is kept: 3 repeats give 2^3 copies per occurrence
+        assert_eq!(render_strict("{{a}}{{a}}{{a}}", &s).unwrap(), "{{a}}".repeat(24));
+        let src = format!("{}{{{{b}}}}", "{{a}}".repeat(40));
+        let t = std::time::Instant::now();
+        let e = render_strict(&src, &s).unwrap_err();
+        assert!(e.too_long && e.missing.is_empty(), "{e:?}");
+        assert!(e.to_string().contains("beyond 64 MiB"), "{e}");
+        assert_eq!(render_raw(&src, &s).unwrap_err(), e);
+        let l = render_lenient(&src, &s);
+        assert!(l.len() <= MAX_RENDERED_LEN && l.ends_with("{{b}}"), "{}", l.len());
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
     }
 
     #[test]

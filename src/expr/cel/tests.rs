@@ -679,3 +679,15 @@ fn more_parse_messages() {
         Some("compare with ==")
     );
 }
+
+/// Found by the `cel_eval` fuzz target: an undeclared root-scope name (`.U`) is positioned at
+/// its `U`; the error spanned the dotted name's length from there, past the end of the source.
+#[test]
+fn undeclared_leading_dot_name_stays_inside_the_source() {
+    for (src, bare) in [(".U", "U"), (" . U", "U"), (".jo", "jo"), ("1 + .x.y", "x")] {
+        let e = err(src, json!({}));
+        assert!(e.message.contains("undeclared reference"), "{src}: {e:?}");
+        assert!(e.offset + e.len <= src.len(), "{src}: {e:?}");
+        assert_eq!(&src[e.offset..e.offset + e.len], bare, "{src}: {e:?}");
+    }
+}
