@@ -611,6 +611,28 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
                             .hint(hint),
                     );
                 }
+                for f in &refs.functions {
+                    if f.contains('.') || function_known(engine, f) {
+                        continue;
+                    }
+                    let off = call_offset(&x.text, f).unwrap_or(0);
+                    let span = expr_span(file, x, off, off + f.len());
+                    let hint = if MACROS.contains(&f.as_str()) {
+                        format!("`{f}` is a macro: write it as `list.{f}(x, <expression of x>)` with a variable name first")
+                    } else {
+                        let cands = crate::expr::cel::functions::CUSTOM_FUNCTIONS.iter().copied().chain(STANDARD_FUNCTIONS.iter().copied());
+                        match did_you_mean(f, cands) {
+                            Some(sug) => format!("did you mean `{sug}`?"),
+                            None => format!("sherma's functions: {}", crate::expr::cel::functions::CUSTOM_FUNCTIONS.join(", ")),
+                        }
+                    };
+                    v.diags.push(
+                        Diagnostic::warning("cel-unknown-function", format!("CEL calls `{f}`, which is not a known function"))
+                            .at(file, span)
+                            .node(node.clone())
+                            .hint(hint),
+                    );
+                }
                 check_registry_lookups(&mut v, x, &node);
             }
         }
@@ -652,37 +674,52 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
 /// nodes count as exits (a chat loop stops when the user stops answering).
 fn no_exit(v: &mut V<'_>, agent: &AgentDef, eff: &crate::graph::lower_sherma::Effective, reachable: &HashSet<&str>) {
     let kinds: HashMap<&str, &str> = agent.nodes.iter().map(|n| (n.name.value.as_str(), n.kind.value.as_str())).collect();
-    let targets = |e: &crate::graph::lower_sherma::EffEdge| -> Vec<String> {
-        match &e.kind {
-            EffKind::Static { target } => vec![target.clone()],
+    // One pass over the edges: who has outgoing edges, and who leads to whom (reversed).
+    let mut has_out: HashSet<&str> = HashSet::new();
+    let mut preds: HashMap<&str, Vec<&str>> = HashMap::new();
+    for e in &eff.edges {
+        has_out.insert(e.source.as_str());
+        let targets: Vec<&str> = match &e.kind {
+            EffKind::Static { target } => vec![target.as_str()],
             EffKind::Conditional { branches, default, .. } => {
-                branches.iter().map(|b| b.target.clone()).chain(std::iter::once(default.clone())).collect()
+                branches.iter().map(|b| b.target.as_str()).chain(std::iter::once(default.as_str())).collect()
             }
-        }
-    };
-    let mut finishes: HashSet<String> = HashSet::from([END.to_string()]);
-    loop {
-        let mut changed = false;
-        for &n in reachable {
-            if finishes.contains(n) {
-                continue;
-            }
-            let mut outs = eff.outgoing(n).peekable();
-            let exits = outs.peek().is_none()
-                || kinds.get(n) == Some(&"interrupt")
-                // (an edge back to `__start__` is an error of its own: not followed here)
-                || eff.outgoing(n).any(|e| targets(e).iter().any(|t| t == START || finishes.contains(t.as_str())));
-            if exits {
-                finishes.insert(n.to_string());
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
+        };
+        for t in targets {
+            preds.entry(t).or_default().push(e.source.as_str());
         }
     }
+    // A node finishes when it ends the run (no outgoing edge, an interrupt, `__end__`) or one of
+    // its edges leads to a node that finishes (or back to `__start__`, an error of its own, not
+    // followed here): a backward search from the exits, linear in nodes and edges.
+    let mut finishes: HashSet<&str> = HashSet::from([END, START]);
+    let mut queue: Vec<&str> = vec![END, START];
+    for &n in reachable {
+        if !has_out.contains(n) || kinds.get(n) == Some(&"interrupt") {
+            if finishes.insert(n) {
+                queue.push(n);
+            }
+        }
+    }
+    while let Some(n) = queue.pop() {
+        for &p in preds.get(n).map(Vec::as_slice).unwrap_or(&[]) {
+            if finishes.insert(p) {
+                queue.push(p);
+            }
+        }
+    }
+    // `__start__` counts as finishing only through its own edges (the entry point).
+    let start_finishes = eff.outgoing(START).any(|e| match &e.kind {
+        EffKind::Static { target } => finishes.contains(target.as_str()),
+        EffKind::Conditional { branches, default, .. } => {
+            branches.iter().any(|b| finishes.contains(b.target.as_str())) || finishes.contains(default.as_str())
+        }
+    });
+    if !start_finishes {
+        finishes.remove(START);
+    }
     let stuck: Vec<&crate::doc::sherma::NodeDef> =
-        agent.nodes.iter().filter(|n| reachable.contains(n.name.value.as_str()) && !finishes.contains(&n.name.value)).collect();
+        agent.nodes.iter().filter(|n| reachable.contains(n.name.value.as_str()) && !finishes.contains(n.name.value.as_str())).collect();
     let Some(first) = stuck.first() else { return };
     let names: Vec<&str> = stuck.iter().take(10).map(|n| n.name.value.as_str()).collect();
     let more = if stuck.len() > 10 { format!(" and {} more", stuck.len() - 10) } else { String::new() };
@@ -696,6 +733,45 @@ fn no_exit(v: &mut V<'_>, agent: &AgentDef, eff: &crate::graph::lower_sherma::Ef
     let d = if every_run { v.err("sherma-no-exit", msg, first.name.span) } else { v.warn("sherma-no-exit", msg, first.name.span) };
     d.node = Some(first.name.value.clone());
     set_hint(d, "give the loop a way out: a branch (or `default`) to `__end__` or to a node that ends the run");
+}
+
+/// CEL macros: a call with the wrong shape is parsed as a call of an unknown function.
+const MACROS: &[&str] = &["has", "all", "exists", "exists_one", "map", "filter"];
+/// Common standard functions, for "did you mean".
+const STANDARD_FUNCTIONS: &[&str] = &[
+    "size", "contains", "startsWith", "endsWith", "matches", "int", "uint", "double", "string", "bytes", "bool", "type",
+    "dyn", "duration", "timestamp",
+];
+
+/// Whether the CEL environment has a function of this name (any arity): calling it with no
+/// arguments fails with "unknown function" only when it has none. Cached per name.
+fn function_known(engine: &CelEngine, name: &str) -> bool {
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<HashMap<String, bool>>> = std::sync::OnceLock::new();
+    let cache = KNOWN.get_or_init(Default::default);
+    if let Some(k) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+        return *k;
+    }
+    let valid_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let known = !valid_name
+        || match engine.compile(&format!("{name}()")) {
+            Ok(p) => !matches!(engine.eval(&p, &crate::expr::cel::Bindings::new()), Err(e) if e.message.starts_with("unknown function")),
+            Err(_) => true,
+        };
+    cache.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), known);
+    known
+}
+
+/// Byte offset of the name of the first call of `f` (`f(` or `.f(`, spaces allowed before `(`).
+fn call_offset(text: &str, f: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(f).map(|i| i + from) {
+        let before_ok = text[..i].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        if before_ok && text[i + f.len()..].trim_start().starts_with('(') {
+            return Some(i);
+        }
+        from = i + f.len();
+    }
+    text.find(f)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
