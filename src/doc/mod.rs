@@ -130,18 +130,22 @@ pub fn resolve_input(path: &Path) -> Result<PathBuf, Diagnostic> {
         Diagnostic::error("io", msg).hint("check the path; give a .yaml agent file or a Loki agent directory")
     })?;
     if !meta.is_dir() {
-        return Ok(path.to_path_buf());
+        return within_size_limit(path, meta.len());
     }
     let graph = path.join("graph.yaml");
     let config = path.join("config.yaml");
+    let sized = |p: PathBuf| {
+        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        within_size_limit(&p, len)
+    };
     match (graph.is_file(), config.is_file()) {
         (true, true) => Err(Diagnostic::error(
             "agent-dir-ambiguous",
             format!("{} holds both graph.yaml and config.yaml", path.display()),
         )
         .hint("a Loki agent directory must contain exactly one of them: graph.yaml for a graph agent, config.yaml for a normal agent")),
-        (true, false) => Ok(graph),
-        (false, true) => Ok(config),
+        (true, false) => sized(graph),
+        (false, true) => sized(config),
         (false, false) => Err(Diagnostic::error(
             "agent-dir-empty",
             format!("{} is a directory without graph.yaml or config.yaml", path.display()),
@@ -150,30 +154,34 @@ pub fn resolve_input(path: &Path) -> Result<PathBuf, Diagnostic> {
     }
 }
 
+/// The file itself when it is small enough to load; checked before anything reads it, so a
+/// huge file (or a device) costs no memory, in the CLI and in the editor alike.
+fn within_size_limit(file_path: &Path, len: u64) -> Result<PathBuf, Diagnostic> {
+    if len <= MAX_FILE_BYTES {
+        return Ok(file_path.to_path_buf());
+    }
+    Err(Diagnostic::error(
+        "file-too-large",
+        format!(
+            "{} is {:.1} MB; agent files larger than {} MB are not loaded",
+            file_path.display(),
+            len as f64 / 1e6,
+            MAX_FILE_BYTES / 1024 / 1024
+        ),
+    )
+    .hint("agent files are small; move large data into files the agent reads at run time")
+    .in_file(file_path))
+}
+
 /// Load an agent file or agent directory. Never fails; see the diagnostics.
 pub fn load_path(path: &Path) -> Document {
     let file_path = match resolve_input(path) {
         Ok(p) => p,
-        Err(d) => return Document::io_failure(path, d),
-    };
-    match std::fs::metadata(&file_path) {
-        Ok(m) if m.len() > MAX_FILE_BYTES => {
-            return Document::io_failure(
-                &file_path,
-                Diagnostic::error(
-                    "file-too-large",
-                    format!(
-                        "{} is {:.1} MB; agent files larger than {} MB are not loaded",
-                        file_path.display(),
-                        m.len() as f64 / 1e6,
-                        MAX_FILE_BYTES / 1024 / 1024
-                    ),
-                )
-                .hint("agent files are small; move large data into files the agent reads at run time"),
-            );
+        Err(d) => {
+            let at = if d.file.is_empty() { path.to_path_buf() } else { PathBuf::from(&d.file) };
+            return Document::io_failure(&at, d);
         }
-        _ => {}
-    }
+    };
     let bytes = match std::fs::read(&file_path) {
         Ok(b) => b,
         Err(e) => {
@@ -280,4 +288,34 @@ pub fn detect(path: &Path, root: Option<&YNode>) -> Option<Dialect> {
         return Some(Dialect::Loki);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size limit is checked when the input is resolved, before anything reads the file: the
+    /// CLI and the editor (which opens through `resolve_input`) never hold a huge file in memory.
+    #[test]
+    fn oversized_files_are_refused_before_reading() {
+        let dir = std::env::temp_dir().join(format!("sy-doc-size-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("agent")).unwrap();
+        let sparse = |p: &Path| {
+            // Sparse: 64 GB on disk costs nothing, but reading it would.
+            std::fs::File::create(p).unwrap().set_len(64 << 30).unwrap();
+        };
+        let file = dir.join("big.yaml");
+        sparse(&file);
+        sparse(&dir.join("agent/graph.yaml"));
+        for (given, resolved) in [(file.clone(), file.clone()), (dir.join("agent"), dir.join("agent/graph.yaml"))] {
+            let e = resolve_input(&given).unwrap_err();
+            assert_eq!(e.code, "file-too-large");
+            assert_eq!(e.file, resolved.display().to_string());
+            let d = load_path(&given);
+            assert!(d.io_error);
+            assert_eq!(d.diagnostics[0].code, "file-too-large");
+            assert_eq!(d.path, resolved);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -743,8 +743,9 @@ const STANDARD_FUNCTIONS: &[&str] = &[
     "dyn", "duration", "timestamp",
 ];
 
-/// Whether the CEL environment has a function of this name (any arity): calling it with no
-/// arguments fails with "unknown function" only when it has none. Cached per name.
+/// Whether the CEL environment has a function of this name (any arity, global or member):
+/// calling it without arguments fails with "unknown function" only when it has neither.
+/// Cached per name.
 fn function_known(engine: &CelEngine, name: &str) -> bool {
     static KNOWN: std::sync::OnceLock<std::sync::Mutex<HashMap<String, bool>>> = std::sync::OnceLock::new();
     let cache = KNOWN.get_or_init(Default::default);
@@ -753,10 +754,10 @@ fn function_known(engine: &CelEngine, name: &str) -> bool {
     }
     let valid_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     let known = !valid_name
-        || match engine.compile(&format!("{name}()")) {
+        || [format!("{name}()"), format!("null.{name}()")].iter().any(|probe| match engine.compile(probe) {
             Ok(p) => !matches!(engine.eval(&p, &crate::expr::cel::Bindings::new()), Err(e) if e.message.starts_with("unknown function")),
             Err(_) => true,
-        };
+        });
     cache.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), known);
     known
 }
@@ -941,6 +942,28 @@ mod tests {
         let chat = "        - {name: x, type: interrupt, args: {value: '\"?\"'}}\n        - {name: y, type: set_state, args: {values: {n: '2'}}}\n";
         let d = check(&agent(chat, "        - {source: x, target: y}\n        - {source: y, target: x}\n"));
         assert!(!d.iter().any(|d| d.code == "sherma-no-exit"), "{d:#?}");
+    }
+
+    #[test]
+    fn unknown_cel_functions_warn_at_the_call() {
+        let nodes = "        - {name: x, type: set_state, args: {values: {n: 'size(state.messages) + nosuch(1) + state.s.lowerAscii().strtsWith(\"a\")'}}}\n";
+        let d = check(&agent(nodes, "        - {source: x, target: __end__}\n"));
+        let found: Vec<(u32, u32, &str)> =
+            d.iter().filter(|d| d.code == "cel-unknown-function").map(|d| (d.line, d.column, d.message.as_str())).collect();
+        assert_eq!(
+            found,
+            vec![
+                (9, 81, "CEL calls `nosuch`, which is not a known function"),
+                (9, 114, "CEL calls `strtsWith`, which is not a known function"),
+            ],
+            "{d:#?}"
+        );
+        let hint = d.iter().find(|d| d.message.contains("strtsWith")).unwrap().hint.clone().unwrap();
+        assert!(hint.contains("startsWith"), "{hint}");
+        // Standard and sherma functions, global and member style, and macros are known.
+        let ok = "        - {name: x, type: set_state, args: {values: {n: 'int(state.s.trim()) + size(split(state.s, \",\")) + [1].map(i, i).size()'}}}\n";
+        let d = check(&agent(ok, "        - {source: x, target: __end__}\n"));
+        assert!(!d.iter().any(|d| d.code == "cel-unknown-function"), "{d:#?}");
     }
 
     #[test]
