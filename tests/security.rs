@@ -256,6 +256,16 @@ fn a_script_path_cannot_leave_the_agent_directory() {
     )
     .unwrap();
     let trace = root.join("t.jsonl");
+    // Validation refuses it before the run (exit 2, positioned at the path)...
+    let r = run_cli(&["run", agent.join("graph.yaml").to_str().unwrap()], &[], &trace);
+    assert_eq!(r.code, Some(2), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("graph.yaml:5:") && r.stderr.contains("outside the agent directory"), "{}", r.stderr);
+    // ...and so does the engine when validation is switched off.
+    std::fs::write(
+        agent.join("graph.yaml"),
+        "version: \"1.0\"\nname: esc\nsettings: { validate_before_run: false }\nstart: s\nnodes:\n  s: { type: script, script: ../outside.sh, next: done }\n  done: { type: end }\n",
+    )
+    .unwrap();
     let r = run_cli(&["run", agent.join("graph.yaml").to_str().unwrap()], &[], &trace);
     assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("outside the agent directory"), "{}", r.stderr);
