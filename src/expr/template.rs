@@ -347,6 +347,14 @@ pub fn lint(src: &str) -> Vec<TemplateIssue> {
             ));
             continue;
         };
+        if segments.iter().any(|s| s.indexes.iter().any(Option::is_none)) {
+            out.push(issue(
+                Error,
+                range.clone(),
+                format!("{shown} can never be found: an index is too large for any list"),
+            ));
+            continue;
+        }
         if segments[0].key.is_empty() && !segments[0].indexes.is_empty() {
             out.push(issue(
                 Error,
@@ -729,6 +737,14 @@ mod tests {
         let l = lint_msgs("{{clé}} {{}} {{ }} {{a..b}} {{[0]}}");
         assert_eq!(l.len(), 5, "{l:?}");
         assert_eq!(l[4].0, Severity::Error);
+    }
+
+    #[test]
+    fn lint_flags_indexes_too_large_for_any_list() {
+        let l = lint_msgs("{{items[99999999999999999999999]}} {{items[1]}}");
+        assert_eq!(l.len(), 1, "{l:?}");
+        assert_eq!((l[0].0, l[0].2.clone()), (Severity::Error, 0..34));
+        assert!(l[0].1.contains("too large"), "{l:?}");
     }
 
     #[test]

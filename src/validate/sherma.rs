@@ -189,7 +189,12 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
     let mut first_at: HashMap<&str, Span> = HashMap::new();
     for n in &agent.nodes {
         if n.name.value.is_empty() {
-            continue; // missing name already reported by the schema check
+            // A missing name is reported by the schema check; an empty one is not.
+            if n.node.get("name").is_some_and(|x| x.as_scalar().is_some() && !x.is_null()) {
+                let d = v.err("sherma-empty-name", "a node name cannot be empty".into(), n.name.span);
+                set_hint(d, "give the node a name that edges can refer to");
+            }
+            continue;
         }
         if n.name.value == START || n.name.value == END {
             let d = v.err("sherma-reserved-name", format!("`{}` is reserved and cannot name a node", n.name.value), n.name.span);
@@ -964,6 +969,13 @@ mod tests {
         let ok = "        - {name: x, type: set_state, args: {values: {n: 'int(state.s.trim()) + size(split(state.s, \",\")) + [1].map(i, i).size()'}}}\n";
         let d = check(&agent(ok, "        - {source: x, target: __end__}\n"));
         assert!(!d.iter().any(|d| d.code == "cel-unknown-function"), "{d:#?}");
+    }
+
+    #[test]
+    fn empty_node_names() {
+        let nodes = "        - {name: '', type: set_state, args: {values: {n: '1'}}}\n        - {name: x, type: set_state, args: {values: {n: '1'}}}\n";
+        let x = find(&check(&agent(nodes, "        - {source: x, target: __end__}\n")), "sherma-empty-name").clone();
+        assert_eq!((x.line, x.column), (9, 18), "{x:?}");
     }
 
     #[test]
