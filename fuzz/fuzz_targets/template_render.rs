@@ -32,6 +32,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok(src) = std::str::from_utf8(tpl) else {
         return;
     };
+    // A state whose text holds `{{` twice can expand itself at every repeated reference
+    // (`{{.}}` is the whole state): the render then grows to the 64 MiB limit, correct but
+    // ~0.5 s per input, which would soon be most of the run. A unit test beside the renderer
+    // covers that limit; here such states are skipped.
+    if rest.is_some_and(|r| r.windows(2).filter(|w| w == b"{{").count() >= 2) {
+        return;
+    }
     let parsed: Option<Json> = rest.and_then(|r| serde_json::from_slice(r).ok());
     let state = parsed.as_ref().unwrap_or_else(|| fixed_state());
 
