@@ -639,6 +639,7 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
                     );
                 }
                 check_registry_lookups(&mut v, x, &node);
+                check_data_lookups(&mut v, x, &node, &refs);
             }
         }
     }
@@ -880,6 +881,51 @@ fn check_registry_lookups(v: &mut V<'_>, x: &Expr, node: &str) {
     }
 }
 
+/// `data.key` / `data["key"]` reading a key the top-level `data:` map does not have (evaluation
+/// fails with "no such key"; without `data:` the name is not even bound upstream).
+fn check_data_lookups(v: &mut V<'_>, x: &Expr, node: &str, refs: &crate::expr::cel::CelRefs) {
+    if !refs.variables.contains("data") {
+        return;
+    }
+    let keys: Vec<&str> = v.doc.data.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+    let text = &x.text;
+    let mut from = 0;
+    while let Some(pos) = text[from..].find("data") {
+        let at = from + pos;
+        from = at + 4;
+        let before_ok = !text[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+        if !before_ok {
+            continue;
+        }
+        let rest = &text[from..];
+        let (key, off) = if let Some(r) = rest.strip_prefix('.') {
+            let n = r.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(r.len());
+            (&r[..n], from + 1)
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let Some(q) = r.chars().next().filter(|c| *c == '"' || *c == '\'') else { continue };
+            let Some(end) = r[1..].find(q) else { continue };
+            (&r[1..1 + end], from + 2)
+        } else {
+            continue;
+        };
+        if key.is_empty() || keys.contains(&key) {
+            continue;
+        }
+        let span = expr_span(v.file, x, off, off + key.len());
+        let hint = match did_you_mean(key, keys.iter().copied()) {
+            Some(sug) => format!("did you mean `{sug}`?"),
+            None if keys.is_empty() => "declare it under a top-level `data:` mapping".to_string(),
+            None => format!("keys of `data`: {}", keys.join(", ")),
+        };
+        v.diags.push(
+            Diagnostic::error("sherma-unknown-id", format!("`data` has no key `{key}`"))
+                .at(v.file, span)
+                .node(node.to_string())
+                .hint(hint),
+        );
+    }
+}
+
 /// Compiles many CEL expressions, spreading the work over the available cores when there are
 /// enough of them to pay for the threads. Results come back in input order.
 fn compile_all(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::expr::cel::CelProgram, crate::expr::cel::CelError>> {
@@ -969,6 +1015,19 @@ mod tests {
         let ok = "        - {name: x, type: set_state, args: {values: {n: 'int(state.s.trim()) + size(split(state.s, \",\")) + [1].map(i, i).size()'}}}\n";
         let d = check(&agent(ok, "        - {source: x, target: __end__}\n"));
         assert!(!d.iter().any(|d| d.code == "cel-unknown-function"), "{d:#?}");
+    }
+
+    #[test]
+    fn data_keys_that_do_not_exist() {
+        let nodes = "        - {name: x, type: set_state, args: {values: {n: 'size(data.greting) + size(data[\"greeting\"]) + size(metadata.x)'}}}\n";
+        let text = agent(nodes, "        - {source: x, target: __end__}\n").replace("manifest_version: 1\n", "manifest_version: 1\ndata: {greeting: hi}\n");
+        let d = check(&text);
+        let found: Vec<(u32, u32)> = d.iter().filter(|d| d.code == "sherma-unknown-id").map(|d| (d.line, d.column)).collect();
+        assert_eq!(found, vec![(10, 68)], "{d:#?}");
+        assert!(d.iter().find(|d| d.code == "sherma-unknown-id").unwrap().hint.as_deref().unwrap().contains("greeting"));
+        // Without `data:` every key is unknown.
+        let d = check(&agent(nodes, "        - {source: x, target: __end__}\n"));
+        assert_eq!(d.iter().filter(|d| d.code == "sherma-unknown-id").count(), 2, "{d:#?}");
     }
 
     #[test]
