@@ -144,7 +144,9 @@ export function createTauriBackend(): Backend {
     openTrace: (path) => call('open_trace', { path }),
     async onRunEvents(cb) {
       const { listen } = await import('@tauri-apps/api/event');
-      return listen<RunBatch>('run-events', (ev) => cb(ev.payload));
+      // The app sends each batch as a JSON string (src-tauri/src/debug.rs `events_sink`):
+      // parsing it here is much cheaper for the page than a payload pasted in as code.
+      return listen<string | RunBatch>('run-events', (ev) => cb(typeof ev.payload === 'string' ? (JSON.parse(ev.payload) as RunBatch) : ev.payload));
     },
     runsList: () => call('runs_list'),
     runsDelete: (ids) => call('runs_delete', { ids }),

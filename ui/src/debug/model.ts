@@ -184,7 +184,8 @@ export interface RunModel {
   paused: PauseReason | null;
   /** Where a replay first sent a request that differs from the recording. */
   diverged: Divergence | null;
-  /** The top-level run's events (for `reconstructState` when no live run can be asked). */
+  /** The top-level run's events that states are rebuilt from (`keepInLog`; for
+   *  `reconstructState` when no live run can be asked). */
   log: EventLog;
   /** Internal bookkeeping of the fold (in-flight calls, last routed step). Do not render. */
   internal: FoldInternal;
@@ -205,6 +206,8 @@ export interface FoldInternal {
   seq: number;
   /** Hooks that ran before the next step's first node (`before_graph_invoke`). */
   hooksAhead?: HookRecord[];
+  /** A `node_enter` telling the dialect is in the log (later ones are not kept). */
+  dialectLogged?: boolean;
 }
 
 export function emptyOverlay(): CanvasOverlay {
@@ -514,20 +517,41 @@ function addTokens(row: StepRow, u: TokenUsage | null): void {
   row.tokens = row.tokens ? { input: row.tokens.input + u.input, output: row.tokens.output + u.output } : { ...u };
 }
 
+/**
+ * Folds events into a model, batch after batch, copying each shared container at most once: the
+ * store folds a frame's worth of events in chunks (checking the clock between them) through one
+ * folder, so a 100,000-step run copies its step list once per frame, not once per chunk.
+ * `result()` hands the model over; the folder must not be used after that.
+ */
+export class ModelFolder {
+  private draft: Draft | null = null;
+  constructor(private readonly base: RunModel) {}
+
+  add(events: DebugEvent[]): void {
+    if (!events.length) return;
+    if (!this.draft) this.draft = new Draft(this.base);
+    const d = this.draft;
+    const m = d.m;
+    for (const ev of events) {
+      m.eventCount++;
+      // The top-level run: the first event's run id up to any nested part (`<run>/<node>`).
+      if (m.run == null) m.run = String(ev.run ?? '').split('/')[0];
+      if (ev.run === m.run) foldTop(d, ev);
+      else if (typeof ev.run === 'string' && ev.run.startsWith(`${m.run}/`)) foldNested(d, ev);
+      // Events of other runs are not ours: counted, otherwise ignored.
+    }
+  }
+
+  result(): RunModel {
+    return this.draft ? this.draft.m : this.base;
+  }
+}
+
 /** Fold `events` into `model`; returns a new model (the input is not changed). */
 export function foldEvents(model: RunModel, events: DebugEvent[]): RunModel {
-  if (!events.length) return model;
-  const d = new Draft(model);
-  const m = d.m;
-  for (const ev of events) {
-    m.eventCount++;
-    // The top-level run: the first event's run id up to any nested part (`<run>/<node>`).
-    if (m.run == null) m.run = String(ev.run ?? '').split('/')[0];
-    if (ev.run === m.run) foldTop(d, ev);
-    else if (typeof ev.run === 'string' && ev.run.startsWith(`${m.run}/`)) foldNested(d, ev);
-    // Events of other runs are not ours: counted, otherwise ignored.
-  }
-  return m;
+  const f = new ModelFolder(model);
+  f.add(events);
+  return f.result();
 }
 
 function foldNested(d: Draft, ev: DebugEvent): void {
@@ -657,10 +681,32 @@ function lastIndexOf<T>(list: T[], pred: (x: T) => boolean): number {
   return -1;
 }
 
+/**
+ * Whether the event log keeps `ev`: the events `reconstructState` rebuilds states from, and
+ * `node_enter`s until one tells the dialect (`guessDialect`). Routes, streamed text, calls and
+ * the rest are folded into rows and not kept twice: a 100,000-step run keeps 100,000 events in
+ * its log, not 300,000.
+ */
+function keepInLog(m: RunModel, ev: DebugEvent): boolean {
+  switch (ev.event) {
+    case 'run_started':
+    case 'node_exit':
+    case 'state_edited':
+    case 'rewound':
+    case 'run_finished':
+      return true;
+    case 'node_enter':
+      if (m.internal.dialectLogged) return false;
+      if (SHERMA_KINDS.has(ev.kind) || LOKI_KINDS.has(ev.kind)) m.internal.dialectLogged = true;
+      return true;
+    default:
+      return false;
+  }
+}
+
 function foldTop(d: Draft, ev: DebugEvent): void {
   const m = d.m;
-  // Streamed text is not kept in the event log (states are rebuilt from the other events).
-  if (ev.event !== 'llm_delta') d.log(ev);
+  if (keepInLog(m, ev)) d.log(ev);
   switch (ev.event) {
     case 'run_started':
       m.agent = ev.agent;

@@ -16,6 +16,7 @@ import {
   lastDoneStep,
   lastStep,
   modelEvents,
+  ModelFolder,
   reconstructState,
   type DiffEntry,
   type RunModel,
@@ -173,6 +174,13 @@ const FRAME_BUDGET_MS = 24;
 const BACKLOG_EVENTS = 2000;
 /** Events folded between two looks at the clock. */
 const FOLD_CHUNK = 400;
+/**
+ * While events arrive faster than the window shows them, it is updated at most this often;
+ * folding goes on in every frame in between. Each update costs a render, a layout and a paint
+ * however few events it brings, so a run streaming thousands of steps a second would otherwise
+ * spend every frame on them and leave none for input.
+ */
+const SHOW_EVERY_MS = 100;
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 export function createDebugStore(backend: Backend, app: StoreApi<AppState>): StoreApi<DebugState> {
@@ -189,6 +197,10 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
     let shown: string | null = null;
     /** Bumped by every state load, so a late answer to an earlier one is ignored. */
     let viewSeq = 0;
+    /** Events folded but not shown yet (a backlog being worked through), with their status. */
+    let unshown: { folder: ModelFolder; status: RunStatusInfo | null } | null = null;
+    /** When the model was last shown. */
+    let shownAt = 0;
 
     const toast = (message: string) => app.getState().toast('error', message);
 
@@ -209,7 +221,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
       const st = get();
       const before = { mode: st.mode, model: st.model, info: st.info, status: st.status, history: st.history, viewing: st.viewing };
       unschedule();
-      if (queue.length) get().flush();
+      if (queue.length || unshown) get().flush();
       archive(null, get().model, st.info?.dialect);
       replaced = st.info?.run ?? null;
       queue = [];
@@ -267,25 +279,35 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
      */
     function foldFor(budgetMs: number) {
       unschedule();
-      if (!queue.length) return;
+      if (!queue.length && !unshown) return;
       const t0 = now();
       const st = get();
-      let model = st.model;
-      let status: RunStatusInfo | null = null;
+      const folder = unshown?.folder ?? new ModelFolder(st.model);
+      let status: RunStatusInfo | null = unshown?.status ?? null;
+      unshown = null;
       while (queue.length) {
         const b = queue[0];
         const evs = Array.isArray(b.events) ? b.events : [];
         if (evs.length > FOLD_CHUNK && budgetMs !== Infinity) {
           // A big batch is folded in chunks, so the budget can be checked between them.
-          model = foldEvents(model, evs.slice(0, FOLD_CHUNK));
+          folder.add(evs.slice(0, FOLD_CHUNK));
           queue[0] = { ...b, events: evs.slice(FOLD_CHUNK) };
         } else {
-          model = foldEvents(model, evs);
+          folder.add(evs);
           if (b.status) status = b.status;
           queue.shift();
         }
         if (now() - t0 >= budgetMs) break;
       }
+      // Still behind: keep what was folded for a later frame, unless it is time to show it or
+      // the run stopped (a pause, an interrupt, the end show at once).
+      if (queue.length && budgetMs !== Infinity && t0 - shownAt < SHOW_EVERY_MS && (!status || status.state === 'running')) {
+        unshown = { folder, status };
+        schedule();
+        return;
+      }
+      shownAt = now();
+      let model = folder.result();
       model = applyStatus(model, status ?? st.status);
       const patch: Partial<DebugState> = { model };
       if (status) {

@@ -7,11 +7,24 @@ import {
   foldEvents,
   loadedSkills,
   modelEvents,
+  ModelFolder,
   reconstructState,
   routeLabel,
   type RunModel,
 } from '../debug/model';
 import type { DebugEvent } from '../debug/types';
+
+/** The events a model's log keeps (`keepInLog`): what states are rebuilt from, and the first
+ *  `node_enter` that tells the dialect. */
+function logged(evs: DebugEvent[]): DebugEvent[] {
+  let dialect = false;
+  return evs.filter((e) => {
+    if (['run_started', 'node_exit', 'state_edited', 'rewound', 'run_finished'].includes(e.event)) return true;
+    if (e.event !== 'node_enter' || dialect) return false;
+    dialect = true;
+    return true;
+  });
+}
 
 type Body = DebugEvent extends infer E ? (E extends DebugEvent ? Omit<E, 'run' | 'ts_ms'> : never) : never;
 
@@ -177,8 +190,8 @@ describe('foldEvents: a sherma run', () => {
     expect(strip(c)).toEqual(strip(whole));
     expect(c.steps[0]).toBe(b.steps[0]);
     expect(c.steps).not.toBe(b.steps);
-    expect(modelEvents(c)).toHaveLength(all.length);
-    expect(modelEvents(a)).toHaveLength(10);
+    expect(modelEvents(c)).toEqual(logged(all));
+    expect(modelEvents(a)).toEqual(logged(all.slice(0, 10)));
   });
 
   it('records state edits on the step they were made after, and errors on the failing node', () => {
@@ -340,7 +353,7 @@ describe('foldEvents: rewind', () => {
     expect(fork.overlay.visited.answer_tools).toEqual([3]);
     expect(fork.overlay.edges['answer_tools->answer']).toMatchObject({ steps: [3], last: true });
     expect(fork.overlay.edges['answer->answer_tools'].last).toBe(false);
-    expect(modelEvents(full)).toHaveLength(shermaRun().length + shermaResume().length);
+    expect(modelEvents(full)).toHaveLength(logged([...shermaRun(), ...shermaResume()]).length);
   });
 
   it('applyStatus shows the nodes due while paused and nothing once finished', () => {
@@ -501,6 +514,35 @@ describe('foldEvents: long runs', () => {
     expect(m.overlay.edges['inc->check'].steps).toHaveLength(N / 2);
     expect(m.steps[0]).toBe(prev.steps[0]);
     expect(ms).toBeLessThan(3000);
+  });
+
+  it('a folder folds chunk after chunk into one new model, leaving the model it started from as it was', () => {
+    const evs: DebugEvent[] = [{ event: 'run_started', run: R, ts_ms: 0, agent: 'loop', input: {} }];
+    for (let s = 1; s <= 300; s++) {
+      const node = s % 2 ? 'inc' : 'check';
+      evs.push({ event: 'node_enter', run: R, ts_ms: s, step: s, node, kind: 'set_state' });
+      evs.push({ event: 'node_exit', run: R, ts_ms: s, step: s, node, update: { n: s }, duration_ms: 0 });
+      evs.push({ event: 'route', run: R, ts_ms: s, from: node, to: s % 2 ? 'check' : 'inc', reason: { type: 'default' } });
+    }
+    const base = foldEvents(emptyModel(), evs.slice(0, 301));
+    const snapshot = JSON.parse(JSON.stringify({ steps: base.steps, overlay: base.overlay, eventCount: base.eventCount }));
+    const folder = new ModelFolder(base);
+    for (let i = 301; i < evs.length; i += 40) folder.add(evs.slice(i, i + 40));
+    const chunked = folder.result();
+    const whole = foldEvents(base, evs.slice(301));
+    expect(JSON.parse(JSON.stringify({ steps: chunked.steps, overlay: chunked.overlay }))).toEqual(
+      JSON.parse(JSON.stringify({ steps: whole.steps, overlay: whole.overlay })),
+    );
+    expect(chunked.steps).toHaveLength(300);
+    expect(chunked.overlay.visited.inc).toHaveLength(150);
+    // The log keeps what states are rebuilt from: the start, one node_enter, every node_exit.
+    expect(modelEvents(chunked)).toHaveLength(1 + 1 + 300);
+    // The base model is untouched: still 100 steps, the same lists.
+    expect(JSON.parse(JSON.stringify({ steps: base.steps, overlay: base.overlay, eventCount: base.eventCount }))).toEqual(snapshot);
+    expect(base.steps).toHaveLength(100);
+    expect(modelEvents(base)).toHaveLength(1 + 1 + 100);
+    // A folder given nothing hands back the model it was given.
+    expect(new ModelFolder(base).result()).toBe(base);
   });
 });
 

@@ -121,6 +121,27 @@ describe('debug store: starting and receiving', () => {
     expect(dbg.getState().status?.state).toBe('paused');
   });
 
+  it('behind a backlog, the window is updated at most every 100 ms while folding goes on; a pause shows at once', async () => {
+    const { backend, dbg } = await setup();
+    await dbg.getState().start();
+    const run = dbg.getState().info!.run;
+    const running = (step: number): RunStatusInfo => ({ state: 'running', step, due: [], reason: null });
+    for (let i = 0; i < 30; i++) backend.emitRun({ run, events: steps(run, i * 1000 + 1, (i + 1) * 1000), status: running((i + 1) * 1000) });
+    backend.emitRun({ run, events: steps(run, 30_001, 30_001), status: paused(30_001) });
+    const shown: { at: number; steps: number }[] = [];
+    const unsub = dbg.subscribe((s, prev) => {
+      if (s.model !== prev.model) shown.push({ at: performance.now(), steps: s.model.steps.length });
+    });
+    await waitFor(() => expect(dbg.getState().model.steps).toHaveLength(30_001), { timeout: 30_000 });
+    unsub();
+    expect(dbg.getState().status?.state).toBe('paused');
+    // Several updates (the timeline grows as the run streams), each showing more steps...
+    expect(shown.length).toBeGreaterThan(1);
+    for (let i = 1; i < shown.length; i++) expect(shown[i].steps).toBeGreaterThan(shown[i - 1].steps);
+    // ...at least 100 ms apart while the backlog lasts (the last one shows the pause at once).
+    for (let i = 1; i < shown.length - 1; i++) expect(shown[i].at - shown[i - 1].at).toBeGreaterThanOrEqual(99);
+  });
+
   it('keeps batches that arrive before run_start answers, drops those of the replaced run', async () => {
     const ctx = await setup();
     const old = await runTo(ctx, 2);

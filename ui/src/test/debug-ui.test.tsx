@@ -9,7 +9,7 @@ import { createDebugStore } from '../debug/store';
 import type { DebugEvent, Pending, RunStatusInfo } from '../debug/types';
 import { debugShortcutFor } from '../shortcuts';
 import { demoView, lokiView } from '../demo';
-import { labelMatchesEdge, stepChip } from '../components/debug/canvasOverlay';
+import { labelMatchesEdge, parseSteps, stepChip, stepsSummary, stepsTitle } from '../components/debug/canvasOverlay';
 import { statusText } from '../components/debug/DebugToolbar';
 import { answersText, parseAnswers, parseStateText } from '../components/debug/RunConfigPanel';
 import { interruptAnswerValue } from '../components/debug/InterruptDialog';
@@ -386,6 +386,18 @@ describe('run overlay on the canvas', () => {
     expect(stepChip('1,4')).toBe('#1 #4');
     expect(stepChip('1,4,7')).toBe('#1 #4 #7');
     expect(stepChip('1,3,5,7,9')).toBe('#1 … #9 ×5');
+    // A long list is summarised at a constant size: head, last step, count.
+    const many = Array.from({ length: 50000 }, (_, i) => 2 * i + 1);
+    const summary = stepsSummary(many);
+    expect(summary).toBe('1,3,5,7,9,…,99999×50000');
+    expect(parseSteps(summary)).toEqual({ listed: ['1', '3', '5', '7', '9'], last: '99999', count: 50000 });
+    expect(stepChip(summary)).toBe('#1 … #99999 ×50000');
+    expect(stepsTitle(summary)).toBe('steps 1, 3, 5, 7, 9, … 99999 (50000 times)');
+    expect(stepsSummary(many.slice(0, 12))).toBe(many.slice(0, 12).join(','));
+    expect(stepsTitle('4')).toBe('step 4');
+    expect(stepsTitle('1,4,9')).toBe('steps 1, 4, 9');
+    // Lists short enough to show whole are shown whole.
+    expect(stepsTitle(stepsSummary(many.slice(40000, 40012)))).toBe(`steps ${many.slice(40000, 40012).join(', ')}`);
     expect(labelMatchesEdge('branch 2: x > 1', 'branch', 'x > 1', false)).toBe(true);
     expect(labelMatchesEdge('branch 2: x > 1', 'branch', 'x > 2', false)).toBe(false);
     expect(labelMatchesEdge('option: ship', 'route', 'ship', false)).toBe(true);

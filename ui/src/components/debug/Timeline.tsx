@@ -140,16 +140,21 @@ export function Timeline() {
     return () => ro.disconnect();
   }, []);
 
-  // Following: keep the newest row in view as steps arrive.
-  useLayoutEffect(() => {
-    const el = scrollRef.current;
-    if (!el || !follow) return;
-    const bottom = Math.max(0, steps.length * ROW_HEIGHT - height);
-    if (el.scrollTop < bottom) {
-      el.scrollTop = bottom;
-      setScrollTop(bottom);
-    }
-  }, [follow, steps.length, height]);
+  // Following: the newest rows are drawn at once (the rows in view are derived from the step
+  // count, not from the scroll position read back), and the scroll position follows in the next
+  // animation frame, when the browser lays out anyway: a long run streaming thousands of steps a
+  // second never forces a layout, nor a second render, per batch.
+  const bottom = Math.max(0, steps.length * ROW_HEIGHT - height);
+  useEffect(() => {
+    if (!follow) return;
+    const raf = typeof requestAnimationFrame === 'function' ? requestAnimationFrame : (f: FrameRequestCallback) => setTimeout(() => f(0), 0) as unknown as number;
+    const caf = typeof cancelAnimationFrame === 'function' ? cancelAnimationFrame : (id: number) => clearTimeout(id);
+    const id = raf(() => {
+      const el = scrollRef.current;
+      if (el && el.scrollTop < bottom) el.scrollTop = bottom;
+    });
+    return () => caf(id);
+  }, [follow, bottom]);
 
   // A selected step scrolls into view.
   const selIndex = selectedStep === null ? -1 : indexOfStep(steps, selectedStep);
@@ -188,13 +193,24 @@ export function Timeline() {
     pick(steps[i]);
   };
 
-  const first = Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - OVERSCAN);
-  const last = Math.min(steps.length, Math.ceil((scrollTop + height) / ROW_HEIGHT) + OVERSCAN);
+  // The rows in view, and while following also the newest rows (where the view is about to go).
+  const windowOf = (top: number): [number, number] => [
+    Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN),
+    Math.min(steps.length, Math.ceil((top + height) / ROW_HEIGHT) + OVERSCAN),
+  ];
+  const ranges = [windowOf(scrollTop)];
+  if (follow) {
+    const [a, b] = windowOf(bottom);
+    if (a <= ranges[0][1]) ranges[0] = [Math.min(a, ranges[0][0]), Math.max(b, ranges[0][1])];
+    else ranges.push([a, b]);
+  }
   const latestStep = steps.length ? steps[steps.length - 1].step : null;
   const rows = [];
-  for (let i = first; i < last; i++) {
-    const r = steps[i];
-    rows.push(<TimelineRow key={r.step} row={r} index={i} selected={r.step === selectedStep} latest={follow && r.step === latestStep} onPick={pick} />);
+  for (const [first, last] of ranges) {
+    for (let i = first; i < last; i++) {
+      const r = steps[i];
+      rows.push(<TimelineRow key={r.step} row={r} index={i} selected={r.step === selectedStep} latest={follow && r.step === latestStep} onPick={pick} />);
+    }
   }
   const canRewind = !readOnly && selectedStep !== null && !running;
 

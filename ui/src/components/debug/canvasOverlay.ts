@@ -47,15 +47,35 @@ export function nodeRunMark(s: DebugState, id: string): RunMark {
   return ov.visited[id]?.length ? 'visited' : '';
 }
 
-const joined = new WeakMap<number[], string>();
-/** `"1,4,9"`, cached per (copy-on-write) step list. */
-function joinSteps(steps: number[]): string {
-  let j = joined.get(steps);
-  if (j === undefined) {
-    j = steps.join(',');
-    joined.set(steps, j);
+/** Step lists up to this long are shown whole; longer ones as their head, last step and count. */
+const SHOW_ALL = 12;
+/** Steps of the head of a long list kept in its summary. */
+const HEAD = 5;
+
+/**
+ * The steps a node ran in (an edge was taken in), as the canvas shows them: `"1,4,9"` while the
+ * list is short, else `"1,3,5,7,9,…,9999×5000"` (the first few, the last, the count). Constant
+ * size however long the run: a 100,000-step run must not rebuild, compare and write
+ * 300 KB strings into the DOM on every frame.
+ */
+export function stepsSummary(steps: readonly number[]): string {
+  const n = steps.length;
+  if (n <= SHOW_ALL) return steps.join(',');
+  return `${steps.slice(0, HEAD).join(',')},…,${steps[n - 1]}×${n}`;
+}
+
+/** A `stepsSummary` read back: the steps it lists (the head only, for a long list), the last
+ *  step and how many steps there are. */
+export function parseSteps(summary: string): { listed: string[]; last: string; count: number } {
+  if (!summary) return { listed: [], last: '', count: 0 };
+  const times = summary.lastIndexOf('×');
+  if (times < 0) {
+    const listed = summary.split(',');
+    return { listed, last: listed[listed.length - 1], count: listed.length };
   }
-  return j;
+  const parts = summary.slice(0, times).split(',');
+  const last = parts[parts.length - 1];
+  return { listed: parts.slice(0, -2), last, count: Number(summary.slice(times + 1)) };
 }
 
 const endCache = new WeakMap<Record<string, EdgeMark>, number[]>();
@@ -71,13 +91,13 @@ function endSteps(ov: CanvasOverlay): number[] {
   return out;
 }
 
-/** `data-steps` of a node: the steps it ran in, joined by ",". */
+/** `data-steps` of a node: the steps it ran in (`stepsSummary`). */
 export function nodeSteps(s: DebugState, id: string): string {
   const ov = overlayOf(s);
   if (id === START) return '';
-  if (id === END) return joinSteps(endSteps(ov));
+  if (id === END) return stepsSummary(endSteps(ov));
   const v = ov.visited[id];
-  return v?.length ? joinSteps(v) : '';
+  return v?.length ? stepsSummary(v) : '';
 }
 
 /** The error message of a node ("" when none). */
@@ -91,20 +111,21 @@ export function nodeInSelectedStep(s: DebugState, id: string): boolean {
   return !!rowAt(shownModel(s), s.selectedStep)?.nodes.includes(id);
 }
 
-/** The step-number chip: "#1 #4 #7", or "#1 … #9 ×5" when there are many. */
+/** The step-number chip of a `stepsSummary`: "#1 #4 #7", or "#1 … #9 ×5" when there are many. */
 export function stepChip(steps: string): string {
   if (!steps) return '';
-  const list = steps.split(',');
-  if (list.length <= 3) return list.map((n) => `#${n}`).join(' ');
-  return `#${list[0]} … #${list[list.length - 1]} ×${list.length}`;
+  const { listed, last, count } = parseSteps(steps);
+  if (count <= 3) return listed.map((n) => `#${n}`).join(' ');
+  return `#${listed[0]} … #${last} ×${count}`;
 }
 
-/** Steps for a tooltip: "step 4", "steps 1, 4, 9", or "steps 1, 3, … 9999 (5000 times)". */
+/** Steps of a `stepsSummary` for a tooltip: "step 4", "steps 1, 4, 9", or
+ *  "steps 1, 3, 5, 7, 9, … 9999 (5000 times)". */
 export function stepsTitle(steps: string): string {
   if (!steps) return '';
-  if (steps.length < 80) return `step${steps.includes(',') ? 's' : ''} ${steps.replace(/,/g, ', ')}`;
-  const list = steps.split(',');
-  return `steps ${list.slice(0, 5).join(', ')}, … ${list[list.length - 1]} (${list.length} times)`;
+  const { listed, last, count } = parseSteps(steps);
+  if (count === listed.length && steps.length < 80) return `step${count > 1 ? 's' : ''} ${listed.join(', ')}`;
+  return `steps ${listed.slice(0, HEAD).join(', ')}, … ${last} (${count} times)`;
 }
 
 export type BpMark = '' | 'active' | 'conditional' | 'disabled';
@@ -173,7 +194,7 @@ export function edgeTakenKey(s: DebugState, q: EdgeQuery): string {
   const mark = m.overlay.edges[`${q.source}->${q.target}`];
   if (!mark) return '';
   if (q.parallelCount > 1 && !labelMatchesEdge(mark.label, q.kind, q.label, q.dynamic)) return '';
-  return `${mark.last ? 1 : 0}${SEP}${mark.label}${SEP}${joinSteps(mark.steps)}`;
+  return `${mark.last ? 1 : 0}${SEP}${mark.label}${SEP}${stepsSummary(mark.steps)}`;
 }
 
 export function parseEdgeTaken(key: string): { last: boolean; reason: string; steps: string } | null {
