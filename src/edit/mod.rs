@@ -154,6 +154,14 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
     if doc.diagnostics.iter().any(|d| d.code == "multiple-documents") {
         return Err(EditError::new("this file holds more than one YAML document; remove the `---` and what follows first"));
     }
+    if let Some(at) = lone_cr(text) {
+        let line = text[..at].matches('\n').count() + 1;
+        let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
+        return Err(EditError::new(format!(
+            "this file has a carriage return without a line feed at {line}:{column} (an old Mac line break), \
+             which YAML reads as a line break of its own; replace it with a line feed or remove it in the source view, then edit again"
+        )));
+    }
     let nl: &'static str = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let added_nl = !text.is_empty() && !text.ends_with('\n');
     let mut work = Work { text: if added_nl { format!("{text}{nl}") } else { text.to_string() }, nl };
@@ -198,6 +206,13 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
     Ok(Applied { text: new, edit, inverse, select })
 }
 
+/// The byte offset of the first `\r` not followed by `\n`. YAML counts it as a line break, the
+/// editor's line arithmetic does not; such files are refused rather than edited wrongly.
+fn lone_cr(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    b.iter().enumerate().find(|&(i, &c)| c == b'\r' && b.get(i + 1) != Some(&b'\n')).map(|(i, _)| i)
+}
+
 /// A node name as written in the file (error when empty).
 pub(crate) fn check_new_name(name: &str) -> Result<(), EditError> {
     if name.trim().is_empty() {
@@ -233,6 +248,22 @@ mod tests {
         assert!(e.message.contains("read as a sherma agent instead of a Loki graph"), "{e}");
         let op = EditOp::SetDocField { path: vec![PathSeg::Key("description".into())], value: Some("d".into()) };
         assert!(apply(text, path, None, &op).unwrap().text.contains("description: d"));
+    }
+
+    /// Found by the `edit_ops` fuzz target: a lone carriage return inside a comment is a line
+    /// break to YAML, not to the editor; adding a top-level key broke the file. Such files are
+    /// refused with the position of the carriage return; CRLF files still edit.
+    #[test]
+    fn a_lone_carriage_return_is_refused_with_its_position() {
+        let path = Path::new("/nowhere/agent.yaml");
+        let text = "# Explicit cond\ritional edges: no injection.\nmanifest_version: 1\nagents:\n  a:\n    state:\n      fields:\n        - name: turn";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("start".into())], value: Some(serde_json::Value::Null) };
+        let e = apply(text, path, None, &op).unwrap_err();
+        assert!(e.message.contains("carriage return without a line feed at 1:16"), "{e}");
+        assert!(!e.message.starts_with("internal"), "{e}");
+        let crlf = text.replace("cond\r", "cond").replace('\n', "\r\n");
+        let a = apply(&crlf, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.text.ends_with("- name: turn\r\nstart: null"), "{:?}", a.text);
     }
 
     /// Found by the `edit_ops` fuzz target: deleting the only node removed its only edge, whose
