@@ -266,6 +266,16 @@ mod tests {
         assert!(a.text.ends_with("- name: turn\r\nstart: null"), "{:?}", a.text);
     }
 
+    /// Found by the `edit_ops` fuzz target: adding an edge after an `edges:` list whose only
+    /// entry is a bare `-` broke the YAML; it is refused with the line of that entry.
+    #[test]
+    fn adding_to_a_list_with_an_empty_entry_is_refused_with_its_line() {
+        let path = Path::new("/nowhere/agent.yaml");
+        let text = "manifest_version: 1\nagents:\n  helper:\n    graph:\n      entry_point: reply\n      nodes:\n        - name: reply\n          type: set_state\n      edges:\n        -\n";
+        let e = apply(text, path, None, &EditOp::AddEdge { from: "reply".into(), to: "reply".into() }).unwrap_err();
+        assert!(e.message.contains("empty `-` entry at line 10"), "{e}");
+    }
+
     /// Found by the `edit_ops` fuzz target: deleting the only node removed its only edge, whose
     /// `target:` is empty and followed by a comment; the edit broke the YAML.
     #[test]

@@ -838,6 +838,13 @@ impl<'a> Ed<'a> {
             });
         }
         let Some(first) = items.first() else { return err("internal: empty block list") };
+        // An entry that is a bare `-` has no text of its own to line a new entry up with (found
+        // by the edit_ops fuzz target): say where it is rather than guess.
+        if let Some(empty) = items.iter().find(|it| it.is_null() && it.span.start == it.span.end) {
+            let at = dash_of(text, empty).unwrap_or(empty.span.start as usize).min(text.len());
+            let line = text[..at].matches('\n').count() + 1;
+            return err(format!("the list has an empty `-` entry at line {line}; fill it in or remove it in the source view, then try again"));
+        }
         let d = dash_of(text, first).ok_or_else(|| EditError::new("cannot find the `-` of the first list item"))?;
         let dc = col(text, d);
         let cc = if line_start(text, first.span.start as usize) == line_start(text, d) { col(text, first.span.start as usize) } else { dc + 2 };
