@@ -18,11 +18,11 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fmt;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -40,6 +40,8 @@ const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(60);
 const STDERR_LIMIT: usize = 64 * 1024;
 /// Lines of stderr quoted in error messages.
 const STDERR_TAIL_LINES: usize = 12;
+/// How long a request looks for the reply before sleeping until it comes (see `recv_line`).
+const SPIN: Duration = Duration::from_micros(150);
 
 /// What `describe` reports about a tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,7 +171,11 @@ pub struct PyBridge {
 struct Proc {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<Vec<u8>>,
+    /// The protocol's replies, read on the calling thread (a reader thread would cost a second
+    /// wake-up per round trip): see [`Proc::recv_line`].
+    stdout: Option<ChildStdout>,
+    /// Bytes read from `stdout` past the last full line.
+    buf: Vec<u8>,
     stderr: Arc<Tail>,
 }
 
@@ -297,30 +303,14 @@ impl PyBridge {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr = Tail::start(child.stderr.take());
-        let (tx, lines) = mpsc::channel();
-        if let Some(out) = stdout {
-            thread::spawn(move || {
-                let mut out = BufReader::new(out);
-                loop {
-                    let mut line = Vec::new();
-                    match out.read_until(b'\n', &mut line) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            if tx.send(line).is_err() {
-                                break;
-                            }
-                        }
-                    }
-                }
-            });
-        }
         let mut proc = Proc {
             child,
             stdin,
-            lines,
+            stdout,
+            buf: Vec::new(),
             stderr,
         };
-        match proc.lines.recv_timeout(START_TIMEOUT) {
+        match proc.recv_line(Some(START_TIMEOUT)) {
             Ok(line) => match serde_json::from_slice::<Value>(&line) {
                 Ok(v) if v.get("ready") == Some(&Value::Bool(true)) => Ok(proc),
                 _ => {
@@ -400,14 +390,7 @@ impl PyBridge {
                 (None, true) => Some(SLICE),
                 (None, false) => None,
             };
-            let got = match wait {
-                Some(w) => proc.lines.recv_timeout(w),
-                None => proc
-                    .lines
-                    .recv()
-                    .map_err(|_| RecvTimeoutError::Disconnected),
-            };
-            match got {
+            match proc.recv_line(wait) {
                 Ok(line) => match serde_json::from_slice::<Value>(&line) {
                     Ok(v) if v.get("id").and_then(Value::as_u64) == Some(id) => break Ok(v),
                     // A stale or foreign line: not ours.
@@ -527,6 +510,59 @@ impl Drop for PyBridge {
 }
 
 impl Proc {
+    /// The next line the bridge wrote, waiting at most `wait` (`None`: as long as it takes).
+    /// `Timeout` when none came in time, `Disconnected` once the pipe is closed.
+    fn recv_line(&mut self, wait: Option<Duration>) -> Result<Vec<u8>, RecvTimeoutError> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+        let mut scanned = 0;
+        loop {
+            if let Some(i) = self.buf[scanned..].iter().position(|&b| b == b'\n') {
+                let rest = self.buf.split_off(scanned + i + 1);
+                return Ok(std::mem::replace(&mut self.buf, rest));
+            }
+            scanned = self.buf.len();
+            let Some(out) = self.stdout.as_mut() else {
+                return Err(RecvTimeoutError::Disconnected);
+            };
+            let timeout = deadline.map(|d| {
+                let left = d.saturating_duration_since(Instant::now());
+                Timespec { tv_sec: left.as_secs() as _, tv_nsec: left.subsec_nanos() as _ }
+            });
+            let mut fds = [PollFd::new(&*out, PollFlags::IN)];
+            // A tool's reply usually comes within microseconds: look for it a little while
+            // before sleeping, which saves the wake-up (tens of µs on a VM) on every call.
+            let spin_until = Instant::now() + SPIN;
+            let mut ready = false;
+            while Instant::now() < spin_until {
+                if matches!(poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })), Ok(n) if n > 0) {
+                    ready = true;
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+            match if ready { Ok(1) } else { poll(&mut fds, timeout.as_ref()) } {
+                Ok(0) => return Err(RecvTimeoutError::Timeout),
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return Err(RecvTimeoutError::Disconnected),
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            match out.read(&mut chunk) {
+                Ok(0) => {
+                    self.stdout = None;
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.stdout = None;
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+            }
+        }
+    }
+
     /// Kill the whole process group (tools' subprocesses too) and reap the interpreter.
     fn kill(&mut self) {
         drop(self.stdin.take());
@@ -940,6 +976,9 @@ def die():
 
 def ok():
     return "ok"
+
+def big(n: int):
+    return "".join(chr(97 + i % 26) for i in range(n))
 "#;
 
     #[test]
@@ -1019,6 +1058,27 @@ def ok():
             }
             thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn big_and_slow_replies_arrive_whole() {
+        if !have_python() {
+            return;
+        }
+        let d = Dir::new("bigslow");
+        d.file("fx/misc.py", MISC);
+        let mut b = d.bridge();
+        // A reply of several MB comes in many reads; it must come back whole and in order.
+        let big = b.call("fx.misc.big", &json!({"n": 3_000_000}), T).unwrap();
+        let text = big.as_str().unwrap();
+        assert_eq!(text.len(), 3_000_000);
+        assert!(text.bytes().enumerate().all(|(i, c)| c == b'a' + (i % 26) as u8));
+        // A reply that takes longer than the spin before sleeping still arrives.
+        let t = Instant::now();
+        assert_eq!(b.call("fx.misc.sleepy", &json!({"seconds": 0.05}), T).unwrap(), json!("woke"));
+        assert!(t.elapsed() >= Duration::from_millis(50));
+        // And the protocol is still in step.
+        assert_eq!(b.call("fx.misc.ok", &json!({}), T).unwrap(), json!("ok"));
     }
 
     #[test]
