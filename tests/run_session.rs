@@ -486,3 +486,141 @@ fn unknown_agent_and_non_sherma_files_are_refused_clearly() {
     let e = ShermaMachine::new(doc, None, Value::Null, ShermaOptions::default()).err().unwrap();
     assert!(e.contains("not a sherma agent file"), "{e}");
 }
+
+/// `split` fans out to `left` and `right` (two static edges), which meet at `join`.
+const FAN_OUT: &str = r#"
+manifest_version: 1
+agents:
+  fan:
+    state:
+      fields:
+        - name: messages
+          type: list
+        - name: n
+          type: int
+          default: 1
+        - name: left
+          type: str
+        - name: right
+          type: str
+        - name: seen
+          type: str
+    graph:
+      entry_point: split
+      nodes:
+        - name: split
+          type: set_state
+          args:
+            values:
+              n: "10"
+        - name: left
+          type: set_state
+          args:
+            values:
+              left: "'left saw n=' + string(state.n) + ', right=' + state.right"
+              n: "state.n + 1"
+        - name: right
+          type: data_transform
+          args:
+            expression: '{"right": "right saw n=" + string(state.n) + ", left=" + state.left, "messages": [{"type": "human", "content": "from right"}]}'
+        - name: join
+          type: set_state
+          args:
+            values:
+              seen: "state.left + ' | ' + state.right + ' | n=' + string(state.n)"
+      edges:
+        - source: split
+          target: left
+        - source: split
+          target: right
+        - source: left
+          target: join
+        - source: right
+          target: join
+        - source: join
+          target: __end__
+"#;
+
+#[test]
+fn a_fan_out_runs_its_nodes_on_the_same_state_and_joins_once() {
+    let mut s = session(FAN_OUT);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed, "{:?}", s.failure());
+    // `join` is reached from both and runs once, after both.
+    assert_eq!(visited(&s), ["split", "left", "right", "join"]);
+    let st = s.state();
+    // Each parallel node saw the state after `split`, not the other's update (LangGraph's
+    // super-step), and `join` sees both updates.
+    assert_eq!(st["left"], json!("left saw n=10, right="));
+    assert_eq!(st["right"], json!("right saw n=10, left="));
+    assert_eq!(
+        st["seen"],
+        json!("left saw n=10, right= | right saw n=10, left= | n=11")
+    );
+    assert_eq!(st["messages"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_fan_out_routes_each_node_on_its_own_update() {
+    // `right` routes on `state.left`, which only `left` sets: in a super-step it does not see it.
+    let yaml = FAN_OUT.replace(
+        "        - source: right\n          target: join\n",
+        "        - source: right\n          branches:\n            - condition: \"state.left != ''\"\n              target: __end__\n          default: join\n",
+    );
+    let mut s = session(&yaml);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed, "{:?}", s.failure());
+    let routes: Vec<(String, String, RouteReason)> = s
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::Route { from, to, reason } if from == "right" => Some((from, to, reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(routes.len(), 1);
+    assert_eq!(routes[0].1, "join", "{routes:?}");
+    assert_eq!(routes[0].2, RouteReason::Default);
+}
+
+#[test]
+fn two_parallel_nodes_setting_one_field_fail_as_in_langgraph() {
+    let yaml = FAN_OUT.replace(
+        r#"{"right": "right saw n=" + string(state.n) + ", left=" + state.left,"#,
+        r#"{"n": 99, "right": "r","#,
+    );
+    let mut s = session(&yaml);
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Failed);
+    let (node, message) = s.failure().cloned().expect("a failure");
+    assert_eq!(node.as_deref(), Some("right"));
+    assert!(
+        message.contains("`left` and `right` both set `n` in the same super-step"),
+        "{message}"
+    );
+    assert!(message.contains("InvalidUpdateError"), "{message}");
+}
+
+#[test]
+fn a_fan_out_paused_midway_keeps_its_shared_state_across_rewind_and_edits() {
+    let mut s = session(FAN_OUT);
+    s.step(); // split
+    s.step(); // left
+    assert_eq!(s.state()["left"], json!("left saw n=10, right="));
+    // An edit while paused mid-wave reaches the node still to run in it.
+    s.edit_state("left", json!("edited")).unwrap();
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed, "{:?}", s.failure());
+    assert_eq!(s.state()["right"], json!("right saw n=10, left=edited"));
+    // A fork from step 1 (after `split`) runs the whole wave again on its shared state.
+    s.rewind(1).unwrap();
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed, "{:?}", s.failure());
+    assert_eq!(s.state()["right"], json!("right saw n=10, left="));
+    assert_eq!(s.state()["n"], json!(11));
+    // A fork from step 2 of this run (after `left`) runs `right` on the wave's state.
+    s.rewind(2).unwrap();
+    s.run();
+    assert_eq!(s.state()["right"], json!("right saw n=10, left="));
+    assert_eq!(s.state()["left"], json!("left saw n=10, right="));
+}

@@ -6,9 +6,11 @@
 //! semantics follow reference/sherma.md §7–§9; the deliberate differences are listed in
 //! ARCHITECTURE.md ("Deliberate divergences"), the run-time ones here:
 //!
-//! - Several static edges from one node (a LangGraph fan-out) run their targets one after the
-//!   other, each seeing the updates of the ones before (upstream runs them in one super-step on
-//!   the same snapshot). Targets reached twice in one wave run once.
+//! - Several static edges from one node (a LangGraph fan-out) make a wave: its nodes run one
+//!   per step, each on the state the wave started from plus its own update (its routing too),
+//!   as LangGraph's parallel tasks in one super-step; each update then goes into the run's
+//!   state. Two nodes of a wave setting the same plain field fail the second one (LangGraph's
+//!   InvalidUpdateError); `messages` appends. Targets reached twice in one wave run once.
 //! - `recursion_limit` counts node runs since the start or the last answered interrupt
 //!   (LangGraph counts super-steps per invocation; default 25 as upstream).
 //! - A `custom` node runs its `node_execute` hooks (`sherma/hooked.rs`); with none it returns
@@ -310,6 +312,12 @@ pub struct ShermaMachine {
     queue: VecDeque<String>,
     /// Targets collected for the next wave.
     next: Vec<String>,
+    /// While a wave of several nodes (a fan-out) runs: the state it started from, which each of
+    /// them sees (LangGraph runs them in one super-step on the same snapshot).
+    wave_base: Option<State>,
+    /// Fields other than `messages` and `__sherma__` set so far in this wave, and by which node
+    /// (two parallel nodes setting the same one is an error, as in LangGraph).
+    wave_writes: std::collections::BTreeMap<String, String>,
     /// The answer to the pending interrupt, for the node's re-run.
     resume: Option<Value>,
     /// Node runs since the start or the last answer.
@@ -402,6 +410,8 @@ impl ShermaMachine {
             state,
             queue: VecDeque::new(),
             next: Vec::new(),
+            wave_base: None,
+            wave_writes: Default::default(),
             resume: None,
             since_resume: 0,
             output: Value::Null,
@@ -421,6 +431,7 @@ impl ShermaMachine {
             return Err(format!("agent `{}` cannot start: {msg}", m.shared.agent().name.value));
         }
         m.queue = entry.into_iter().map(|(to, _)| to).collect();
+        m.start_wave();
         Ok(m)
     }
 
@@ -1266,7 +1277,15 @@ impl Machine for ShermaMachine {
             self.state.replace(MESSAGES, Value::Array(Vec::new()));
         }
         up.insert(key.to_string(), value);
-        self.state.apply(&up)
+        self.state.apply(&up)?;
+        // The nodes still to run in this wave see the edit too.
+        if let Some(base) = &mut self.wave_base {
+            if key == MESSAGES {
+                base.replace(MESSAGES, Value::Array(Vec::new()));
+            }
+            base.apply(&up)?;
+        }
+        Ok(())
     }
 
     fn condition(&self, _node: &str, condition: &str) -> Result<bool, String> {
@@ -1283,6 +1302,8 @@ impl Machine for ShermaMachine {
             state: self.state.snapshot(),
             queue: self.queue.clone(),
             next: self.next.clone(),
+            wave_base: self.wave_base.as_ref().map(State::snapshot),
+            wave_writes: self.wave_writes.clone(),
             resume: self.resume.clone(),
             since_resume: self.since_resume,
             output: self.output.clone(),
@@ -1312,11 +1333,18 @@ impl ShermaMachine {
         self.recursion_override.unwrap_or(self.shared.recursion_limit)
     }
 
+    /// Start the wave in `queue`: with several nodes, remember the state they all see.
+    fn start_wave(&mut self) {
+        self.wave_base = (self.queue.len() > 1).then(|| self.state.snapshot());
+        self.wave_writes.clear();
+    }
+
     /// One node: `node_enter`, the node, `node_exit`, the update, routing.
     fn step_plain(&mut self, cx: &Cx<'_>) -> StepOutcome {
         if self.queue.is_empty() {
             let mut seen = BTreeSet::new();
             self.queue = std::mem::take(&mut self.next).into_iter().filter(|n| seen.insert(n.clone())).collect();
+            self.start_wave();
         }
         let Some(node) = self.queue.front().cloned() else {
             return StepOutcome::Finished { output: self.output() };
@@ -1335,6 +1363,87 @@ impl ShermaMachine {
         let kind = self.kind(&node);
         cx.emit(EventBody::NodeEnter { step: cx.step, node: node.clone(), kind });
         let t0 = Instant::now();
+        // In a fan-out, the node runs and routes on the wave's starting state plus its own
+        // update (what LangGraph's parallel tasks see); the run's state then takes the update.
+        let live = self.wave_base.as_ref().map(|b| std::mem::replace(&mut self.state, b.snapshot()));
+        let ran = self.node_and_route(&node, cx);
+        let (update, targets) = match (ran, live) {
+            (Err(outcome), Some(live)) => {
+                self.state = live;
+                return outcome;
+            }
+            (Err(outcome), None) => return outcome,
+            (Ok((update, targets, _)), None) => (update, targets),
+            (Ok((update, targets, routing_changed_internal)), Some(live)) => {
+                let own = std::mem::replace(&mut self.state, live);
+                for key in update.keys() {
+                    if key == MESSAGES || key == INTERNAL {
+                        continue;
+                    }
+                    match self.wave_writes.get(key) {
+                        Some(other) if other != &node => {
+                            return StepOutcome::Failed {
+                                node: Some(node.clone()),
+                                message: format!(
+                                    "`{other}` and `{node}` both set `{key}` in the same super-step: they run in parallel \
+                                     (several static edges lead to them from one node), and a plain field takes one \
+                                     value per step (LangGraph refuses this too, with InvalidUpdateError). Set \
+                                     different fields, or chain the two nodes with an edge"
+                                ),
+                            };
+                        }
+                        _ => {
+                            self.wave_writes.insert(key.clone(), node.clone());
+                        }
+                    }
+                }
+                if let Err(e) = self.state.apply(&update) {
+                    return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}` returned a bad update: {e}") };
+                }
+                if (update.contains_key(INTERNAL) || routing_changed_internal)
+                    && let Some(v) = own.get(INTERNAL)
+                {
+                    self.state.replace(INTERNAL, v.clone());
+                }
+                (update, targets)
+            }
+        };
+        cx.emit(EventBody::NodeExit {
+            step: cx.step,
+            node: node.clone(),
+            update: if cx.wanted() { Value::Object(update) } else { Value::Null },
+            duration_ms: t0.elapsed().as_millis() as u64,
+        });
+        self.queue.pop_front();
+        // A node without outgoing edges ends the run (sherma): no targets are added.
+        for (to, reason) in targets {
+            if let Some(msg) = to.strip_prefix(ROUTE_ERROR) {
+                return StepOutcome::Failed { node: Some(node.clone()), message: format!("routing after `{node}` failed: {msg}") };
+            }
+            cx.emit(EventBody::Route { from: node.clone(), to: to.clone(), reason });
+            if to != END {
+                self.next.push(to);
+            }
+        }
+        if self.queue.is_empty() && self.next.is_empty() {
+            self.wave_base = None;
+            self.output = self.final_output();
+            return StepOutcome::Finished { output: self.output.clone() };
+        }
+        StepOutcome::Continue
+    }
+
+    /// Run `node` (with its hooks, `on_error` fallback and error hooks) on the current state,
+    /// apply its update and route from it: the update, the targets, and whether routing
+    /// changed `__sherma__` (a `has_error_fallback` branch clears its flag). `Err` is the
+    /// step's outcome when the node asks a question or fails.
+    #[allow(clippy::type_complexity)]
+    fn node_and_route(
+        &mut self,
+        node: &str,
+        cx: &Cx<'_>,
+    ) -> Result<(Map<String, Value>, Vec<(String, RouteReason)>, bool), StepOutcome> {
+        let node = node.to_string();
         // `node_enter` may change the state this node sees (only this node: it is put back).
         let (result, saved) = match self.hook_node_enter(&node, cx) {
             Err(e) => (Err(e), None),
@@ -1353,7 +1462,7 @@ impl ShermaMachine {
         let update = match result {
             Ok(NodeResult::Interrupt(p)) => {
                 self.since_resume -= 1;
-                return StepOutcome::Interrupt(p);
+                return Err(StepOutcome::Interrupt(p));
             }
             Ok(NodeResult::Update(u)) => u,
             Err(e) => {
@@ -1379,38 +1488,22 @@ impl ShermaMachine {
                         // A hook consumed the error: the node returns `{}` and routing goes on.
                         None => Map::new(),
                         Some(e) => {
-                            return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}`: {}", e.message) };
+                            return Err(StepOutcome::Failed {
+                                node: Some(node.clone()),
+                                message: format!("node `{node}`: {}", e.message),
+                            });
                         }
                     },
                 }
             }
         };
         if let Err(e) = self.state.apply(&update) {
-            return StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}` returned a bad update: {e}") };
+            return Err(StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}` returned a bad update: {e}") });
         }
-        cx.emit(EventBody::NodeExit {
-            step: cx.step,
-            node: node.clone(),
-            update: if cx.wanted() { Value::Object(update) } else { Value::Null },
-            duration_ms: t0.elapsed().as_millis() as u64,
-        });
-        self.queue.pop_front();
+        let internal_before = self.state.get(INTERNAL).cloned();
         let targets = self.route_from(&node);
-        // A node without outgoing edges ends the run (sherma): no targets are added.
-        for (to, reason) in targets {
-            if let Some(msg) = to.strip_prefix(ROUTE_ERROR) {
-                return StepOutcome::Failed { node: Some(node.clone()), message: format!("routing after `{node}` failed: {msg}") };
-            }
-            cx.emit(EventBody::Route { from: node.clone(), to: to.clone(), reason });
-            if to != END {
-                self.next.push(to);
-            }
-        }
-        if self.queue.is_empty() && self.next.is_empty() {
-            self.output = self.final_output();
-            return StepOutcome::Finished { output: self.output.clone() };
-        }
-        StepOutcome::Continue
+        let changed = self.state.get(INTERNAL) != internal_before.as_ref();
+        Ok((update, targets, changed))
     }
 
     /// The run's result: the last AI message's text, else null.

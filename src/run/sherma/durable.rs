@@ -1,5 +1,5 @@
 //! A sherma run's dynamic part as JSON, for durable runs (`run::store`): the state, the nodes
-//! of the current wave and the next one, the answer to a pending interrupt, the node-run count
+//! of the current wave (with the state a fan-out's nodes share) and the next one, the answer to a pending interrupt, the node-run count
 //! since the last answer (the recursion limit), the output, a remote (A2A) task waiting for
 //! an answer, and what `before_graph_invoke` hooks set for the invocation. Everything else (the
 //! document, routing, tools, MCP servers, clients) is rebuilt from the agent file.
@@ -26,6 +26,9 @@ impl ShermaMachine {
             "state": self.state.to_json(),
             "queue": self.queue,
             "next": self.next,
+            // Mid fan-out: the state the wave's nodes see, and which plain fields they set.
+            "wave_base": self.wave_base.as_ref().map(State::to_json),
+            "wave_writes": self.wave_writes,
             "resume": self.resume,
             "since_resume": self.since_resume,
             "output": self.output,
@@ -74,6 +77,20 @@ impl ShermaMachine {
         self.state = state;
         self.queue = queue.into();
         self.next = next;
+        // Absent in snapshots written before fan-outs shared one state: the wave's nodes left
+        // then see the current state.
+        self.wave_base = match snap.get("wave_base") {
+            Some(Value::Object(fields)) => {
+                let mut base = State::new();
+                for (k, v) in fields {
+                    base.replace(k, v.clone());
+                }
+                Some(base)
+            }
+            _ => None,
+        };
+        self.wave_writes = serde_json::from_value(snap.get("wave_writes").cloned().unwrap_or(json!({})))
+            .map_err(|e| format!("the saved run's `wave_writes` is unreadable: {e}"))?;
         self.resume = snap.get("resume").cloned().filter(|v| !v.is_null());
         self.since_resume = snap.get("since_resume").and_then(Value::as_i64).unwrap_or(0);
         self.output = snap.get("output").cloned().unwrap_or(Value::Null);
@@ -191,6 +208,56 @@ agents:
         assert_eq!(resumed.status(), whole.status());
         assert_eq!(resumed.state(), whole.state());
         assert_eq!(resumed.steps(), whole.steps());
+    }
+
+    #[test]
+    fn a_snapshot_mid_fan_out_keeps_the_state_the_wave_shares() {
+        let yaml = r#"
+manifest_version: 1
+agents:
+  f:
+    state:
+      fields:
+        - {name: n, type: int}
+        - {name: a, type: str}
+        - {name: b, type: str}
+    graph:
+      entry_point: s
+      nodes:
+        - {name: s, type: set_state, args: {values: {n: "1"}}}
+        - {name: x, type: set_state, args: {values: {a: "'x saw ' + string(state.n)", n: "state.n + 1"}}}
+        - {name: y, type: set_state, args: {values: {b: "'y saw ' + string(state.n)"}}}
+      edges:
+        - {source: s, target: x}
+        - {source: s, target: y}
+"#;
+        let mk = || {
+            let doc = Arc::new(crate::doc::load_str(
+                std::path::Path::new("/tmp/fan.yaml"),
+                yaml,
+            ));
+            ShermaMachine::new(doc, None, Value::Null, ShermaOptions::default()).unwrap()
+        };
+        let none = || Box::new(crate::run::provider::NoProvider);
+        let mut first = RunSession::new(Box::new(mk()), Value::Null, RunOptions::new(none()));
+        first.step();
+        first.step(); // s, x: `y` is still to run on the state after `s`
+        let snap: Value =
+            serde_json::from_str(&serde_json::to_string(&first.durable_snapshot()).unwrap())
+                .unwrap();
+        assert_eq!(snap["machine"]["wave_base"]["n"], json!(1));
+        assert_eq!(snap["machine"]["wave_writes"], json!({"a": "x", "n": "x"}));
+        let mut m = mk();
+        m.restore(&snap["machine"]).unwrap();
+        assert_eq!(m.snapshot(), snap["machine"]);
+        let (at, _, _) = crate::run::session::ResumePoint::parse(&snap, Status::Ready).unwrap();
+        let mut resumed = RunSession::resume(Box::new(m), Value::Null, at, RunOptions::new(none()));
+        resumed.run();
+        let st = resumed.state();
+        assert_eq!(
+            (st["a"].clone(), st["b"].clone(), st["n"].clone()),
+            (json!("x saw 1"), json!("y saw 1"), json!(2))
+        );
     }
 
     #[test]
