@@ -274,3 +274,155 @@ agents:
     let events = serde_json::to_string(&seen.events()).unwrap();
     assert!(!events.contains(secret) && events.contains("[redacted:OPENAI_API_KEY]"), "{events}");
 }
+
+/// A Loki parent whose `call` node runs the agent `child` (two script nodes, then an end) as a
+/// nested run; `tail` runs after it. Returns the parent's graph.yaml.
+fn nested_agents(tag: &str) -> std::path::PathBuf {
+    let root = std::env::temp_dir().join(format!("switchyard-driver-nested-{}-{tag}", std::process::id())).join("agents");
+    let _ = std::fs::remove_dir_all(&root);
+    let files: [(&str, &str, Vec<(&str, &str)>); 2] = [
+        (
+            "parent",
+            "version: \"1.0\"\nname: parent\nstart: call\nnodes:\n  call: { type: agent, agent: child, prompt: hi, next: tail, state_updates: { result: \"{{output}}\" } }\n  tail: { type: end, output: \"parent done\" }\n",
+            vec![],
+        ),
+        (
+            "child",
+            "version: \"1.0\"\nname: child\nstart: a\nnodes:\n  a: { type: script, script: a.sh, next: b }\n  b: { type: script, script: b.sh, next: done }\n  done: { type: end, output: \"child {{a}} {{b}} {{note}}\" }\n",
+            vec![("a.sh", "echo '{\"a\": 1}'\n"), ("b.sh", "echo '{\"b\": 2}'\n")],
+        ),
+    ];
+    for (name, graph, scripts) in files {
+        let d = root.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("graph.yaml"), graph).unwrap();
+        for (f, t) in scripts {
+            std::fs::write(d.join(f), t).unwrap();
+        }
+    }
+    root.join("parent/graph.yaml")
+}
+
+fn drive_path(path: &Path, start: Option<Control>) -> (Driver, Arc<Seen>) {
+    let seen = Arc::new(Seen { batches: Mutex::new(Vec::new()) });
+    let s2 = seen.clone();
+    let doc = Arc::new(switchyard::doc::load_path(path));
+    let d = Driver::start(
+        move |opts| switchyard::run::launch::session(doc, &switchyard::run::launch::RunRequest::default(), opts),
+        RunOptions::new(Box::new(NoProvider)),
+        DriverOptions { start, ..Default::default() },
+        Arc::new(move |b| s2.batches.lock().unwrap().push(b)),
+    )
+    .expect("driver");
+    (d, seen)
+}
+
+/// The `nested_paused` events so far.
+fn nested_pauses(seen: &Seen) -> Vec<Value> {
+    seen.events().into_iter().filter(|e| e["event"] == "nested_paused").collect()
+}
+
+fn wait_nested_pauses(seen: &Seen, n: usize) -> Value {
+    assert!(
+        wait_for(Duration::from_secs(20), || nested_pauses(seen).len() >= n),
+        "no nested pause #{n}; events: {:?}",
+        seen.events().iter().map(|e| e["event"].clone()).collect::<Vec<_>>()
+    );
+    nested_pauses(seen)[n - 1].clone()
+}
+
+#[test]
+fn step_into_a_nested_run_step_edit_and_step_out() {
+    let path = nested_agents("into");
+    let (d, seen) = drive_path(&path, None);
+    wait_state(&seen, "ready");
+    d.control(Control::StepInto);
+    // Paused before the nested run's first node, with its state, agent and file.
+    let p = wait_nested_pauses(&seen, 1);
+    assert!(p["run"].as_str().unwrap().ends_with("/call"), "{p}");
+    assert_eq!(p["node"], "call");
+    assert_eq!(p["due"], json!(["a"]));
+    assert_eq!(p["step"], 0);
+    assert_eq!(p["depth"], 1);
+    assert_eq!(p["agent"], "child");
+    assert!(p["file"].as_str().unwrap().ends_with("child/graph.yaml"), "{p}");
+    assert!(d.nested_pause().is_some());
+    // The top level is busy inside its step: its queries say where the run is paused.
+    let e = d.state_at(0).unwrap_err();
+    assert!(e.contains("paused inside the nested run") && e.contains("/call"), "{e}");
+    // An edit changes the nested run's state, and the pause is shown again with it.
+    d.edit_state("note", json!("edited")).unwrap();
+    let p = wait_nested_pauses(&seen, 2);
+    assert_eq!(p["state"]["note"], "edited");
+    // Step: one node of the nested run, then paused again before `b`.
+    d.control(Control::Step);
+    let p = wait_nested_pauses(&seen, 3);
+    assert_eq!(p["due"], json!(["b"]));
+    assert_eq!(p["step"], 1);
+    assert_eq!(p["state"]["a"], 1);
+    assert_eq!(seen.kinds("nested_resumed"), 1, "an edit does not resume; the step did");
+    // Step out: the nested run ends, the parent's step completes and the top level pauses
+    // before its next node.
+    d.control(Control::StepOut);
+    let st = wait_state(&seen, "paused");
+    assert_eq!(st.step, 1);
+    assert_eq!(st.due, vec!["tail".to_string()]);
+    assert!(d.nested_pause().is_none());
+    assert_eq!(nested_pauses(&seen).len(), 3, "no pause after stepping out");
+    // The parent sees what the nested run produced, the edit included.
+    let state = d.state_at(1).unwrap();
+    assert!(state.to_string().contains("child 1 2 edited"), "{state}");
+    d.control(Control::Continue);
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.output, json!("parent done"));
+}
+
+#[test]
+fn continue_inside_a_nested_run_runs_to_the_end_and_step_over_does_not_pause_inside() {
+    let path = nested_agents("cont");
+    let (d, seen) = drive_path(&path, None);
+    wait_state(&seen, "ready");
+    d.control(Control::StepInto);
+    wait_nested_pauses(&seen, 1);
+    d.control(Control::Continue);
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.status, Some(switchyard::run::events::RunStatus::Completed));
+    assert_eq!(nested_pauses(&seen).len(), 1);
+
+    // A plain step over the agent node runs the whole nested run without pausing in it.
+    let (d, seen) = drive_path(&path, None);
+    wait_state(&seen, "ready");
+    d.control(Control::Step);
+    let st = wait_state(&seen, "paused");
+    assert_eq!(st.due, vec!["tail".to_string()]);
+    assert!(nested_pauses(&seen).is_empty());
+    // Step out at the top level continues.
+    d.control(Control::StepOut);
+    wait_state(&seen, "finished");
+}
+
+#[test]
+fn stop_and_restart_inside_a_nested_run() {
+    let path = nested_agents("stop");
+    let (d, seen) = drive_path(&path, None);
+    wait_state(&seen, "ready");
+    d.control(Control::StepInto);
+    wait_nested_pauses(&seen, 1);
+    d.control(Control::Stop);
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.status, Some(switchyard::run::events::RunStatus::Stopped));
+    assert!(d.nested_pause().is_none());
+
+    let (d, seen) = drive_path(&path, None);
+    wait_state(&seen, "ready");
+    d.control(Control::StepInto);
+    wait_nested_pauses(&seen, 1);
+    d.control(Control::Restart);
+    // The stopped step ends, then the run starts again from step 0 and runs to the end.
+    assert!(
+        wait_for(Duration::from_secs(20), || seen.last().is_some_and(|s| s.state == "finished"
+            && s.status == Some(switchyard::run::events::RunStatus::Completed))),
+        "{:?}",
+        seen.last()
+    );
+}

@@ -108,6 +108,25 @@ pub fn open(app: &AppHandle, path: &Path) -> Res<View> {
     Ok(view)
 }
 
+/// The graph of another agent file, read-only (the open document is not touched): what the
+/// debugger shows when the run is paused inside a nested run of that agent.
+#[tauri::command]
+pub async fn nested_view(file: String, agent: Option<String>) -> Res<View> {
+    let path = absolute(Path::new(&file));
+    let mut session = match catch_unwind(AssertUnwindSafe(|| Session::open(&path))) {
+        Ok(Ok(s)) => s,
+        Ok(Err(d)) => return Err(CmdError::new(format!("cannot draw the nested agent {}: {}", path.display(), d.message))),
+        Err(p) => return Err(panic_message(&format!("opening {}", path.display()), p)),
+    };
+    if let Some(a) = agent.filter(|a| !a.is_empty()) {
+        // Only files with several agents (sherma) pick one; a Loki graph is its one agent.
+        if switchyard::graph::agent_names(&session.document()).iter().any(|n| *n == a) {
+            session.select_agent(&a).map_err(CmdError::new)?;
+        }
+    }
+    view_of(&session, "drawing the nested agent")
+}
+
 fn absolute(p: &Path) -> PathBuf {
     let p = if let Some(rest) = p.to_str().and_then(|s| s.strip_prefix("~/")) {
         std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)).unwrap_or_else(|| p.into())

@@ -12,6 +12,7 @@
 
 use crate::run::events::{Event, PauseReason, RunStatus};
 use crate::run::session::{Breakpoint, CheckpointInfo, Pending, RunOptions, RunSession, Status};
+use crate::run::nested::{NestedControl, NestedGate, NestedPause};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::io::Write;
@@ -36,6 +37,12 @@ pub enum Control {
     Stop,
     /// Go back to step 0 and continue.
     Restart,
+    /// Run one step, pausing inside a nested run (sub-agent, Loki agent node) if the step
+    /// starts one; inside a nested run, one step that may pause in a deeper one.
+    StepInto,
+    /// Inside a nested run: run the rest of it, pause at its parent's next step. At the top
+    /// level: continue.
+    StepOut,
 }
 
 /// The session's status as the debugger shows it.
@@ -171,6 +178,8 @@ pub struct Driver {
     /// A durable run stops writing to its store once set (see [`Driver::keep_resumable`]).
     persist_off: Arc<AtomicBool>,
     durable: bool,
+    /// Where a nested run waits while the user is stepped into it (`run::nested`).
+    gate: Arc<NestedGate>,
 }
 
 impl Driver {
@@ -201,6 +210,8 @@ impl Driver {
         let outbox = Arc::new(Mutex::new(Outbox { run: run.clone(), events: Vec::new(), trace, trace_error: None, sink }));
         let ob = outbox.clone();
         options.listener = Some(Arc::new(move |ev: &Event| lock(&ob).push(ev)));
+        let gate = Arc::new(NestedGate::new());
+        options.gate = Some(gate.clone());
         let session = build(options)?;
         let pause = session.pause_handle();
         let stop = session.stop_handle();
@@ -230,10 +241,11 @@ impl Driver {
             let start = driver.start;
             let outbox = outbox.clone();
             let alive = alive.clone();
+            let gate = gate.clone();
             std::thread::Builder::new()
                 .name(format!("run-{run}"))
                 .spawn(move || {
-                    Worker { session, rx, outbox, running, slice, last: None, go: false }.serve(start);
+                    Worker { session, rx, outbox, running, slice, last: None, go: false, gate }.serve(start);
                     alive.store(false, Ordering::Relaxed);
                 })
                 .map_err(|e| format!("cannot start the run's thread: {e}"))?
@@ -251,6 +263,7 @@ impl Driver {
             trace: driver.trace,
             persist_off,
             durable,
+            gate,
         })
     }
 
@@ -275,12 +288,50 @@ impl Driver {
         self.persist_off.store(true, Ordering::Relaxed);
     }
 
+    /// Where a nested run is paused for the user, if one is (its commands go to the gate).
+    pub fn nested_pause(&self) -> Option<NestedPause> {
+        self.gate.waiting()
+    }
+
     pub fn control(&self, c: Control) {
+        if self.gate.waiting().is_some() {
+            // The worker is inside the parent's step, waiting in the nested run: the command
+            // goes there. Stepping pauses the top level after that step; continuing does not.
+            let nested = match c {
+                Control::Continue => {
+                    self.pause.store(false, Ordering::Relaxed);
+                    NestedControl::Continue
+                }
+                Control::Step | Control::StepInto | Control::StepOut => {
+                    self.pause.store(true, Ordering::Relaxed);
+                    match c {
+                        Control::Step => NestedControl::Step,
+                        Control::StepInto => NestedControl::StepInto,
+                        _ => NestedControl::StepOut,
+                    }
+                }
+                // Already paused.
+                Control::Pause => return,
+                Control::Stop | Control::Restart => {
+                    self.stop.store(true, Ordering::Relaxed);
+                    NestedControl::Stop
+                }
+            };
+            if self.gate.command(nested) {
+                // A restart happens once the stopped step has ended.
+                if c == Control::Restart {
+                    let _ = self.tx.send(Msg::Control(c));
+                }
+                return;
+            }
+        }
         match c {
             // Flags first: they act between steps without waiting for the worker.
             Control::Pause => {
                 if self.is_running() {
                     self.pause.store(true, Ordering::Relaxed);
+                    // Inside a nested run, pause at its next step.
+                    self.gate.set_pause_at(u32::MAX);
                 }
             }
             Control::Stop => self.stop.store(true, Ordering::Relaxed),
@@ -290,6 +341,12 @@ impl Driver {
     }
 
     fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Msg) -> Result<T, String> {
+        if let Some(p) = self.gate.waiting() {
+            return Err(format!(
+                "the run is paused inside the nested run `{}`; step out (Shift+F11) or continue first",
+                p.run
+            ));
+        }
         let (tx, rx) = mpsc::channel();
         self.tx.send(make(tx)).map_err(|_| "the run has ended; start it again".to_string())?;
         match rx.recv_timeout(self.timeout) {
@@ -307,7 +364,13 @@ impl Driver {
         self.ask(|r| Msg::Answer(id.to_string(), value, r))
     }
     /// Change a top-level state value (only while not running).
+    /// Inside a nested pause, the nested run's value changes.
     pub fn edit_state(&self, key: &str, value: Value) -> Result<(), String> {
+        if self.gate.waiting().is_some() {
+            if let Some(r) = self.gate.edit(key, value.clone(), self.timeout) {
+                return r;
+            }
+        }
         self.ask(|r| Msg::EditState(key.to_string(), value, r))
     }
     /// Replace the breakpoints (takes effect at once, also while running).
@@ -356,6 +419,7 @@ struct Worker {
     last: Option<StatusInfo>,
     /// Keep running steps.
     go: bool,
+    gate: Arc<NestedGate>,
 }
 
 impl Worker {
@@ -440,6 +504,7 @@ impl Worker {
                 }
                 let st = self.session.run_for(self.slice).clone();
                 if !matches!(st, Status::Ready) {
+                    self.gate.reset();
                     self.set_go(false);
                     self.publish();
                 }
@@ -466,12 +531,17 @@ impl Worker {
                     self.publish();
                 }
             }
-            Control::Step => {
+            Control::Step | Control::StepInto => {
                 if !self.go {
+                    if c == Control::StepInto {
+                        self.gate.set_pause_at(u32::MAX);
+                    }
                     self.session.step();
-                    self.publish();
+                    self.after_step();
                 }
             }
+            // At the top level there is nothing to step out of.
+            Control::StepOut => self.control(Control::Continue),
             Control::Pause => {
                 // While running the flag does it; a leftover flag must not pause a later run.
                 if !self.go {
@@ -494,6 +564,16 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// After a single step: pauses asked from inside a nested run are over with it; a
+    /// "continue" chosen there keeps the run going.
+    fn after_step(&mut self) {
+        self.session.pause_handle().store(false, Ordering::Relaxed);
+        if self.gate.reset() && !self.session.status().is_finished() && matches!(self.session.status(), Status::Paused { .. }) {
+            self.set_go(true);
+        }
+        self.publish();
     }
 
     fn not_running(&self, what: &str) -> Result<(), String> {

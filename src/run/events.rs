@@ -149,6 +149,27 @@ pub enum EventBody {
     Paused {
         reason: PauseReason,
     },
+    /// The run paused before a step of a nested run (stepping into a sub-agent or a Loki agent
+    /// node); the event's `run` is the nested run's id (`<run>/<node>...`).
+    NestedPaused {
+        /// The top-level node the nested run runs inside.
+        node: String,
+        reason: PauseReason,
+        /// Steps the nested run has done.
+        step: u64,
+        /// The nested run's nodes about to run.
+        due: Vec<String>,
+        /// The nested agent and the file it comes from.
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
+        /// The nested run's whole state.
+        state: Value,
+        /// 1 for a child of the top-level run, 2 for a grandchild, ...
+        depth: u32,
+    },
+    /// The pause inside the nested run `run` ended.
+    NestedResumed {},
     Error {
         /// The node that failed; `None` for run-level errors.
         #[serde(default)]
@@ -273,6 +294,8 @@ impl Event {
             EventBody::ToolResult { .. } => "tool_result",
             EventBody::Interrupt { .. } => "interrupt",
             EventBody::Paused { .. } => "paused",
+            EventBody::NestedPaused { .. } => "nested_paused",
+            EventBody::NestedResumed {} => "nested_resumed",
             EventBody::StateEdited { .. } => "state_edited",
             EventBody::Rewound { .. } => "rewound",
             EventBody::Error { .. } => "error",

@@ -372,6 +372,9 @@ impl Machine for LokiMachine {
     fn agent(&self) -> &str {
         &self.agent
     }
+    fn file(&self) -> Option<String> {
+        Some(self.doc.path.display().to_string())
+    }
     fn due(&self) -> Vec<String> {
         if self.done { Vec::new() } else { self.frontier.iter().cloned().collect() }
     }

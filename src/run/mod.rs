@@ -8,6 +8,7 @@ pub mod pybridge;
 pub mod script;
 pub mod sherma_state;
 pub mod session;
+pub mod nested;
 pub mod sherma;
 pub mod launch;
 pub mod narrate;

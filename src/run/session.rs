@@ -23,6 +23,7 @@
 //! desktop shell forwards them to the UI; the CLI narrates and writes the JSONL trace).
 
 use crate::run::events::{Event, EventBody, InterruptKind, PauseReason, RunStatus};
+use crate::run::nested::{GateDecision, NestedGate};
 use crate::run::provider::{BoxProvider, CallCtl, LlmProvider, LlmRequest, LlmResponse, ProviderError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -108,6 +109,10 @@ pub trait Machine: Send {
     fn condition(&self, node: &str, condition: &str) -> Result<bool, String>;
     /// Check a breakpoint condition's syntax without running it.
     fn check_condition(&self, condition: &str) -> Result<(), String>;
+    /// The file the agent comes from (shown when a debugger steps into a nested run).
+    fn file(&self) -> Option<String> {
+        None
+    }
     /// A copy for a checkpoint; later steps of either copy do not affect the other.
     fn fork(&self) -> Box<dyn Machine>;
     /// The run's final output once finished (`null` before).
@@ -278,6 +283,8 @@ pub struct Cx<'a> {
     pub answers: &'a Mutex<VecDeque<Value>>,
     /// Nesting depth (0 for the top-level run).
     pub depth: u32,
+    /// Where nested runs pause for a debugger's "step into" (see `run::nested`).
+    pub gate: Option<&'a NestedGate>,
 }
 
 impl<'a> Cx<'a> {
@@ -379,6 +386,7 @@ impl<'a> Cx<'a> {
             stop: self.stop,
             answers: self.answers,
             depth: self.depth + 1,
+            gate: self.gate,
         }
     }
 }
@@ -418,6 +426,13 @@ pub fn run_nested(child: &mut dyn Machine, cx: &Cx<'_>, node: &str, input: Value
             let output = child.output();
             finish(RunStatus::Completed, child, output.clone());
             return NestedEnd::Completed(output);
+        }
+        if let Some(gate) = cx.gate {
+            let top = ccx.run.split('/').nth(1).unwrap_or(node).to_string();
+            if gate.before_step(&ccx, child, &top, step) == GateDecision::Stop {
+                finish(RunStatus::Stopped, child, Value::Null);
+                return NestedEnd::Stopped;
+            }
         }
         step += 1;
         let scx = Cx { step, ..cx.child(node) };
@@ -471,6 +486,8 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// A durable run: where every step and status change is written (default: none).
     pub persist: Option<Box<dyn Persist>>,
+    /// Where nested runs pause when a debugger steps into them (default: never).
+    pub gate: Option<Arc<NestedGate>>,
 }
 
 impl RunOptions {
@@ -485,6 +502,7 @@ impl RunOptions {
             checkpoints: true,
             run_id: None,
             persist: None,
+            gate: None,
         }
     }
 }
@@ -540,6 +558,7 @@ pub struct RunSession {
     /// A durable run's writer; writes stop once `persist_off` is set.
     persist: Option<Box<dyn Persist>>,
     persist_off: Arc<AtomicBool>,
+    gate: Option<Arc<NestedGate>>,
 }
 
 /// What [`RunSession::run_until`] should do.
@@ -612,6 +631,7 @@ impl RunSession {
             interrupt_seq,
             persist: options.persist,
             persist_off: Arc::new(AtomicBool::new(false)),
+            gate: options.gate,
             machine,
         };
         let state = if s.log.wanted() { s.machine.state() } else { Value::Null };
@@ -944,6 +964,7 @@ impl RunSession {
                     stop: &self.stop,
                     answers: &self.answers,
                     depth: 0,
+                    gate: self.gate.as_deref(),
                 };
                 self.machine.step(&cx)
             };

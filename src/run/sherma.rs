@@ -1234,6 +1234,10 @@ impl Machine for ShermaMachine {
         &self.shared.agent().name.value
     }
 
+    fn file(&self) -> Option<String> {
+        Some(self.shared.doc.path.display().to_string())
+    }
+
     fn due(&self) -> Vec<String> {
         match self.queue.front() {
             Some(n) => vec![n.clone()],
