@@ -4,8 +4,9 @@ import type { DocumentChanged, EditOp, ExprError, Pos, RecoveryOffer, View } fro
 import type { Breakpoint, DurableRun, RunBatch, RunConfig, RunInfo, RunsList, TraceFile } from './debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 
-/** `run_control` actions (docs/app-contract.md §5.1). */
-export type RunAction = 'continue' | 'step' | 'pause' | 'stop' | 'restart';
+/** `run_control` actions (docs/app-contract.md §5.1). `step_into` steps and pauses inside a
+ *  nested run the step starts; `step_out` runs the rest of the nested run paused in. */
+export type RunAction = 'continue' | 'step' | 'step_into' | 'step_out' | 'pause' | 'stop' | 'restart';
 
 export interface Backend {
   openPath(path: string): Promise<View>;
@@ -61,6 +62,9 @@ export interface Backend {
   /** Resume a durable run from its last checkpoint (stops any run in progress); `force`
    *  resumes even though the agent file changed since. */
   runResume(id: string, force: boolean, breakpoints: Breakpoint[], breakOnError: boolean): Promise<RunInfo>;
+  /** The graph of another agent file (a nested run's), laid out like `getView`, read-only: the
+   *  open document is not changed. `agent` picks the agent of a multi-agent file. */
+  nestedView(file: string, agent: string | null): Promise<View>;
 
   // Settings (docs/app-contract.md §6). No command returns an API key, only a masked form.
   /** Providers, where their keys come from, the default model, the keyring's state. */
@@ -151,6 +155,7 @@ export function createTauriBackend(): Backend {
     runsList: () => call('runs_list'),
     runsDelete: (ids) => call('runs_delete', { ids }),
     runResume: (id, force, breakpoints, breakOnError) => call('run_resume', { id, force, breakpoints, breakOnError }),
+    nestedView: (file, agent) => call('nested_view', { file, agent }),
     settingsGet: () => call('settings_get'),
     settingsSave: (change) => call('settings_save', { change }),
     settingsTestProvider: (provider) => call('settings_test_provider', { provider }),
@@ -197,6 +202,9 @@ export interface FakeBackend extends Backend {
   durableRuns: DurableRun[];
   /** Agent files whose durable runs `runResume` refuses as changed (unless forced). */
   changedFiles: string[];
+  /** What `nestedView(file, agent)` serves: keyed `<file>#<agent>`, else by file; a file missing
+   *  here is refused like an unreadable one. */
+  nestedViews: Record<string, View>;
 
   // Settings: an in-memory provider file and key store.
   settings: Settings;
@@ -296,6 +304,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     lastRun: null,
     durableRuns: [],
     changedFiles: [],
+    nestedViews: {},
     emitRun(batch) {
       const b = clone(batch);
       runListeners.forEach((l) => l(b));
@@ -419,6 +428,12 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         const info: RunInfo = { run: id, trace: null, agent: r.agent, dialect: r.dialect === 'loki' ? 'loki' : 'sherma', llm: 'scripted', durable: '/fake/runs.sqlite' };
         fake.lastRun = id;
         return info;
+      }),
+    nestedView: (file, agent) =>
+      run('nested_view', { file, agent }, () => {
+        const v = fake.nestedViews[`${file}#${agent ?? ''}`] ?? fake.nestedViews[file];
+        if (!v) throw { message: `cannot read ${file}: no such file or directory` };
+        return v;
       }),
     runBreakpoints: (breakpoints, breakOnError) => run('run_breakpoints', { breakpoints, breakOnError }, () => null),
     runAnswer: (id, value) => run('run_answer', { id, value }, () => null),

@@ -165,6 +165,44 @@ export interface EventLog {
   length: number;
 }
 
+/**
+ * Where the run is paused inside a nested run (a sherma sub-agent, a Loki `agent` node): from its
+ * `nested_paused` until its `nested_resumed`, that run's `run_finished`, or a top-level status
+ * other than `running` (the driver's status stays `running` while the pause lasts).
+ */
+export interface NestedPause {
+  /** The nested run's id (`<top>/<node>[/<node2>…]`). */
+  run: string;
+  /** The top-level node the nested run runs inside. */
+  node: string;
+  /** The nested agent's name. */
+  agent: string;
+  /** The nested agent's file (absolute), null when it has none. */
+  file: string | null;
+  /** The nested run's nodes about to run. */
+  due: string[];
+  /** Steps the nested run has done. */
+  step: number;
+  /** The nested run's whole state (`{}` when the event carried no object). */
+  state: Record<string, unknown>;
+  /** The state at the pause before this one in the same nested run (an earlier step), for the
+   *  diff; null for its first pause. */
+  prev: Record<string, unknown> | null;
+  /** The step `prev` is after. */
+  prevStep: number | null;
+  /** 1 for a child of the top-level run, 2 for a grandchild… */
+  depth: number;
+  reason: PauseReason;
+}
+
+/** A nested run in progress (from its `run_started` to its `run_finished`). */
+export interface NestedRunInfo {
+  /** Its agent (`run_started.agent`), when seen. */
+  agent: string | null;
+  /** The nested steps in which each of its nodes ran (its `node_enter`s). */
+  visited: Record<string, number[]>;
+}
+
 export interface RunModel {
   /** The top-level run id (null until the first event). */
   run: string | null;
@@ -184,6 +222,11 @@ export interface RunModel {
   paused: PauseReason | null;
   /** Where a replay first sent a request that differs from the recording. */
   diverged: Divergence | null;
+  /** The pause inside a nested run, while it lasts. */
+  nested: NestedPause | null;
+  /** Nested runs in progress, by run id (an entry goes at the run's `run_finished`, so this
+   *  holds at most the runs nested in the current step). */
+  nestedRuns: Record<string, NestedRunInfo>;
   /** The top-level run's events that states are rebuilt from (`keepInLog`; for
    *  `reconstructState` when no live run can be asked). */
   log: EventLog;
@@ -208,6 +251,9 @@ export interface FoldInternal {
   hooksAhead?: HookRecord[];
   /** A `node_enter` telling the dialect is in the log (later ones are not kept). */
   dialectLogged?: boolean;
+  /** The latest nested pause, kept after it ended: the next pause of the same nested run
+   *  diffs its state against it. */
+  lastNested?: NestedPause | null;
 }
 
 export function emptyOverlay(): CanvasOverlay {
@@ -228,6 +274,8 @@ export function emptyModel(): RunModel {
     edits: [],
     paused: null,
     diverged: null,
+    nested: null,
+    nestedRuns: {},
     log: { items: [], length: 0 },
     internal: { llm: {}, tool: {}, lastRouteStep: 0, lastEdges: [], curStep: 0, seq: 0 },
   };
@@ -426,6 +474,19 @@ class Draft {
     if (!this.isOwn(this.m.edits)) this.m.edits = this.own(this.m.edits.slice());
     return this.m.edits;
   }
+  nestedRuns(): Record<string, NestedRunInfo> {
+    if (!this.isOwn(this.m.nestedRuns)) this.m.nestedRuns = this.own({ ...this.m.nestedRuns });
+    return this.m.nestedRuns;
+  }
+  /** A writable copy of the nested run `run`'s entry (created when missing). */
+  nestedRun(run: string): NestedRunInfo {
+    const runs = this.nestedRuns();
+    const r = runs[run];
+    if (r && this.isOwn(r)) return r;
+    const c = this.own(r ? { ...r, visited: this.own({ ...r.visited }) } : { agent: null, visited: this.own({}) });
+    runs[run] = c;
+    return c;
+  }
   llmOpen(): Record<string, [number, string]> {
     const i = this.m.internal;
     if (!this.isOwn(i.llm)) i.llm = this.own({ ...i.llm });
@@ -542,9 +603,43 @@ export class ModelFolder {
     }
   }
 
+  /**
+   * The top-level status that came with the events added so far: one other than `running` ends
+   * a nested pause (the run is paused, interrupted or finished at the top level now).
+   */
+  status(status: RunStatusInfo | null): void {
+    if (!status || status.state === 'running' || !(this.draft?.m ?? this.base).nested) return;
+    if (!this.draft) this.draft = new Draft(this.base);
+    this.draft.m.nested = null;
+  }
+
+  /** The nested pause as of the events added so far. */
+  get nested(): NestedPause | null {
+    return (this.draft?.m ?? this.base).nested;
+  }
+
   result(): RunModel {
     return this.draft ? this.draft.m : this.base;
   }
+}
+
+/** `model` without its nested pause when `status` is a top-level status other than `running`. */
+export function endNestedPause(model: RunModel, status: RunStatusInfo | null): RunModel {
+  if (!status || status.state === 'running' || !model.nested) return model;
+  return { ...model, nested: null };
+}
+
+const nestedDiffs = new WeakMap<NestedPause, DiffEntry[]>();
+
+/** What changed in the nested run's state since its pause before (`prev`); computed once per
+ *  pause. */
+export function nestedDiff(p: NestedPause): DiffEntry[] {
+  let d = nestedDiffs.get(p);
+  if (!d) {
+    d = p.prev ? diffState(p.prev, p.state) : [];
+    nestedDiffs.set(p, d);
+  }
+  return d;
 }
 
 /** Fold `events` into `model`; returns a new model (the input is not changed). */
@@ -556,6 +651,7 @@ export function foldEvents(model: RunModel, events: DebugEvent[]): RunModel {
 
 function foldNested(d: Draft, ev: DebugEvent): void {
   const m = d.m;
+  foldNestedRun(d, ev);
   const top = nestedNode(m.run ?? '', ev.run);
   if (ev.event === 'replay_diverged') diverged(d, ev, m.steps.length ? m.steps[rowOfNode(m.steps, top)].step : null);
   if (!m.steps.length) return;
@@ -563,6 +659,92 @@ function foldNested(d: Draft, ev: DebugEvent): void {
   const row = d.row(i);
   row.nested++;
   foldCall(d, row, ev);
+}
+
+/** `run` is `within` or a run nested in it. */
+function inRun(run: string, within: string): boolean {
+  return run === within || run.startsWith(`${within}/`);
+}
+
+/** What a nested run's events tell of the run itself: its agent and visited nodes, its pauses. */
+function foldNestedRun(d: Draft, ev: DebugEvent): void {
+  const m = d.m;
+  switch (ev.event) {
+    case 'run_started': {
+      // A new invocation: the marks of an earlier one under the same id (and of runs nested in
+      // it) go.
+      const runs = d.nestedRuns();
+      for (const k of Object.keys(runs)) if (k.startsWith(`${ev.run}/`)) delete runs[k];
+      runs[ev.run] = d.own({ agent: typeof ev.agent === 'string' ? ev.agent : null, visited: d.own({}) });
+      const last = m.internal.lastNested;
+      if (last && inRun(last.run, ev.run)) m.internal.lastNested = null;
+      break;
+    }
+    case 'node_enter': {
+      const info = d.nestedRun(ev.run);
+      const visited = info.visited;
+      const steps = visited[ev.node];
+      if (!steps) visited[ev.node] = d.own([ev.step]);
+      else if (steps[steps.length - 1] !== ev.step) {
+        if (d.isOwn(steps)) steps.push(ev.step);
+        else visited[ev.node] = d.own([...steps, ev.step]);
+      }
+      break;
+    }
+    case 'nested_paused': {
+      const step = typeof ev.step === 'number' ? ev.step : Number(ev.step) || 0;
+      const last = m.internal.lastNested;
+      let prev: Record<string, unknown> | null = null;
+      let prevStep: number | null = null;
+      if (last && last.run === ev.run) {
+        if (last.step < step) {
+          prev = last.state;
+          prevStep = last.step;
+        } else if (last.step === step) {
+          // The same pause again (after a state edit): keep diffing against the step before.
+          prev = last.prev;
+          prevStep = last.prevStep;
+        }
+      }
+      const p: NestedPause = {
+        run: ev.run,
+        node: typeof ev.node === 'string' && ev.node ? ev.node : nestedNode(m.run ?? '', ev.run),
+        agent: typeof ev.agent === 'string' ? ev.agent : (m.nestedRuns[ev.run]?.agent ?? ''),
+        file: typeof ev.file === 'string' && ev.file ? ev.file : null,
+        due: Array.isArray(ev.due) ? ev.due.map(String) : [],
+        step,
+        state: isObj(ev.state) ? ev.state : {},
+        prev,
+        prevStep,
+        depth: typeof ev.depth === 'number' ? ev.depth : ev.run.split('/').length - 1,
+        reason: ev.reason ?? 'step',
+      };
+      m.nested = p;
+      m.internal.lastNested = p;
+      break;
+    }
+    case 'nested_resumed':
+      if (m.nested && m.nested.run === ev.run) m.nested = null;
+      break;
+    case 'run_finished': {
+      if (m.nested && inRun(m.nested.run, ev.run)) m.nested = null;
+      const runs = m.nestedRuns;
+      let gone = false;
+      for (const k in runs) {
+        if (inRun(k, ev.run)) {
+          gone = true;
+          break;
+        }
+      }
+      if (gone) {
+        const own = d.nestedRuns();
+        for (const k of Object.keys(own)) if (inRun(k, ev.run)) delete own[k];
+      }
+      break;
+    }
+    default:
+      break;
+  }
 }
 
 /** LLM/tool call events (top-level and nested) into `row.calls`. */
@@ -899,6 +1081,7 @@ function foldTop(d: Draft, ev: DebugEvent): void {
     case 'run_finished': {
       m.finished = { status: ev.status, output: ev.output, state: ev.state };
       m.pending = null;
+      endNested(d);
       if (m.overlay.current.length) d.overlay().current = d.own([]);
       // Rows still running were cut short (stopped) or failed.
       for (let i = m.steps.length - 1; i >= 0 && i >= m.steps.length - 64; i--) {
@@ -912,6 +1095,14 @@ function foldTop(d: Draft, ev: DebugEvent): void {
   }
 }
 
+/** No nested run goes on past the end of the run or a rewind. */
+function endNested(d: Draft): void {
+  const m = d.m;
+  m.nested = null;
+  m.internal.lastNested = null;
+  if (Object.keys(m.nestedRuns).length) m.nestedRuns = d.own({});
+}
+
 /** `rewound {step}`: drop the rows after `step` and rebuild the overlay from the rows left. */
 function rewind(d: Draft, step: number): void {
   const m = d.m;
@@ -920,6 +1111,7 @@ function rewind(d: Draft, step: number): void {
   m.pending = null;
   m.finished = null;
   m.paused = 'requested';
+  endNested(d);
   m.errors = d.own(m.errors.filter((e) => e.step != null && e.step <= step));
   m.edits = d.own(m.edits.filter((e) => e.step <= step));
   if (m.diverged && (m.diverged.step ?? 0) > step) m.diverged = null;

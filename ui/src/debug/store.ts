@@ -11,6 +11,7 @@ import {
   applyStatus,
   diffState,
   emptyModel,
+  endNestedPause,
   foldEvents,
   guessDialect,
   lastDoneStep,
@@ -19,9 +20,11 @@ import {
   ModelFolder,
   reconstructState,
   type DiffEntry,
+  type NestedPause,
   type RunModel,
 } from './model';
 import type { Breakpoint, DebugEvent, DurableRun, Pending, RunBatch, RunConfig, RunInfo, RunStatusInfo } from './types';
+import type { View } from '../types';
 
 export type DebugMode = 'idle' | 'live' | 'review';
 export type PanelTab = 'timeline' | 'state' | 'calls';
@@ -41,6 +44,13 @@ export interface StateView {
   prev: Record<string, unknown> | null;
   diff: DiffEntry[];
   loading: boolean;
+  error: string | null;
+}
+
+/** A nested agent's graph (`nestedView`), as fetched for the nested view. */
+export interface NestedViewEntry {
+  loading: boolean;
+  view: View | null;
   error: string | null;
 }
 
@@ -77,6 +87,8 @@ export interface DebugState {
   runsError: string | null;
   /** A resume refused because the agent file changed since: that run's id ("Resume anyway"). */
   runsChanged: string | null;
+  /** Nested agents' graphs by `nestedViewKey(file, agent)`, fetched once per run. */
+  nestedViews: Record<string, NestedViewEntry>;
 
   start(mode?: 'continue' | 'step'): Promise<void>;
   openRuns(open: boolean): Promise<void>;
@@ -88,6 +100,13 @@ export interface DebugState {
   deleteRun(id: string): Promise<boolean>;
   continue(): Promise<void>;
   step(): Promise<void>;
+  /** Step, pausing inside a nested run the step starts (F11); while paused in a nested run,
+   *  one step of it, pausing in a deeper one. */
+  stepInto(): Promise<void>;
+  /** Run the rest of the nested run paused in, then pause in its parent (Shift+F11). */
+  stepOut(): Promise<void>;
+  /** Fetch the graph of a nested run's agent into `nestedViews` (once per run). */
+  loadNestedView(file: string, agent: string | null): Promise<void>;
   pause(): Promise<void>;
   stop(): Promise<void>;
   restart(): Promise<void>;
@@ -154,6 +173,25 @@ export function isLive(s: DebugState): boolean {
   return s.mode === 'live' && s.info != null && s.status?.state !== 'finished';
 }
 
+/**
+ * Where the live run is paused inside a nested run, or null. The driver's status stays
+ * `running` meanwhile (its thread is inside the parent's step), so this is the model's nested
+ * pause while that status lasts.
+ */
+export function nestedPause(s: DebugState): NestedPause | null {
+  const n = s.model.nested;
+  return n && s.mode === 'live' && s.info != null && s.status?.state === 'running' ? n : null;
+}
+
+/** The nested pause the canvas and the state panel show: none while an earlier run is viewed. */
+export function shownNestedPause(s: DebugState): NestedPause | null {
+  return s.viewing == null ? nestedPause(s) : null;
+}
+
+export function nestedViewKey(file: string, agent: string | null): string {
+  return `${file}\u0000${agent ?? ''}`;
+}
+
 const HISTORY_MAX = 10;
 const STOPPED_STATES = new Set(['paused', 'interrupted', 'finished']);
 
@@ -201,6 +239,9 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
     let unshown: { folder: ModelFolder; status: RunStatusInfo | null } | null = null;
     /** When the model was last shown. */
     let shownAt = 0;
+    /** The state shown is the refusal of a load made while paused inside a nested run: load it
+     *  again once the run is back at the top level. */
+    let nestedRefused = false;
 
     const toast = (message: string) => app.getState().toast('error', message);
 
@@ -240,6 +281,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         stateView: null,
         dialogOpen: false,
         answerError: null,
+        nestedViews: {},
         ...extra,
       });
       return before;
@@ -294,14 +336,19 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
           queue[0] = { ...b, events: evs.slice(FOLD_CHUNK) };
         } else {
           folder.add(evs);
-          if (b.status) status = b.status;
+          if (b.status) {
+            status = b.status;
+            folder.status(b.status);
+          }
           queue.shift();
         }
         if (now() - t0 >= budgetMs) break;
       }
+      // A pause inside a nested run that is not shown yet.
+      const nestedNew = folder.nested != null && folder.nested !== st.model.nested;
       // Still behind: keep what was folded for a later frame, unless it is time to show it or
-      // the run stopped (a pause, an interrupt, the end show at once).
-      if (queue.length && budgetMs !== Infinity && t0 - shownAt < SHOW_EVERY_MS && (!status || status.state === 'running')) {
+      // the run stopped (a pause, an interrupt, the end, a pause in a nested run show at once).
+      if (queue.length && budgetMs !== Infinity && t0 - shownAt < SHOW_EVERY_MS && (!status || status.state === 'running') && !nestedNew) {
         unshown = { folder, status };
         schedule();
         return;
@@ -331,8 +378,10 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         return;
       }
       const cur = get();
-      if (status && STOPPED_STATES.has(status.state) && cur.selectedStep == null && cur.viewing == null) {
-        void loadState(latestStep(cur));
+      // Back from a nested pause, the state at the selected step can be asked for again.
+      const back = nestedRefused && !nestedPause(cur);
+      if (cur.viewing == null && ((status && STOPPED_STATES.has(status.state) && cur.selectedStep == null) || back)) {
+        void loadState(cur.selectedStep ?? latestStep(cur));
       }
     }
 
@@ -379,6 +428,13 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         },
       });
       const m = shownModel(st);
+      const inNested = st.viewing == null ? nestedPause(st) : null;
+      nestedRefused = inNested != null;
+      if (inNested) {
+        // The engine answers no state-at-step while paused inside a nested run.
+        set({ stateView: { step, state: null, prev: null, diff: [], loading: false, error: `the run is paused inside the nested run ${inNested.run}: step out (Shift+F11) or continue to look at the top-level steps` } });
+        return;
+      }
       try {
         let state: Record<string, unknown>;
         let prev: Record<string, unknown> | null;
@@ -439,6 +495,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
       runsLoading: false,
       runsError: null,
       runsChanged: null,
+      nestedViews: {},
 
       async openRuns(open) {
         set({ runsOpen: open, runsError: null, runsChanged: null });
@@ -537,6 +594,32 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         if (st.starting) return;
         if (st.mode !== 'live' || !st.info || st.status?.state === 'finished') return get().start('step');
         await control('step', 'Step');
+      },
+
+      async stepInto() {
+        const st = get();
+        if (st.starting || !isLive(st)) return;
+        const state = st.status?.state;
+        if (!nestedPause(st) && state !== 'paused' && state !== 'ready') return;
+        await control('step_into', 'Step into');
+      },
+
+      async stepOut() {
+        if (get().starting || !nestedPause(get())) return;
+        await control('step_out', 'Step out');
+      },
+
+      async loadNestedView(file, agent) {
+        const key = nestedViewKey(file, agent);
+        if (get().nestedViews[key]) return;
+        const put = (e: NestedViewEntry) => set({ nestedViews: { ...get().nestedViews, [key]: e } });
+        put({ loading: true, view: null, error: null });
+        try {
+          const view = await backend.nestedView(file, agent);
+          put({ loading: false, view, error: null });
+        } catch (e) {
+          put({ loading: false, view: null, error: errorMessage(e) });
+        }
       },
 
       async pause() {
@@ -666,12 +749,15 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
           return `not valid JSON: ${e instanceof Error ? e.message : String(e)}`;
         }
         if (!isLive(get())) return 'no run is paused: start a run to edit its state';
+        // Paused inside a nested run, the edit goes to the nested run's state, and a fresh
+        // `nested_paused` brings it back.
+        const nested = nestedPause(get()) != null;
         try {
           await backend.runEditState(key, value);
         } catch (e) {
           return errorMessage(e);
         }
-        await get().refreshState();
+        if (!nested) await get().refreshState();
         return null;
       },
 
@@ -684,6 +770,11 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         const st = get();
         if (st.mode !== 'live' || !st.info) {
           app.getState().toast('info', 'Rewinding needs a live run: start one first');
+          return;
+        }
+        const nested = nestedPause(st);
+        if (nested) {
+          app.getState().toast('info', `The run is paused inside the nested run ${nested.run}: step out (Shift+F11) or continue before rewinding`);
           return;
         }
         get().flush();
@@ -738,7 +829,7 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
           mode: 'review',
           info,
           status,
-          model: applyStatus(model, status),
+          model: applyStatus(endNestedPause(model, status), status),
           viewing: null,
           selectedStep: null,
           stateView: null,

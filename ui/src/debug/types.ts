@@ -187,6 +187,29 @@ export type DebugEvent = EventBase &
     | { event: 'state_edited'; key: string; value: unknown }
     | { event: 'rewound'; step: number }
     | { event: 'paused'; reason: PauseReason }
+    /** The run paused before a step of a nested run (`run` = `<top>/<node>[/<node2>…]`): Step
+     *  Into, a step inside it, or a pause while it ran. Sent again with the new `state` after an
+     *  edit made while paused there. The top-level status stays `running` meanwhile. */
+    | {
+        event: 'nested_paused';
+        reason: PauseReason;
+        /** Steps the nested run has done. */
+        step: number;
+        /** The nested run's nodes about to run. */
+        due: string[];
+        /** The nested agent's name. */
+        agent: string;
+        /** The nested agent's file (absolute); null/absent when it has none (e.g. inline). */
+        file?: string | null;
+        /** The nested run's whole state. */
+        state: unknown;
+        /** 1 for a child of the top-level run, 2 for a grandchild… */
+        depth: number;
+        /** The top-level node the nested run runs inside. */
+        node: string;
+      }
+    /** The pause inside the nested run `run` ended (continue, step, step out, stop). */
+    | { event: 'nested_resumed' }
     | { event: 'error'; node?: string | null; message: string }
     | { event: 'run_finished'; status: FinishStatus; state: unknown; output: unknown }
     /** A helper process's own output (an MCP server's stderr, `source` = `mcp:<server>`); kept in the event log only. */
