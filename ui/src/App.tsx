@@ -22,7 +22,7 @@ import { RunsDialog } from './components/debug/RunsDialog';
 import { RunConfigPanel } from './components/debug/RunConfigPanel';
 import { DebugPanel } from './components/debug/DebugPanel';
 import { SettingsDialog } from './components/settings/SettingsDialog';
-import { DebugContext, createDebugStore, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
+import { DebugContext, createDebugStore, nestedPause, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
 import type { View } from './types';
 
 /** What end-to-end tests read of the debugger (docs/app-contract.md §5.2). */
@@ -33,6 +33,8 @@ export interface DebugHook {
   steps: number;
   selectedStep: number | null;
   pending: string | null;
+  /** Paused inside a nested run (the status says `running` meanwhile): which, and where. */
+  nested: { run: string; node: string; agent: string; step: number; due: string[]; depth: number } | null;
 }
 
 declare global {
@@ -169,6 +171,7 @@ function TestHook() {
   const steps = useDebug((s) => s.model.steps.length);
   const selectedStep = useDebug((s) => s.selectedStep);
   const pending = useDebug((s) => s.model.pending?.id ?? null);
+  const nested = useDebug(nestedPause);
   const debugStore = useDebugStore();
   const store = useAppStore();
   useEffect(() => {
@@ -182,7 +185,19 @@ function TestHook() {
     // `debug` is there once a document is open (the debugger lives in the workspace).
     window.__switchyard =
       view || mode !== 'idle'
-        ? { ready, view, debug: { mode, state: status?.state ?? 'idle', step: status?.step ?? 0, steps, selectedStep, pending } }
+        ? {
+            ready,
+            view,
+            debug: {
+              mode,
+              state: status?.state ?? 'idle',
+              step: status?.step ?? 0,
+              steps,
+              selectedStep,
+              pending,
+              nested: nested ? { run: nested.run, node: nested.node, agent: nested.agent, step: nested.step, due: nested.due.slice(), depth: nested.depth } : null,
+            },
+          }
         : { ready, view };
   });
   return null;

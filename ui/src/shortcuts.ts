@@ -1,6 +1,6 @@
 // Global keyboard shortcuts → store actions.
 import type { AppState } from './store';
-import type { DebugState } from './debug/store';
+import { nestedPause, type DebugState } from './debug/store';
 import { bpEditor } from './components/debug/canvasOverlay';
 
 export type ShortcutAction = 'undo' | 'redo' | 'save' | 'open' | 'search' | 'delete' | 'deselect' | 'settings' | null;
@@ -69,10 +69,11 @@ export function handleShortcut(e: KeyboardEvent, state: AppState): boolean {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Debugger keys (docs/app-contract.md §5.2): F5 run/continue, F10 step, Shift+F5 stop,
-// Ctrl+Shift+F5 restart, F9 toggle the selected node's breakpoint, Shift+F9 edit its condition.
+// Debugger keys (docs/app-contract.md §5.2): F5 run/continue, F10 step, F11 step into,
+// Shift+F11 step out, Shift+F5 stop, Ctrl+Shift+F5 restart, F9 toggle the selected node's
+// breakpoint, Shift+F9 edit its condition.
 
-export type DebugAction = 'continue' | 'step' | 'stop' | 'restart' | 'toggle-breakpoint' | 'edit-breakpoint' | null;
+export type DebugAction = 'continue' | 'step' | 'step-into' | 'step-out' | 'stop' | 'restart' | 'toggle-breakpoint' | 'edit-breakpoint' | null;
 
 /** Which debugger action a key event means (pure, for tests). */
 export function debugShortcutFor(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'shiftKey' | 'altKey'>): DebugAction {
@@ -84,6 +85,9 @@ export function debugShortcutFor(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'met
       return e.shiftKey ? 'stop' : 'continue';
     case 'F10':
       return mod || e.shiftKey ? null : 'step';
+    case 'F11':
+      if (mod) return null;
+      return e.shiftKey ? 'step-out' : 'step-into';
     case 'F9':
       if (mod) return null;
       return e.shiftKey ? 'edit-breakpoint' : 'toggle-breakpoint';
@@ -103,7 +107,9 @@ export function handleDebugShortcut(e: KeyboardEvent, debug: DebugState, app: Ap
   e.preventDefault();
   if (!app.view) return true;
   const state = debug.status?.state ?? 'idle';
-  const running = debug.mode === 'live' && (debug.starting || state === 'running');
+  // Paused inside a nested run, the driver says `running` but the user is paused.
+  const nested = nestedPause(debug) != null;
+  const running = debug.mode === 'live' && (debug.starting || (state === 'running' && !nested));
   switch (action) {
     case 'continue':
       if (running) break;
@@ -115,6 +121,14 @@ export function handleDebugShortcut(e: KeyboardEvent, debug: DebugState, app: Ap
       if (running) break;
       if (debug.mode === 'live' && state === 'interrupted') debug.reopenDialog();
       else void debug.step();
+      break;
+    case 'step-into':
+      if (running) break;
+      if (debug.mode === 'live' && state === 'interrupted') debug.reopenDialog();
+      else void debug.stepInto();
+      break;
+    case 'step-out':
+      void debug.stepOut();
       break;
     case 'stop':
       void debug.stop();

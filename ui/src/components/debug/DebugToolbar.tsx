@@ -1,7 +1,8 @@
 // The debugger toolbar above the canvas: run controls (with the usual debugger keys), the run
 // configuration, break on error, opening a trace, and the status line.
 import '../../debug/debug.css';
-import { currentPending, isLive, shownModel, useDebug, useDebugStore, type DebugState } from '../../debug/store';
+import { currentPending, isLive, nestedPause, shownModel, useDebug, useDebugStore, type DebugState } from '../../debug/store';
+import type { NestedPause } from '../../debug/model';
 import type { RunStatusInfo } from '../../debug/types';
 import { useApp } from '../../store';
 
@@ -13,8 +14,17 @@ function list(nodes: string[] | undefined): string {
   return nodes && nodes.length ? nodes.join(', ') : '';
 }
 
+/** The status line while paused inside a nested run. */
+export function nestedStatusText(n: NestedPause): string {
+  const due = list(n.due);
+  const where = `${n.agent || n.run} (in ${n.node}${n.depth > 1 ? `, depth ${n.depth}` : ''})`;
+  return `Paused in nested ${where}${due ? ` before ${due}` : ''} · nested step ${n.step} · Shift+F11 steps out`;
+}
+
 /** The status line: what the run is doing, in words. */
-export function statusText(s: Pick<DebugState, 'mode' | 'status' | 'info' | 'starting' | 'viewing' | 'history'> & { pendingNode?: string | null }): string {
+export function statusText(
+  s: Pick<DebugState, 'mode' | 'status' | 'info' | 'starting' | 'viewing' | 'history'> & { pendingNode?: string | null; nested?: NestedPause | null },
+): string {
   if (s.viewing != null) return `Viewing ${s.history[s.viewing]?.label ?? 'an earlier run'}`;
   if (s.starting) return 'Starting…';
   const st: RunStatusInfo | null = s.status;
@@ -22,6 +32,7 @@ export function statusText(s: Pick<DebugState, 'mode' | 'status' | 'info' | 'sta
   const prefix = s.mode === 'review' ? 'Trace · ' : '';
   const step = st.step;
   const due = list(st.due);
+  if (s.nested && st.state === 'running') return nestedStatusText(s.nested);
   switch (st.state) {
     case 'running':
       return `${prefix}Running · step ${step}`;
@@ -82,13 +93,16 @@ export function DebugToolbar() {
   const pendingNode = useDebug((s) => currentPending(s)?.node ?? null);
   const dialogOpen = useDebug((s) => s.dialogOpen);
   const errorCount = useDebug((s) => shownModel(s).errors.length);
+  const nested = useDebug(nestedPause);
 
   const state = status?.state ?? 'idle';
-  const running = mode === 'live' && (starting || state === 'running');
+  // Paused inside a nested run, the driver says `running` but the user is paused.
+  const running = mode === 'live' && (starting || (state === 'running' && !nested));
   const interrupted = mode === 'live' && state === 'interrupted';
   const stopped = live && (state === 'paused' || state === 'ready');
   const canRun = hasView && !running && !interrupted;
-  const text = statusText({ mode, status, info, starting, viewing, history, pendingNode });
+  const canStepInto = hasView && !starting && (stopped || nested != null);
+  const text = statusText({ mode, status, info, starting, viewing, history, pendingNode, nested });
   const s = dbg.getState;
 
   return (
@@ -100,20 +114,53 @@ export function DebugToolbar() {
           data-testid="dbg-continue"
           disabled={!canRun}
           onClick={() => void s().continue()}
-          title={stopped ? 'Continue (F5)' : 'Run (F5)'}
+          title={stopped || nested ? 'Continue (F5)' : 'Run (F5)'}
         >
           <span className="dbg-ico" aria-hidden>
             ▶
           </span>
-          <span className="dbg-label">{stopped ? 'Continue' : 'Run'}</span>
+          <span className="dbg-label">{stopped || nested ? 'Continue' : 'Run'}</span>
         </button>
-        <button type="button" className="btn dbg-btn" data-testid="dbg-step" disabled={!canRun} onClick={() => void s().step()} title="Step: run one step and pause (F10)">
+        <button
+          type="button"
+          className="btn dbg-btn"
+          data-testid="dbg-step"
+          disabled={!canRun}
+          onClick={() => void s().step()}
+          title={nested ? `Step over: run one step of ${nested.agent || 'the nested run'} and pause (F10)` : 'Step: run one step and pause (F10)'}
+        >
           <span className="dbg-ico" aria-hidden>
             ⤼
           </span>
           <span className="dbg-label">Step</span>
         </button>
-        <button type="button" className="btn dbg-btn" data-testid="dbg-pause" disabled={!(live && state === 'running')} onClick={() => void s().pause()} title="Pause after the step in progress">
+        <button
+          type="button"
+          className="btn dbg-btn"
+          data-testid="dbg-step-into"
+          disabled={!canStepInto}
+          onClick={() => void s().stepInto()}
+          title="Step Into: run one step, pausing inside a sub-agent or agent node it starts (F11)"
+        >
+          <span className="dbg-ico" aria-hidden>
+            ⤓
+          </span>
+          <span className="dbg-label">Step Into</span>
+        </button>
+        <button
+          type="button"
+          className="btn dbg-btn"
+          data-testid="dbg-step-out"
+          disabled={!nested || starting}
+          onClick={() => void s().stepOut()}
+          title={nested ? `Step Out: run the rest of ${nested.agent || 'the nested run'} and pause in its parent (Shift+F11)` : 'Step Out: only while paused inside a nested run (Shift+F11)'}
+        >
+          <span className="dbg-ico" aria-hidden>
+            ⤒
+          </span>
+          <span className="dbg-label">Step Out</span>
+        </button>
+        <button type="button" className="btn dbg-btn" data-testid="dbg-pause" disabled={!(live && state === 'running' && !nested)} onClick={() => void s().pause()} title="Pause after the step in progress">
           <span className="dbg-ico" aria-hidden>
             ❚❚
           </span>
@@ -140,9 +187,10 @@ export function DebugToolbar() {
         </button>
       </div>
       <div
-        className={`dbg-status st-${state}${status?.status ? ` fin-${status.status}` : ''}`}
+        className={`dbg-status st-${nested ? 'paused nested' : state}${status?.status ? ` fin-${status.status}` : ''}`}
         data-testid="dbg-status"
         data-state={state}
+        data-nested={nested ? nested.run : ''}
         data-step={String(status?.step ?? 0)}
         data-reason={status?.reason ?? ''}
         data-finished={state === 'finished' ? (status?.status ?? '') : ''}

@@ -2,7 +2,7 @@
 // 10,000 steps renders only the rows in view. Click selects a step (and its node on the canvas).
 import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { useAppStore } from '../../store';
-import { shownModel, useDebug, useDebugStore } from '../../debug/store';
+import { nestedPause, shownModel, useDebug, useDebugStore } from '../../debug/store';
 import { findRow, type HookRecord, type StepRow } from '../../debug/model';
 import { maskSecrets } from '../../untrusted';
 
@@ -124,6 +124,7 @@ export function Timeline() {
   const selectedStep = useDebug((s) => s.selectedStep);
   const readOnly = useDebug((s) => s.viewing != null || s.mode !== 'live' || !s.info);
   const running = useDebug((s) => s.starting || s.status?.state === 'running');
+  const nested = useDebug((s) => nestedPause(s) != null);
   const scrollRef = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [height, setHeight] = useState(320);
@@ -241,9 +242,11 @@ export function Timeline() {
               ? 'Select a step to rewind to'
               : readOnly
                 ? 'Only the current run can be rewound'
-                : running
-                  ? 'Pause the run first'
-                  : `Rewind to step ${selectedStep} and run from there (a fork; this run is kept to compare)`
+                : nested
+                  ? 'Paused inside a nested run: Step Out (Shift+F11) or Continue to the top level first'
+                  : running
+                    ? 'Pause the run first'
+                    : `Rewind to step ${selectedStep} and run from there (a fork; this run is kept to compare)`
           }
           onClick={() => selectedStep !== null && void dbg.getState().rewind(selectedStep)}
         >
