@@ -21,6 +21,7 @@ import { InterruptDialog } from './components/debug/InterruptDialog';
 import { RunsDialog } from './components/debug/RunsDialog';
 import { RunConfigPanel } from './components/debug/RunConfigPanel';
 import { DebugPanel } from './components/debug/DebugPanel';
+import { NestedView } from './components/debug/NestedView';
 import { SettingsDialog } from './components/settings/SettingsDialog';
 import { DebugContext, createDebugStore, nestedPause, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
 import type { View } from './types';
@@ -138,6 +139,9 @@ function Workspace() {
           </div>
           <ErrorBoundary label="canvas">
             <Canvas />
+          </ErrorBoundary>
+          <ErrorBoundary label="nested run">
+            <NestedView />
           </ErrorBoundary>
         </div>
         {showDebug ? <DebugDock height={dockHeight} onResize={(h) => setDockHeight(clampDock(h))} /> : null}

@@ -1,7 +1,8 @@
 // Stepping into nested runs in the app: the toolbar's Step Into / Step Out (F11 / Shift+F11),
-// against the fake backend and real stores.
+// the nested agent's graph over the canvas with its breadcrumb, and the nested run's state in the
+// State tab, against the fake backend and real stores.
 import { describe, expect, it } from 'vitest';
-import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { App } from '../App';
 import { createFakeBackend, type FakeBackend } from '../backend';
 import { createAppStore } from '../store';
@@ -9,7 +10,10 @@ import { createDebugStore } from '../debug/store';
 import type { DebugEvent, RunStatusInfo } from '../debug/types';
 import { debugShortcutFor } from '../shortcuts';
 import { statusText } from '../components/debug/DebugToolbar';
+import { nestedCrumbs } from '../components/debug/NestedView';
+import { emptyModel, foldEvents } from '../debug/model';
 import { demoView } from '../demo';
+import type { View } from '../types';
 
 type Ev = { [k: string]: unknown; event: string; run?: string };
 let ts = 1_700_000_000_000;
@@ -47,6 +51,24 @@ async function feed(ctx: Ctx, events: Ev[], status: Partial<RunStatusInfo> | nul
 }
 
 const FILE = '/agents/researcher.yaml';
+
+/** The nested agent's graph as `nested_view` serves it. */
+function researcherView(): View {
+  const node = (id: string, kind: string, y: number) => ({ id, kind, derived: false, summary: '', x: 0, y, w: 220, h: 64, line: null, end_line: null, data: null, errors: 0, warnings: 0 });
+  return {
+    ...demoView(),
+    path: FILE,
+    file_name: 'researcher.yaml',
+    agents: ['researcher'],
+    agent: 'researcher',
+    nodes: [node('plan', 'call_llm', 0), node('search', 'tool_node', 120), node('write', 'call_llm', 240)],
+    edges: [
+      { id: 'e0', from: 'plan', to: 'search', kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: 0 },
+      { id: 'e1', from: 'search', to: 'write', kind: 'default', label: 'default', derived: false, dynamic: false, fanout: false, order: 1 },
+    ],
+    diagnostics: [],
+  };
+}
 
 function nestedPaused(over: Partial<Ev> = {}): Ev {
   return {
@@ -174,5 +196,144 @@ describe('Step Into / Step Out: toolbar and keys', () => {
     expect(statusText({ ...base, status: { state: 'running', step: 3, due: [] }, nested })).toBe('Paused in nested librarian (in a, depth 2) before find · nested step 0 · Shift+F11 steps out');
     // Once the top level is paused, its status wins.
     expect(statusText({ ...base, status: { state: 'paused', step: 3, due: ['x'], reason: 'step' }, nested })).toBe('Paused after step 3 · next: x');
+  });
+});
+
+describe('the nested run opens with its own graph and state', () => {
+  it('shows the nested graph read-only with the breadcrumb, the current and visited nodes; the state tab shows and edits the nested state', async () => {
+    const ctx = await renderApp();
+    const { backend } = ctx;
+    backend.nestedViews[FILE] = researcherView();
+    backend.runStates = { 0: {}, 1: { turns: 0 } };
+    await feed(ctx, beforeResearch, { state: 'paused', step: 1, due: ['answer'] });
+    expect(screen.queryByTestId('nested-view')).toBeNull();
+    await feed(ctx, intoResearch, { state: 'running', step: 1, due: [], reason: null });
+
+    const view = await screen.findByTestId('nested-view');
+    const crumb = screen.getByTestId('nested-breadcrumb');
+    expect(screen.getByTestId('nested-path').textContent).toBe('support-triage › research › researcher');
+    expect(crumb.textContent).toContain('Step Out (Shift+F11) returns to the parent');
+    expect(crumb.textContent).toContain('paused before search · nested step 1');
+    await waitFor(() => expect(view.querySelectorAll('[data-testid="nested-node"]')).toHaveLength(3));
+    expect(backend.calls.filter((c) => c.cmd === 'nested_view')).toEqual([{ cmd: 'nested_view', args: { file: FILE, agent: 'researcher' } }]);
+    const wrapper = (id: string) => view.querySelector(`.react-flow__node[data-id="${id}"]`) as HTMLElement;
+    const card = (id: string) => view.querySelector(`[data-testid="nested-node"][data-node-id="${id}"]`) as HTMLElement;
+    expect(wrapper('search').classList.contains('is-current')).toBe(true);
+    expect(card('search').getAttribute('data-current')).toBe('true');
+    expect(card('search').getAttribute('data-run')).toBe('current');
+    expect(wrapper('plan').classList.contains('is-visited')).toBe(true);
+    expect(card('plan').getAttribute('data-run')).toBe('visited');
+    expect(card('plan').getAttribute('data-steps')).toBe('1');
+    expect(card('write').getAttribute('data-run')).toBe('');
+    expect(wrapper('write').classList.contains('is-current')).toBe(false);
+    // Read-only: no breakpoint dots, no sub-agent buttons inside.
+    expect(within(view).queryAllByTestId('bp-dot')).toHaveLength(0);
+    // The main canvas stays underneath (its viewport is kept for the way back).
+    expect(screen.getByTestId('canvas')).toBeTruthy();
+
+    // The state tab shows the nested run's state, titled so.
+    fireEvent.click(screen.getByTestId('nested-show-state'));
+    const tree = await screen.findByTestId('state-tree');
+    expect(tree.getAttribute('data-nested')).toBe(`${ctx.dbg.getState().info!.run}/research`);
+    expect(screen.getByTestId('state-nested-title').textContent).toBe('Nested run researcher (in research): state after its step 1');
+    // (The state tree is mounted anew when the nested pause ends: look it up each time.)
+    const row = (p: string) => screen.getByTestId('state-tree').querySelector(`[data-testid="state-row"][data-path="${p}"]`) as HTMLElement;
+    expect(row('topic').textContent).toContain('tides');
+    expect(row('turns')).toBeNull();
+    const stateAt = backend.calls.filter((c) => c.cmd === 'run_state_at').length;
+
+    // Editing a value sends it to the engine (for the nested run); the fresh pause brings it back.
+    fireEvent.click(within(row('topic')).getByTestId('state-edit'));
+    fireEvent.change(screen.getByTestId('state-edit-input'), { target: { value: '"waves"' } });
+    fireEvent.click(screen.getByTestId('state-edit-save'));
+    await waitFor(() => expect(backend.calls.filter((c) => c.cmd === 'run_edit_state').map((c) => c.args)).toEqual([{ key: 'topic', value: 'waves' }]));
+    await waitFor(() => expect(screen.queryByTestId('state-edit-input')).toBeNull());
+    await feed(ctx, [nestedPaused({ state: { topic: 'waves', hits: 0 } })], null);
+    expect(row('topic').textContent).toContain('waves');
+    // The nested step after: its state diffs against the pause before.
+    await feed(
+      ctx,
+      [
+        { event: 'nested_resumed', run: '/research' },
+        { event: 'node_enter', run: '/research', step: 2, node: 'search', kind: 'tool_node' },
+        { event: 'node_exit', run: '/research', step: 2, node: 'search', update: { hits: 3 }, duration_ms: 1 },
+        nestedPaused({ step: 2, due: ['write'], state: { topic: 'waves', hits: 3 } }),
+      ],
+      null,
+    );
+    expect(row('hits').getAttribute('data-diff')).toBe('changed');
+    expect(screen.getByTestId('state-summary').textContent).toContain('changed since its step 1');
+    await waitFor(() => expect(card('write').getAttribute('data-current')).toBe('true'));
+    expect(card('search').getAttribute('data-run')).toBe('visited');
+    // Same file and agent: the graph is not fetched again.
+    expect(backend.calls.filter((c) => c.cmd === 'nested_view')).toHaveLength(1);
+    // Nothing asked the engine for a top-level state meanwhile (it refuses while nested-paused).
+    expect(backend.calls.filter((c) => c.cmd === 'run_state_at').length).toBe(stateAt);
+
+    // The pause ends: the main canvas and the top-level state come back.
+    backend.runStates[2] = { turns: 1 };
+    await feed(
+      ctx,
+      [
+        { event: 'nested_resumed', run: '/research' },
+        { event: 'run_finished', run: '/research', status: 'completed', state: {}, output: null },
+        { event: 'node_exit', step: 2, node: 'answer', update: { turns: 1 }, duration_ms: 9 },
+      ],
+      { state: 'paused', step: 2, due: ['count'], reason: 'step' },
+    );
+    expect(screen.queryByTestId('nested-view')).toBeNull();
+    await waitFor(() => expect(screen.getByTestId('state-tree').getAttribute('data-nested')).toBe(''));
+    await waitFor(() => expect(row('turns')?.textContent).toContain('1'));
+    expect(screen.queryByTestId('state-nested-title')).toBeNull();
+  });
+
+  it('without a file, or when the graph cannot be read, shows the breadcrumb, why, and the state', async () => {
+    const ctx = await renderApp();
+    await feed(ctx, beforeResearch, { state: 'paused', step: 1, due: ['answer'] });
+    await feed(ctx, intoResearch.slice(0, -1), { state: 'running', step: 1, due: [], reason: null });
+    await feed(ctx, [nestedPaused({ file: null })], null);
+    expect(screen.getByTestId('nested-path').textContent).toBe('support-triage › research › researcher');
+    expect(screen.getByTestId('nested-view-error').textContent).toContain('has no file of its own');
+    expect(screen.getByTestId('nested-view-state').textContent).toContain('tides');
+    expect(ctx.backend.calls.filter((c) => c.cmd === 'nested_view')).toHaveLength(0);
+
+    // A file the engine cannot read: its message.
+    await feed(ctx, [nestedPaused({ file: '/agents/gone.yaml', step: 2 })], null);
+    await waitFor(() => expect(screen.getByTestId('nested-view-error').textContent).toContain('cannot read /agents/gone.yaml: no such file or directory'));
+    expect(screen.getByTestId('nested-breadcrumb')).toBeTruthy();
+    expect(screen.getByTestId('nested-view-state').textContent).toContain('tides');
+    // The state tab still shows (and edits) the nested state.
+    fireEvent.click(screen.getByTestId('tab-state'));
+    expect((await screen.findByTestId('state-nested-title')).textContent).toContain('Nested run researcher');
+  });
+
+  it('the breadcrumb names each node and agent down to the nested run', () => {
+    const at = (list: Ev[]) => foldEvents(emptyModel(), list.map((e) => ({ ts_ms: (ts += 10), ...e, run: e.run ? `r${e.run}` : 'r' }) as unknown as DebugEvent));
+    const m = at([...beforeResearch, ...intoResearch]);
+    expect(nestedCrumbs(m.nested!, m.agent, m.nestedRuns)).toEqual(['support-triage', 'research', 'researcher']);
+    const deep = at([
+      ...beforeResearch,
+      ...intoResearch.slice(0, -1),
+      { event: 'node_enter', run: '/research', step: 2, node: 'lookup', kind: 'call_agent' },
+      { event: 'run_started', run: '/research/lookup', agent: 'librarian', input: {} },
+      nestedPaused({ run: '/research/lookup', agent: 'librarian', depth: 2, step: 0, due: ['find'] }),
+    ]);
+    expect(nestedCrumbs(deep.nested!, deep.agent, deep.nestedRuns)).toEqual(['support-triage', 'research', 'researcher', 'lookup', 'librarian']);
+    // Agents not seen (no run_started): the run id's parts alone.
+    expect(nestedCrumbs({ ...deep.nested!, agent: '' }, null, {})).toEqual(['r', 'research', 'lookup']);
+  });
+
+  it('an earlier run viewed from the history shows that run, not the nested graph', async () => {
+    const ctx = await renderApp();
+    ctx.backend.nestedViews[FILE] = researcherView();
+    await feed(ctx, beforeResearch, { state: 'paused', step: 1, due: ['answer'] });
+    await feed(ctx, intoResearch, { state: 'running', step: 1, due: [], reason: null });
+    await screen.findByTestId('nested-view');
+    act(() => ctx.dbg.setState({ history: [{ label: 'run 0', model: ctx.dbg.getState().model }], viewing: 0 }));
+    expect(screen.queryByTestId('nested-view')).toBeNull();
+    // The controls still act on the live run, paused in the nested one.
+    expect(button('dbg-step-out').disabled).toBe(false);
+    act(() => ctx.dbg.getState().viewHistory(null));
+    expect(screen.getByTestId('nested-view')).toBeTruthy();
   });
 });

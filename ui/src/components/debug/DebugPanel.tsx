@@ -1,8 +1,8 @@
 // The debugger's bottom panel: Timeline / State / Calls tabs over the run being viewed (the current
 // run or an earlier one kept in `history`, e.g. the run before a rewind, to compare with the fork).
 import '../../debug/panel.css';
-import { shownModel, useDebug, useDebugStore, type PanelTab } from '../../debug/store';
-import type { Divergence } from '../../debug/model';
+import { shownModel, shownNestedPause, useDebug, useDebugStore, type PanelTab } from '../../debug/store';
+import { nestedDiff, type Divergence } from '../../debug/model';
 import { useAppStore } from '../../store';
 import { CallInspector } from './CallInspector';
 import { StateTree } from './StateTree';
@@ -103,7 +103,12 @@ export function DebugPanel() {
   const diverged = useDebug((s) => shownModel(s).diverged);
   const hasRun = useDebug((s) => s.mode !== 'idle' || s.starting || s.viewing != null || shownModel(s).eventCount > 0);
   const stepCount = useDebug((s) => shownModel(s).steps.length);
-  const diffCount = useDebug((s) => (s.stateView && !s.stateView.loading ? s.stateView.diff.length : 0));
+  const nestedRun = useDebug((s) => shownNestedPause(s)?.run ?? null);
+  const diffCount = useDebug((s) => {
+    const n = shownNestedPause(s);
+    if (n) return nestedDiff(n).length;
+    return s.stateView && !s.stateView.loading ? s.stateView.diff.length : 0;
+  });
   const callCount = useDebug((s) => {
     const m = shownModel(s);
     const row = s.selectedStep != null ? m.steps.find((r) => r.step === s.selectedStep) : m.steps[m.steps.length - 1];
@@ -155,7 +160,8 @@ export function DebugPanel() {
         ) : tab === 'timeline' ? (
           <Timeline />
         ) : tab === 'state' ? (
-          <StateTree />
+          // A nested run's state is another tree: its own expansions, filter and editor.
+          <StateTree key={nestedRun ?? ''} />
         ) : (
           <CallInspector />
         )}

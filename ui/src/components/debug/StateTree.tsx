@@ -1,13 +1,15 @@
 // The state at the selected step as an expandable tree, with the change from the step before
 // marked on each row (added / changed / removed), message lists shown as a conversation, a search
-// that filters rows, and in-place editing of top-level values while the run is paused.
+// that filters rows, and in-place editing of top-level values while the run is paused. While
+// the run is paused inside a nested run, the nested run's state (from its `nested_paused`), with
+// the change since its pause before; edits then go to the nested run.
 // Secrets are masked (a second layer behind the engine's redaction; rule in `untrusted.ts`):
 // values under secret-looking names (api_key, apiKey, ACCESS_TOKEN, db_password, client_secret…)
 // and API-key-shaped strings anywhere show as `••••••` with no reveal, are not searchable by their
 // text, and a top-level value holding one cannot be edited here (the editor would show it).
 import { createContext, useContext, useDeferredValue, useMemo, useRef, useState, useEffect, type ReactNode } from 'react';
-import { isLive, latestStep, useDebug, useDebugStore } from '../../debug/store';
-import { diffIndex, loadedSkills, pathKey, type DiffEntry, type DiffKind } from '../../debug/model';
+import { isLive, latestStep, nestedPause, shownNestedPause, useDebug, useDebugStore, type StateView } from '../../debug/store';
+import { diffIndex, loadedSkills, nestedDiff, pathKey, type DiffEntry, type DiffKind } from '../../debug/model';
 import { SkillsBar } from './SkillsBar';
 import { Conversation, isMessageList } from './Conversation';
 import { JsonView, MANY_ENTRIES, Scalar, entriesOf, isContainer, preview, pretty, scalarText, visibleScalar } from './JsonView';
@@ -349,8 +351,13 @@ function ConversationTail({ messages, diffs, only, path }: { messages: unknown[]
 
 export function StateTree() {
   const dbg = useDebugStore();
-  const sv = useDebug((s) => s.stateView);
-  const editable = useDebug((s) => isLive(s) && s.viewing == null && !!s.status && EDITABLE_STATES.has(s.status.state));
+  const topView = useDebug((s) => s.stateView);
+  const nested = useDebug(shownNestedPause);
+  const sv: StateView | null = useMemo(
+    () => (nested ? { step: nested.step, state: nested.state, prev: nested.prev, diff: nestedDiff(nested), loading: false, error: null } : topView),
+    [nested, topView],
+  );
+  const editable = useDebug((s) => isLive(s) && s.viewing == null && !!s.status && (EDITABLE_STATES.has(s.status.state) || nestedPause(s) != null));
   const latest = useDebug(latestStep);
   const [query, setQuery] = useState('');
   const q = useDeferredValue(query.trim().toLowerCase());
@@ -434,13 +441,19 @@ export function StateTree() {
   }
 
   return (
-    <div className="state-tree" data-testid="state-tree" data-step={sv?.step ?? ''} data-loading={sv?.loading ? 'true' : 'false'}>
+    <div className="state-tree" data-testid="state-tree" data-step={sv?.step ?? ''} data-loading={sv?.loading ? 'true' : 'false'} data-nested={nested ? nested.run : ''}>
       <Ctx.Provider value={ctx}>
         <div className="dp-toolbar">
-          <strong className="small">{sv ? (sv.step === 0 ? 'Initial state' : `State after step ${sv.step}`) : 'State'}</strong>
-          {sv && sv.step > 0 && !sv.error ? (
+          {nested ? (
+            <strong className="small st-nested-title" data-testid="state-nested-title" title={`the state of the nested run ${nested.run}`}>
+              Nested run {nested.agent || nested.run} (in {nested.node}): {nested.step === 0 ? 'initial state' : `state after its step ${nested.step}`}
+            </strong>
+          ) : (
+            <strong className="small">{sv ? (sv.step === 0 ? 'Initial state' : `State after step ${sv.step}`) : 'State'}</strong>
+          )}
+          {sv && (nested ? nested.prevStep != null : sv.step > 0) && !sv.error ? (
             <span className="st-summary" data-testid="state-summary">
-              {total} changed since step {sv.step - 1}
+              {total} changed since {nested ? `its step ${nested.prevStep}` : `step ${sv.step - 1}`}
               {total ? (
                 <>
                   {' ('}
@@ -478,7 +491,11 @@ export function StateTree() {
             aria-label="Filter the state by key or value"
           />
         </div>
-        {editable && sv && sv.step !== latest ? (
+        {nested ? (
+          <div className="st-note" data-testid="state-nested-note">
+            The state of the nested run the run is paused in{editable ? '; edits change it' : ''} · Step Out (Shift+F11) returns to the parent.
+          </div>
+        ) : editable && sv && sv.step !== latest ? (
           <div className="st-note">Edits change the current state (after step {latest}), not the step shown.</div>
         ) : null}
         {state && !sv?.error ? <SkillsBar skills={loadedSkills(state, diff ?? [])} /> : null}
