@@ -104,8 +104,66 @@ async function typeAnswer(b, text) {
   await click(b, testid('interrupt-submit'));
 }
 
+/** A Loki parent whose `delegate` node runs the agent `child` (e2e/fixtures/nested). */
+function nestedFixture() {
+  const dir = path.join(tmpDir(), 'nested');
+  fs.cpSync(path.join(E2E, 'fixtures', 'nested'), dir, { recursive: true });
+  for (const f of ['lint.sh', 'tests.sh']) fs.chmodSync(path.join(dir, 'agents', 'child', f), 0o755);
+  return path.join(dir, 'agents', 'parent');
+}
+
 export function registerDebugTests(test, { assert, assertEq }) {
   const loop = { setup: () => { const f = loopFixture(); return { args: [f], file: f }; } };
+  const nested = { setup: () => { const d = nestedFixture(); return { args: [d], file: path.join(d, 'graph.yaml') }; } };
+
+  test('debugger: F11 steps into a Loki agent node: its graph and state, a step and an edit inside, Shift+F11 back out', async ({ b }) => {
+    await waitForView(b, (v) => v.dialect === 'loki' && v.nodes.some((n) => n.id === 'delegate'));
+    // Stop before the agent node, then step into it.
+    await (await bpDot(b, 'delegate')).click();
+    await press(b, 'F5');
+    await waitDbg(b, (d) => d.state === 'paused', 'paused at the breakpoint on delegate');
+    await press(b, 'F11');
+    await waitDbg(b, (d) => d.nested && d.nested.due && d.nested.due[0] === 'lint', 'paused inside the nested run before lint');
+    const view = await b.$(testid('nested-view'));
+    await view.waitForDisplayed({ timeout: 10000 });
+    assertEq(await view.getAttribute('data-agent'), 'child', 'the nested agent');
+    assert((await view.getAttribute('data-file')).endsWith(path.join('child', 'graph.yaml')), 'the nested agent file');
+    const crumbs = await (await b.$(testid('nested-path'))).getText();
+    assertEq(crumbs.replace(/\s+/g, ' ').trim(), 'parent › delegate › child', 'the breadcrumb');
+    // The nested agent's graph, with the node about to run marked current.
+    const current = await b.$('[data-testid="nested-view"] [data-testid="nested-node"][data-current="true"]');
+    await current.waitForExist({ timeout: 10000 });
+    assertEq(await current.getAttribute('data-node-id'), 'lint', 'lint is current in the nested graph');
+    const ids = await b.execute(() => [...document.querySelectorAll('[data-testid="nested-view"] [data-testid="nested-node"]')].map((n) => n.getAttribute('data-node-id')).sort());
+    assertEq(ids, ['done', 'lint', 'tests'], 'every node of the nested agent is drawn');
+    // F10 steps inside the nested run: lint runs, tests is next, and the nested state shows lint's output.
+    await press(b, 'F10');
+    await waitDbg(b, (d) => d.nested && d.nested.due && d.nested.due[0] === 'tests', 'paused inside the nested run before tests');
+    await b.waitUntil(async () => (await attr(b, '[data-testid="nested-view"] [data-testid="nested-node"][data-node-id="lint"]', 'data-run')) === 'visited',
+      { timeout: 5000, timeoutMsg: 'lint is not marked visited in the nested graph' });
+    await showTab(b, 'state');
+    await (await b.$(testid('state-nested-title'))).waitForDisplayed({ timeout: 5000 });
+    await b.waitUntil(async () => ((await stateRow(b, 'lint')) || { text: '' }).text.includes('clean'),
+      { timeout: 5000, timeoutMsg: 'the nested state does not show lint = clean' });
+    // An edit of the nested state goes into the nested run.
+    await editState(b, 'lint', '"patched in the debugger"', assert);
+    await b.waitUntil(async () => ((await stateRow(b, 'lint')) || { text: '' }).text.includes('patched in the debugger'),
+      { timeout: 5000, timeoutMsg: 'the nested state does not show the edit' });
+    await screenshot(b, 'debugger-nested');
+    // Shift+F11: the nested run ends and the parent pauses before its next node.
+    await press(b, 'Shift', 'F11');
+    const d = await waitDbg(b, (d) => d.state === 'paused' && !d.nested, 'paused in the parent after stepping out');
+    assertEq(d.step, 1, 'the agent node was the parent\'s first step');
+    assert(!(await (await b.$(testid('nested-view'))).isExisting()), 'the nested view is gone');
+    await b.waitUntil(async () => (await attr(b, nodeSel('wrap_up'), 'data-run')) === 'current', { timeout: 5000, timeoutMsg: 'wrap_up is not current' });
+    await press(b, 'F5');
+    await waitDbg(b, (d) => d.state === 'finished', 'finished');
+    assertEq(await attr(b, testid('dbg-status'), 'data-finished'), 'completed', 'completed');
+    // The parent got the nested run's output, the edit made inside it included.
+    await showTab(b, 'state');
+    await b.waitUntil(async () => ((await stateRow(b, 'report')) || { text: '' }).text.includes('lint=patched in the debugger tests=green'),
+      { timeout: 5000, timeoutMsg: `the parent's state lacks the nested output: ${JSON.stringify(await stateRow(b, 'report'))}` });
+  }, nested);
 
   test('debugger: a breakpoint (click and F9) and F5 runs to it', async ({ b }) => {
     await waitForView(b, (v) => v.nodes.some((n) => n.id === 'check'));

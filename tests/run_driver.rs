@@ -347,6 +347,8 @@ fn step_into_a_nested_run_step_edit_and_step_out() {
     assert_eq!(p["agent"], "child");
     assert!(p["file"].as_str().unwrap().ends_with("child/graph.yaml"), "{p}");
     assert!(d.nested_pause().is_some());
+    // The window was told the run is running (its worker is inside the parent's step).
+    assert_eq!(seen.last().unwrap().state, "running");
     // The top level is busy inside its step: its queries say where the run is paused.
     let e = d.state_at(0).unwrap_err();
     assert!(e.contains("paused inside the nested run") && e.contains("/call"), "{e}");

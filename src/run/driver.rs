@@ -245,7 +245,7 @@ impl Driver {
             std::thread::Builder::new()
                 .name(format!("run-{run}"))
                 .spawn(move || {
-                    Worker { session, rx, outbox, running, slice, last: None, go: false, gate }.serve(start);
+                    Worker { session, rx, outbox, running, slice, last: None, go: false, stepping: false, gate }.serve(start);
                     alive.store(false, Ordering::Relaxed);
                 })
                 .map_err(|e| format!("cannot start the run's thread: {e}"))?
@@ -419,6 +419,8 @@ struct Worker {
     last: Option<StatusInfo>,
     /// Keep running steps.
     go: bool,
+    /// Inside a single step that may pause in a nested run (step into): shown as running.
+    stepping: bool,
     gate: Arc<NestedGate>,
 }
 
@@ -436,7 +438,7 @@ impl Worker {
             output: Value::Null,
             error: None,
         };
-        if self.go {
+        if self.go || self.stepping {
             info.state = "running".into();
             return info;
         }
@@ -534,9 +536,14 @@ impl Worker {
             Control::Step | Control::StepInto => {
                 if !self.go {
                     if c == Control::StepInto {
+                        // The step may stop inside a nested run for as long as the user likes:
+                        // the window is told the run is running until it does.
                         self.gate.set_pause_at(u32::MAX);
+                        self.stepping = true;
+                        self.publish();
                     }
                     self.session.step();
+                    self.stepping = false;
                     self.after_step();
                 }
             }
