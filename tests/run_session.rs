@@ -624,3 +624,69 @@ fn a_fan_out_paused_midway_keeps_its_shared_state_across_rewind_and_edits() {
     assert_eq!(s.state()["right"], json!("right saw n=10, left="));
     assert_eq!(s.state()["left"], json!("left saw n=10, right="));
 }
+
+#[test]
+fn a_sherma_sub_agent_can_be_stepped_into_through_the_nested_gate() {
+    use std::sync::mpsc;
+    use switchyard::run::nested::{NestedControl, NestedGate};
+    let dir = std::env::temp_dir().join(format!("switchyard-session-nested-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("boss.yaml"),
+        "manifest_version: 1\nsub_agents:\n  - {id: helper, version: \"1.0.0\", yaml_path: helper.yaml}\nagents:\n  boss:\n    state:\n      fields:\n        - {name: messages, type: list, default: []}\n    graph:\n      entry_point: delegate\n      nodes:\n        - name: delegate\n          type: call_agent\n          args: {agent: {id: helper, version: \"1.0.0\"}, input: '\"do it\"'}\n      edges:\n        - {source: delegate, target: __end__}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("helper.yaml"),
+        "manifest_version: 1\nagents:\n  helper:\n    state:\n      fields:\n        - {name: messages, type: list, default: []}\n        - {name: n, type: int, default: 0}\n    graph:\n      entry_point: one\n      nodes:\n        - {name: one, type: set_state, args: {values: {n: \"state.n + 1\"}}}\n        - {name: two, type: data_transform, args: {expression: '{\"messages\": [{\"type\": \"ai\", \"content\": \"n is \" + string(state.n)}]}'}}\n      edges:\n        - {source: one, target: two}\n        - {source: two, target: __end__}\n",
+    )
+    .unwrap();
+    let doc = Arc::new(switchyard::doc::load_path(&dir.join("boss.yaml")));
+    let gate = Arc::new(NestedGate::new());
+    let (tx, rx) = mpsc::channel::<switchyard::run::events::Event>();
+    let tx = std::sync::Mutex::new(tx);
+    let mut opts = RunOptions::new(Box::new(NoProvider));
+    opts.gate = Some(gate.clone());
+    opts.listener = Some(Arc::new(move |e: &switchyard::run::events::Event| {
+        let _ = tx.lock().unwrap().send(e.clone());
+    }));
+    let m = ShermaMachine::new(doc, None, Value::Null, ShermaOptions::default()).unwrap();
+    let mut s = RunSession::new(Box::new(m), Value::Null, opts);
+    gate.set_pause_at(u32::MAX);
+    let user = {
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            let mut pauses = Vec::new();
+            for ev in rx.iter() {
+                if let EventBody::NestedPaused { due, state, agent, depth, .. } = &ev.body {
+                    pauses.push((ev.run.clone(), due.clone(), state["n"].clone(), agent.clone(), *depth));
+                    if pauses.len() == 1 {
+                        // Change the sub-agent's state, then step over its first node.
+                        assert_eq!(gate.edit("n", json!(40), std::time::Duration::from_secs(5)), Some(Ok(())));
+                    } else if pauses.len() == 2 {
+                        assert!(gate.command(NestedControl::Step));
+                    } else {
+                        assert!(gate.command(NestedControl::StepOut));
+                    }
+                }
+                if matches!(ev.body, EventBody::RunFinished { .. }) && !ev.run.contains('/') {
+                    break;
+                }
+            }
+            pauses
+        })
+    };
+    s.step();
+    s.run();
+    assert_eq!(finished(&s), RunStatus::Completed, "{:?}", s.failure());
+    let pauses = user.join().unwrap();
+    assert_eq!(pauses.len(), 3, "{pauses:?}");
+    assert!(pauses[0].0.ends_with("/delegate"), "{pauses:?}");
+    assert_eq!((pauses[0].1.clone(), pauses[0].3.clone(), pauses[0].4), (vec!["one".to_string()], "helper".to_string(), 1));
+    // The edit shows at once; the step ran `one` on the edited value.
+    assert_eq!(pauses[1].2, json!(40));
+    assert_eq!((pauses[2].1.clone(), pauses[2].2.clone()), (vec!["two".to_string()], json!(41)));
+    let last = s.state()["messages"].as_array().unwrap().last().cloned().unwrap();
+    assert_eq!(last["content"], json!("n is 41"), "the parent got the sub-agent's answer: {last}");
+}
