@@ -318,6 +318,8 @@ pub struct ShermaMachine {
     /// Fields other than `messages` and `__sherma__` set so far in this wave, and by which node
     /// (two parallel nodes setting the same one is an error, as in LangGraph).
     wave_writes: std::collections::BTreeMap<String, String>,
+    /// Routing just cleared `__sherma__.error_fallback` (a `has_error_fallback` branch fired).
+    cleared_fallback: bool,
     /// The answer to the pending interrupt, for the node's re-run.
     resume: Option<Value>,
     /// Node runs since the start or the last answer.
@@ -412,6 +414,7 @@ impl ShermaMachine {
             next: Vec::new(),
             wave_base: None,
             wave_writes: Default::default(),
+            cleared_fallback: false,
             resume: None,
             since_resume: 0,
             output: Value::Null,
@@ -494,6 +497,7 @@ impl ShermaMachine {
             let mut up = Map::new();
             up.insert(INTERNAL.into(), Value::Object(m));
             let _ = self.state.apply(&up);
+            self.cleared_fallback = true;
         }
         set
     }
@@ -1308,6 +1312,7 @@ impl Machine for ShermaMachine {
             next: self.next.clone(),
             wave_base: self.wave_base.as_ref().map(State::snapshot),
             wave_writes: self.wave_writes.clone(),
+            cleared_fallback: false,
             resume: self.resume.clone(),
             since_resume: self.since_resume,
             output: self.output.clone(),
@@ -1504,10 +1509,9 @@ impl ShermaMachine {
         if let Err(e) = self.state.apply(&update) {
             return Err(StepOutcome::Failed { node: Some(node.clone()), message: format!("node `{node}` returned a bad update: {e}") });
         }
-        let internal_before = self.state.get(INTERNAL).cloned();
+        self.cleared_fallback = false;
         let targets = self.route_from(&node);
-        let changed = self.state.get(INTERNAL) != internal_before.as_ref();
-        Ok((update, targets, changed))
+        Ok((update, targets, std::mem::take(&mut self.cleared_fallback)))
     }
 
     /// The run's result: the last AI message's text, else null.
