@@ -142,7 +142,9 @@ pub(crate) fn apply(w: &mut Work, _doc: &Document, op: &EditOp) -> Res<Option<St
                 }
                 let mut changed = false;
                 for other in names(&root) {
-                    let n = node(&root, &other).unwrap();
+                    // A key that is not a plain name (a complex `? [..]` key, a repeated one) is
+                    // no node: nothing to unhook from it.
+                    let Some(n) = node(&root, &other) else { continue };
                     let in_next = |k: &str| next_list(n, k).is_some_and(|(_, l)| l.iter().any(|x| x == name));
                     if (in_next("next") && remove_from_next(w, &other, "next", name)?)
                         || (in_next("x-next") && remove_from_next(w, &other, "x-next", name)?)

@@ -266,6 +266,19 @@ mod tests {
         assert!(a.text.ends_with("- name: turn\r\nstart: null"), "{:?}", a.text);
     }
 
+    /// Found by the `edit_ops` fuzz target: deleting a Loki node when `nodes:` also holds a key
+    /// that is no plain name (an explicit `? ...` key) panicked while unhooking references.
+    #[test]
+    fn delete_a_loki_node_beside_a_complex_key() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "version: \"1.0\"\nname: x\nstart: a\nnodes:\n  a:\n    type: script\n    script: a.sh\n    next: b\n  ? [odd, key]\n  : {type: end}\n  b:\n    type: end\n";
+        let a = apply(text, path, None, &EditOp::DeleteNode { name: "b".into() });
+        let a = a.unwrap_or_else(|e| panic!("{e}"));
+        assert!(!a.text.contains("  b:"), "{}", a.text);
+        assert!(!a.text.contains("next: b"), "{}", a.text);
+        assert!(a.text.contains("? [odd, key]"), "{}", a.text);
+    }
+
     /// Found by the `edit_ops` fuzz target: adding an edge after an `edges:` list whose only
     /// entry is a bare `-` broke the YAML; it is refused with the line of that entry.
     #[test]
