@@ -162,6 +162,14 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
              which YAML reads as a line break of its own; replace it with a line feed or remove it in the source view, then edit again"
         )));
     }
+    if let Some(at) = text::parse_root(text).and_then(|r| explicit_key(text, &r)) {
+        let line = text[..at].matches('\n').count() + 1;
+        let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
+        return Err(EditError::new(format!(
+            "this file uses an explicit `?` key at {line}:{column}, which the visual editor cannot place edits around; \
+             write the key plainly (`name:`) in the source view, then edit again"
+        )));
+    }
     let nl: &'static str = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let added_nl = !text.is_empty() && !text.ends_with('\n');
     let mut work = Work { text: if added_nl { format!("{text}{nl}") } else { text.to_string() }, nl };
@@ -204,6 +212,28 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
     let edit = diff(text, &new);
     let inverse = diff(&new, text);
     Ok(Applied { text: new, edit, inverse, select })
+}
+
+/// The offset of the first explicit-key indicator (`? key`) in the document, if any.
+fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
+    match &node.kind {
+        crate::yaml::YKind::Seq(items) => items.iter().find_map(|i| explicit_key(text, i)),
+        crate::yaml::YKind::Map(entries) => entries.iter().find_map(|e| {
+            // On the key's line, before the key: `?` standing alone as an indicator (at the
+            // indentation, or after `- `, `{`, `[` or `,`), not the end of some text.
+            let start = (e.key.span.start as usize).min(text.len());
+            let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let before = text[line_start..start].trim_end_matches([' ', '\t']);
+            if let Some(rest) = before.strip_suffix('?') {
+                let prev = rest.trim_end_matches([' ', '\t']);
+                if prev.is_empty() || prev.ends_with(['-', '{', '[', ',']) && rest.len() > prev.len() || prev.ends_with(['{', '[', ',']) {
+                    return Some(line_start + rest.len());
+                }
+            }
+            explicit_key(text, &e.key).or_else(|| explicit_key(text, &e.value))
+        }),
+        _ => None,
+    }
 }
 
 /// The byte offset of the first `\r` not followed by `\n`. YAML counts it as a line break, the
@@ -275,7 +305,10 @@ mod tests {
         let path = Path::new("/nowhere/graph.yaml");
         let text = "version: \"1.0\"\nname: x\nstart: a\nnodes:\n  a:\n    type: script\n    script: a.sh\n    next: b\n  ? [odd, key]\n  : {type: end}\n  b:\n    type: end\n";
         let e = apply(text, path, None, &EditOp::DeleteNode { name: "b".into() }).unwrap_err();
-        assert!(e.message.contains("`nodes:` has a key at 9:5 that is not a node name"), "{e}");
+        assert!(e.message.contains("explicit `?` key at 9:3"), "{e}");
+        // Text that merely ends with `?` before a key is no explicit key.
+        let text = "version: \"1.0\"\nname: x\nstart: a\nnodes:\n  a:\n    type: approval\n    question: Ship it?\n    options: [\"yes\", \"no\"]\n";
+        apply(text, path, None, &EditOp::AddNode { name: "n".into(), kind: "end".into(), after: None }).unwrap_or_else(|e| panic!("{e}"));
         let text = "version: \"2.0\"\nstart: a\nnodes:\n  {{x}}\n";
         let op = EditOp::AddNode { name: "n".into(), kind: "llm".into(), after: None };
         let e = apply(text, path, None, &op).unwrap_err();
