@@ -162,7 +162,7 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
              which YAML reads as a line break of its own; replace it with a line feed or remove it in the source view, then edit again"
         )));
     }
-    if let Some(at) = text::parse_root(text).and_then(|r| explicit_key(text, &r)) {
+    if let Some(at) = doc.root.as_ref().and_then(|r| explicit_key(text, r)) {
         let line = text[..at].matches('\n').count() + 1;
         let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
         return Err(EditError::new(format!(
