@@ -221,7 +221,13 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
         crate::yaml::YKind::Map(entries) => entries.iter().find_map(|e| {
             // On the key's line, before the key: `?` standing alone as an indicator (at the
             // indentation, or after `- `, `{`, `[` or `,`), not the end of some text.
-            let start = (e.key.span.start as usize).min(text.len());
+            let mut start = (e.key.span.start as usize).min(text.len());
+            let own_line = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            if text[own_line..start].trim_matches([' ', '\t']).is_empty() {
+                // A key first on its line (or an empty key, which has no text of its own) may
+                // belong to a `?` lines above it: step back over blank and comment lines.
+                start = key_lead(text, own_line);
+            }
             let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
             let before = text[line_start..start].trim_end_matches([' ', '\t']);
             if let Some(rest) = before.strip_suffix('?') {
@@ -233,6 +239,30 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
             explicit_key(text, &e.key).or_else(|| explicit_key(text, &e.value))
         }),
         _ => None,
+    }
+}
+
+/// Where a key first on its line "starts" for [`explicit_key`]: just after the last character
+/// before `at` that is neither blank space nor part of a comment.
+fn key_lead(text: &str, at: usize) -> usize {
+    let mut end = at;
+    loop {
+        let head = &text[..end];
+        let trimmed = head.trim_end_matches([' ', '\t', '\n', '\r']);
+        let line_start = trimmed.rfind('\n').map_or(0, |i| i + 1);
+        if trimmed[line_start..].trim_start_matches([' ', '\t']).starts_with('#') && line_start < trimmed.len() {
+            end = line_start;
+            continue;
+        }
+        // A trailing comment after the `?` (`? # note`) is skipped the same way.
+        let line = &trimmed[line_start..];
+        if let Some(hash) = line.find(" #").or_else(|| line.find("\t#")) {
+            let before = line[..hash].trim_end_matches([' ', '\t']);
+            if before.ends_with('?') {
+                return line_start + before.len();
+            }
+        }
+        return trimmed.len();
     }
 }
 
@@ -313,6 +343,19 @@ mod tests {
         let op = EditOp::AddNode { name: "n".into(), kind: "llm".into(), after: None };
         let e = apply(text, path, None, &op).unwrap_err();
         assert!(e.message.contains("at 4:4") && !e.message.starts_with("internal"), "{e}");
+    }
+
+    /// Found by the `edit_ops` fuzz target: a top level that is only an explicit `?` with an empty
+    /// (null) key got the output check's "internal error" instead of a positioned refusal: an
+    /// empty key's span starts after the `?` line, so the indicator was not seen.
+    #[test]
+    fn an_explicit_empty_key_is_refused_with_its_position() {
+        let path = Path::new("/nowhere/graph.yaml");
+        for (text, at) in [("# servers\n?\n  \u{8}", "2:1"), ("# c\n?\n", "2:1"), ("nodes:\n  ?\n  : {type: end}\n", "2:3"), ("? \n# c\n\n: x\n", "1:1")] {
+            let op = EditOp::AddNode { name: "-d".into(), kind: "input".into(), after: None };
+            let e = apply(text, path, None, &op).unwrap_err();
+            assert!(e.message.contains(&format!("explicit `?` key at {at}")), "{text:?}: {e}");
+        }
     }
 
     /// Found by the `edit_ops` fuzz target: adding an edge after an `edges:` list whose only
