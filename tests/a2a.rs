@@ -634,12 +634,17 @@ fn agent_file(name: &str, url: &str) -> PathBuf {
 }
 
 fn start(path: &Path, input: &str, script: Option<PathBuf>, a2a: A2aOptions) -> RunSession {
-    let doc = Arc::new(switchyard::doc::load_path(path));
     let req = RunRequest {
-        input: Some(input.to_string()),
         llm_script: script,
         ..Default::default()
     };
+    start_req(path, input, req, a2a)
+}
+
+/// [`start`] with more of the request (a recording, a replay).
+fn start_req(path: &Path, input: &str, mut req: RunRequest, a2a: A2aOptions) -> RunSession {
+    let doc = Arc::new(switchyard::doc::load_path(path));
+    req.input = Some(input.to_string());
     let opts = ShermaOptions {
         a2a,
         ..Default::default()
@@ -799,6 +804,52 @@ fn sherma_call_agent_remote_answers_at_once() {
         messages(&run.state()),
         pairs(&[("human", "hello"), ("ai", "Echo: hello")])
     );
+}
+
+/// Record a run whose remote agent asks a question, then replay it: the replay gives the same
+/// exchanges, interrupt and answer without one request to the agent, even when it is gone.
+#[test]
+fn a2a_exchanges_are_recorded_and_replayed_without_the_agent() {
+    let s = serve(Dialect::V1, Card::V1, Script::Ask);
+    let path = agent_file("call_agent.yaml", &s.base);
+    let cassette = path.with_file_name("run.cassette.json");
+    let play = |req: RunRequest| {
+        let mut run = start_req(&path, "A table for two", req, fast());
+        run.run();
+        let p = pending(&run);
+        assert_eq!(p.prompt, "Which city?");
+        run.answer(&p.id, json!("Lisbon")).unwrap();
+        run.run();
+        assert_eq!(completed(&run), json!("Booked: A table for two, in Lisbon"));
+        exchanges(&run.events())
+    };
+    let recorded = play(RunRequest { record: Some(cassette.clone()), ..Default::default() });
+    assert_eq!(s.requests().len(), 2);
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    let c: Value = serde_json::from_str(&text).unwrap();
+    let names: Vec<&str> = c["exchanges"].as_array().unwrap().iter().filter_map(|x| x["name"].as_str()).collect();
+    assert_eq!(names, ["a2a:booking", "a2a:booking"], "{text}");
+    // Strict: any difference from the recording would fail the call.
+    let strict = RunRequest { replay: Some(cassette.clone()), replay_strict: true, ..Default::default() };
+    let replayed = play(strict);
+    assert_eq!(replayed, recorded);
+    assert_eq!(s.requests().len(), 2, "the replay sent requests to the agent");
+    // With the agent gone (its URL now a closed port) the replay still answers.
+    let gone = std::fs::read_to_string(&path).unwrap().replace(&s.base, &closed_port_url());
+    std::fs::write(&path, gone).unwrap();
+    let offline = play(RunRequest { replay: Some(cassette.clone()), ..Default::default() });
+    assert_eq!(offline.iter().map(|x| x.1.clone()).collect::<Vec<_>>(), recorded.iter().map(|x| x.1.clone()).collect::<Vec<_>>());
+    // A failed exchange is recorded and replayed as the same node error.
+    let failing = agent_file("call_agent.yaml", &closed_port_url());
+    let fail_cassette = failing.with_file_name("fail.cassette.json");
+    let fail = |req: RunRequest| {
+        let mut run = start_req(&failing, "x", req, fast());
+        run.run();
+        run.failure().map(|f| f.1.clone()).unwrap_or_else(|| panic!("did not fail:\n{}", dump(&run)))
+    };
+    let live = fail(RunRequest { record: Some(fail_cassette.clone()), ..Default::default() });
+    assert!(live.contains("cannot connect"), "{live}");
+    assert_eq!(fail(RunRequest { replay: Some(fail_cassette), replay_strict: true, ..Default::default() }), live);
 }
 
 #[test]

@@ -878,3 +878,112 @@ fn a_skill_cards_mcp_server_serves_the_loaded_skills_tools() {
     assert_eq!(tool_results(&events), [("add".to_string(), json!("42"), None)]);
     assert_eq!(s.state()["__sherma__"]["loaded_tools_from_skills"], json!(["calc-server"]));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Record and replay
+// ---------------------------------------------------------------------------------------------
+
+fn run_req(path: &Path, input: &str, mut req: RunRequest) -> RunSession {
+    let doc = Arc::new(switchyard::doc::load_path(path));
+    req.input = Some(input.into());
+    let mut s = launch::start(doc, &req, RunOptions::new(Box::new(NoProvider)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.run();
+    s
+}
+
+/// What a replay must reproduce: the tools offered to the model, the tool results, the state.
+fn trace(s: &RunSession) -> (Vec<Value>, Vec<(String, Value, Option<String>)>, Value) {
+    let events = s.events();
+    let offered = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::LlmRequest { tools, .. } => Some(tools.clone()),
+            _ => None,
+        })
+        .collect();
+    (offered, tool_results(&events), s.state())
+}
+
+/// The listing and the calls of `server` in a cassette: (node, name) of its tool exchanges.
+fn recorded_tools(cassette: &Path) -> Vec<(String, String)> {
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(cassette).unwrap()).unwrap();
+    c["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "tool")
+        .map(|x| (x["node"].as_str().unwrap().to_string(), x["name"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// A sherma run with an MCP server, recorded, replays with the server's command gone: the
+/// listing comes from the cassette, so the server is never started.
+#[test]
+fn a_recorded_sherma_mcp_run_replays_without_starting_the_server() {
+    let dir = tmp("replay-sherma");
+    let pid_file = dir.join("pid");
+    let text = std::fs::read_to_string(fixtures().join("sherma_agent.yaml")).unwrap().replace(
+        "args: [\"stdio_server.py\", \"--name\", \"calc\"]",
+        &format!("args: [\"{}\", \"--name\", \"calc\", \"--pid-file\", \"{}\"]", server_py(), pid_file.display()),
+    );
+    assert!(text.contains("--pid-file"));
+    let path = dir.join("agent.yaml");
+    std::fs::write(&path, &text).unwrap();
+    std::fs::copy(fixtures().join("sherma_agent.replies.yaml"), dir.join("agent.replies.yaml")).unwrap();
+    let cassette = dir.join("run.cassette.json");
+    let live = run_req(&path, "what is 2 + 40?", RunRequest { record: Some(cassette.clone()), ..Default::default() });
+    assert_eq!(finished(&live), RunStatus::Completed, "{:#?}", live.events());
+    assert!(pid_file.exists(), "the recorded run did not start the server");
+    assert_eq!(
+        recorded_tools(&cassette),
+        [("@mcp:calc".to_string(), "tools/list".to_string()), ("agent_tools".to_string(), "calc_add".to_string())]
+    );
+    std::fs::remove_file(&pid_file).unwrap();
+    std::fs::write(&path, text.replace("command: python3", "command: switchyard-no-such-mcp-server")).unwrap();
+    let replay = RunRequest { replay: Some(cassette.clone()), replay_strict: true, ..Default::default() };
+    let again = run_req(&path, "what is 2 + 40?", replay);
+    assert_eq!(finished(&again), RunStatus::Completed, "{:#?}", again.events());
+    assert_eq!(trace(&again), trace(&live));
+    assert!(!pid_file.exists(), "the replay started the MCP server");
+}
+
+/// The same for a Loki agent whose server is defined in `mcp.json`.
+#[test]
+fn a_recorded_loki_mcp_run_replays_without_starting_the_server() {
+    let root = tmp("replay-loki");
+    let agent = root.join("loki/agents/calc");
+    let functions = root.join("loki/functions");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::create_dir_all(&functions).unwrap();
+    for f in ["graph.yaml", "replies.yaml"] {
+        std::fs::copy(fixtures().join("loki/agents/calc").join(f), agent.join(f)).unwrap();
+    }
+    let mcp_json = std::fs::read_to_string(fixtures().join("loki/functions/mcp.json"))
+        .unwrap()
+        .replace("../../../stdio_server.py", &server_py());
+    std::fs::write(functions.join("mcp.json"), &mcp_json).unwrap();
+    let graph = agent.join("graph.yaml");
+    let cassette = root.join("run.cassette.json");
+    let live = run_req(&graph, "add them", RunRequest { record: Some(cassette.clone()), ..Default::default() });
+    assert_eq!(finished(&live), RunStatus::Completed, "{:#?}", live.events());
+    assert_eq!(live.state()["sum"], json!("42"));
+    assert_eq!(
+        recorded_tools(&cassette),
+        [("@mcp:calc".to_string(), "tools/list".to_string()), ("compute".to_string(), "add".to_string())]
+    );
+    std::fs::write(functions.join("mcp.json"), mcp_json.replace("\"python3\"", "\"switchyard-no-such-mcp-server\"")).unwrap();
+    let replay = RunRequest { replay: Some(cassette.clone()), replay_strict: true, ..Default::default() };
+    let again = run_req(&graph, "add them", replay);
+    assert_eq!(finished(&again), RunStatus::Completed, "{:#?}", again.events());
+    assert_eq!(trace(&again), trace(&live));
+    // A cassette from before listings were recorded lists the server live (and says so when
+    // the server is gone).
+    let old: Value = serde_json::from_str(&std::fs::read_to_string(&cassette).unwrap()).unwrap();
+    let mut old = old;
+    old["exchanges"].as_array_mut().unwrap().retain(|x| x["node"] != "@mcp:calc");
+    std::fs::write(&cassette, old.to_string()).unwrap();
+    let stale = run_req(&graph, "add them", RunRequest { replay: Some(cassette), ..Default::default() });
+    assert_eq!(finished(&stale), RunStatus::Failed);
+    assert!(format!("{:?}", stale.failure()).contains("switchyard-no-such-mcp-server"), "{:?}", stale.failure());
+}

@@ -20,6 +20,11 @@
 //!   {"kind": "tool", "node": "tools", "call": 1, "name": "search", "args": {...}, "result": ...}
 //! ]}
 //! ```
+//!
+//! Tool exchanges also hold what a run asks outside its model: an MCP server's tool listing
+//! (node `@mcp:<server>`, name `tools/list`, so a replay never starts the server) and each A2A
+//! exchange with a remote sub-agent (name `a2a:<id>`; args: URL, message, task ids; result:
+//! protocol, task state, task ids, text).
 
 use crate::run::events::EventBody;
 use crate::run::provider::{
@@ -459,6 +464,8 @@ impl LlmProvider for Replayer {
                     None => Ok(result.clone()),
                 }
             }
+            // A cassette recorded before MCP listings were kept: list the server live.
+            None if name == crate::run::mcp::LISTING && node.starts_with("@mcp:") => return None,
             None => Err(format!(
                 "replay: no recorded result for tool call {call} of node `{node}` (`{name}`) in {}; record the run again",
                 self.path.display()

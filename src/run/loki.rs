@@ -844,11 +844,11 @@ impl Exec<'_, '_> {
         }
     }
 
-    /// The MCP tool the model sees as `name`, among servers already connected (an llm node
-    /// connects the servers it offers before the model can call their tools).
+    /// The MCP tool the model sees as `name`, among servers already listed (an llm node lists
+    /// the servers it offers before the model can call their tools).
     fn connected_mcp_tool(&self, name: &str) -> Option<(Arc<McpServer>, String)> {
-        self.mcp.servers().iter().filter(|s| s.is_connected()).find_map(|s| {
-            let tools = s.list_tools(self.cx.stop).ok()?;
+        self.mcp.servers().iter().filter(|s| s.was_offered()).find_map(|s| {
+            let tools = s.tools(self.cx).ok()?;
             tools.into_iter().find(|t| t.name == name).map(|t| (s.clone(), t.tool))
         })
     }
@@ -857,7 +857,7 @@ impl Exec<'_, '_> {
     /// stderr so far moved to the run log.
     fn mcp_tools(&self, server: &str) -> Result<Vec<McpTool>, String> {
         let s = self.mcp.server(server)?;
-        let listed = s.list_tools(self.cx.stop);
+        let listed = s.tools(self.cx);
         if let Some(ev) = s.take_log() {
             self.cx.emit(ev);
         }

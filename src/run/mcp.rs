@@ -383,8 +383,12 @@ fn clean(schema: &Value) -> Value {
 // Servers
 // ---------------------------------------------------------------------------------------------
 
+/// The tool name under which a run's cassette records a server's tool listing (node
+/// `@mcp:<server>`), so a replay offers the same tools without starting the server.
+pub const LISTING: &str = "tools/list";
+
 /// One tool of a server, as offered to a model.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct McpTool {
     /// The name the model sees: the server's `tool_prefix` + the server's name for it.
     pub name: String,
@@ -440,6 +444,8 @@ pub struct McpServer {
     stderr: Arc<Mutex<StderrBuf>>,
     /// The child's pid (= its process group id), once spawned.
     pid: Arc<Mutex<Option<u32>>>,
+    /// The tools a run was offered ([`McpServer::tools`]), live or from a replay.
+    offered: Mutex<Option<Vec<McpTool>>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -522,7 +528,33 @@ impl McpServer {
             conn: Mutex::new(None),
             stderr: Default::default(),
             pid: Default::default(),
+            offered: Mutex::new(None),
         }
+    }
+
+    /// The tools as a run sees them, through the run's provider: a replay answers from the
+    /// listing recorded in its cassette (the server is not started; a cassette recorded before
+    /// listings were kept lists live), a recording writes the listing down, otherwise
+    /// [`McpServer::list_tools`]. Listed once per run; later calls return the same tools.
+    pub fn tools(&self, cx: &crate::run::session::Cx<'_>) -> Result<Vec<McpTool>, String> {
+        if let Some(t) = self.offered.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            return Ok(t);
+        }
+        let node = format!("@mcp:{}", self.spec.name);
+        let listed = cx.tool(&node, LISTING, &Value::Null, || {
+            self.list_tools(cx.stop)
+                .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+        })?;
+        let tools: Vec<McpTool> = serde_json::from_value(listed).map_err(|e| {
+            format!("MCP server `{}`: the recorded tool listing cannot be read ({e}); record the run again", self.spec.name)
+        })?;
+        *self.offered.lock().unwrap_or_else(|p| p.into_inner()) = Some(tools.clone());
+        Ok(tools)
+    }
+
+    /// Whether [`McpServer::tools`] listed this server's tools in this run.
+    pub fn was_offered(&self) -> bool {
+        self.offered.lock().unwrap_or_else(|p| p.into_inner()).is_some()
     }
 
     pub fn spec(&self) -> &McpServerSpec {

@@ -207,7 +207,7 @@ impl Shared {
         }
         let (skill, _) = self.sherma().skill_cards.iter().find(|(_, c)| c.card.mcps.contains_key(key))?;
         let name = skill_mcp_name(skill, key);
-        let listed = self.mcp.server(&name).and_then(|s| s.list_tools(cx.stop));
+        let listed = self.mcp.server(&name).and_then(|s| s.tools(cx));
         for ev in self.mcp.take_logs() {
             cx.emit(ev);
         }
@@ -238,7 +238,7 @@ impl Shared {
         let mut tools = Vec::new();
         let mut failure = None;
         for ent in &self.sherma().mcp_servers {
-            let listed = self.mcp.server(ent.id_str()).and_then(|s| s.list_tools(cx.stop));
+            let listed = self.mcp.server(ent.id_str()).and_then(|s| s.tools(cx));
             match listed {
                 Ok(list) => {
                     let index = self.mcp.servers().iter().position(|s| s.name() == ent.id_str()).unwrap_or(0);

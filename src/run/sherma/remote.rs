@@ -16,7 +16,7 @@
 
 use super::{NodeError, NodeResult, ShermaMachine, Tool, ToolKind, display};
 use crate::doc::sherma::Expr;
-use crate::run::a2a::{A2aError, RemoteAgent, TaskState};
+use crate::run::a2a::{RemoteAgent, TaskState};
 use crate::run::events::{EventBody, InterruptKind};
 use crate::run::provider::ToolCall;
 use crate::run::session::{Cx, Pending};
@@ -119,9 +119,9 @@ fn answer_text(answer: &Value) -> String {
     }
 }
 
-fn node_error(e: A2aError) -> NodeError {
+fn node_error(message: String) -> NodeError {
     NodeError {
-        message: e.to_string(),
+        message,
         kind: "A2AError".into(),
         attempt: 1,
     }
@@ -292,7 +292,7 @@ impl ShermaMachine {
         text: &str,
         cont: Option<&RemoteWait>,
         cx: &Cx<'_>,
-    ) -> Result<RemoteStep, A2aError> {
+    ) -> Result<RemoteStep, String> {
         let n = self.shared.remotes.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("a2a-{}-{n}", agent.id);
         let name = format!("a2a:{}", agent.id);
@@ -307,59 +307,54 @@ impl ShermaMachine {
         if let Some(c) = &context_id {
             args.insert("context_id".into(), Value::String(c.clone()));
         }
+        let args = Value::Object(args);
         cx.emit(EventBody::ToolCall {
             node: node.to_string(),
             call: ToolCall {
                 id: id.clone(),
                 name: name.clone(),
-                args: Value::Object(args),
+                args: args.clone(),
             },
         });
-        let result = agent.send_blocking(
-            text,
-            task_id.as_deref(),
-            context_id.as_deref(),
-            Some(cx.stop),
-        );
-        match result {
-            Ok(reply) => {
-                let state = reply.state.as_ref().map(|s| s.as_str().to_string());
-                cx.emit(EventBody::ToolResult {
-                    node: node.to_string(),
-                    id,
-                    name,
-                    result: json!({
+        // Through the run's provider: a recording keeps the exchange, a replay answers it
+        // from the cassette without the remote agent.
+        let result = cx.tool(node, &name, &args, || {
+            agent
+                .send_blocking(text, task_id.as_deref(), context_id.as_deref(), Some(cx.stop))
+                .map(|reply| {
+                    json!({
                         "protocol": reply.protocol.label(),
-                        "state": state,
+                        "state": reply.state.as_ref().map(|s| s.as_str().to_string()),
                         "task_id": reply.task_id,
                         "context_id": reply.context_id,
                         "text": reply.text,
-                    }),
-                    error: None,
-                });
-                if reply.needs_input() {
+                    })
+                })
+                .map_err(|e| e.to_string())
+        });
+        let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        match result {
+            Ok(reply) => {
+                cx.emit(EventBody::ToolResult { node: node.to_string(), id, name, result: reply.clone(), error: None });
+                let state = field(&reply, "state");
+                let text = field(&reply, "text").unwrap_or_default();
+                if state.as_deref().is_some_and(|s| TaskState::parse(s).is_interrupted()) {
                     Ok(RemoteStep::Wait(Box::new(RemoteWait {
                         node: node.to_string(),
                         agent: agent.id.clone(),
                         // A server may leave the ids out of a continued task's reply: keep ours.
-                        task_id: reply.task_id.or(task_id),
-                        context_id: reply.context_id.or(context_id),
+                        task_id: field(&reply, "task_id").or(task_id),
+                        context_id: field(&reply, "context_id").or(context_id),
                         state: state.unwrap_or_default(),
-                        question: reply.text,
+                        question: text,
                         tool: None,
                     })))
                 } else {
-                    Ok(RemoteStep::Done(reply.text))
+                    Ok(RemoteStep::Done(text))
                 }
             }
             Err(e) => {
-                cx.emit(EventBody::ToolResult {
-                    node: node.to_string(),
-                    id,
-                    name,
-                    result: Value::Null,
-                    error: Some(e.to_string()),
-                });
+                cx.emit(EventBody::ToolResult { node: node.to_string(), id, name, result: Value::Null, error: Some(e.clone()) });
                 Err(e)
             }
         }
