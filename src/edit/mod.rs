@@ -358,6 +358,20 @@ mod tests {
         }
     }
 
+    /// Found by the `edit_ops` fuzz target: adding a key to a flow mapping whose last key has no
+    /// value (`{"a": 1, "b"}`) wrote it after the `}` and broke the YAML.
+    #[test]
+    fn a_key_is_added_inside_a_flow_mapping_ending_in_a_bare_key() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "# Rees:\n   {\"summary\": \"Lint is clean.\", \"verdict\": ,\"ship\"}\n";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("description".into())], value: Some(serde_json::Value::Null) };
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.text.contains("\"ship\", description: null}"), "{:?}", a.text);
+        let text = "{a: 1, b}\n";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("c".into())], value: Some(serde_json::json!(2)) };
+        assert_eq!(apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}")).text, "{a: 1, b, c: 2}\n");
+    }
+
     /// Found by the `edit_ops` fuzz target: adding an edge after an `edges:` list whose only
     /// entry is a bare `-` broke the YAML; it is refused with the line of that entry.
     #[test]

@@ -777,7 +777,13 @@ impl<'a> Ed<'a> {
                 }
                 _ => match entries.last() {
                     Some(last) => {
-                        let p = entry_end(text, last);
+                        // An implicit null value at the end (`{a: 1, b}`) may span the `}`:
+                        // never insert past the closing bracket.
+                        let mut p = entry_end(text, last);
+                        let close = eff_end(text, map).saturating_sub(1);
+                        if text.as_bytes().get(close) == Some(&b'}') && p > close {
+                            p = close;
+                        }
                         Rep { start: p, end: p, text: format!(", {item}") }
                     }
                     None => {
