@@ -11,6 +11,7 @@ pub mod anthropic;
 pub mod cassette;
 pub mod config;
 pub mod http;
+pub mod keyring;
 pub mod openai;
 pub mod price;
 

@@ -59,7 +59,8 @@ pub fn default_cassette(doc: &Document) -> Option<PathBuf> {
 /// beside the agent, else none. `record` wraps any of them.
 pub fn provider_for(doc: &Document, req: &RunRequest) -> Result<BoxProvider, String> {
     let base: BoxProvider = if req.live {
-        let config = crate::llm::config::LlmConfig::from_env()?;
+        // The provider file, the OS keyring's keys (the app's Settings), the environment.
+        let config = crate::llm::keyring::llm_config()?;
         let live = crate::llm::LiveProvider::new(config);
         live.preflight(&crate::llm::models_used(doc)).map_err(|e| format!("cannot run live:\n{e}"))?;
         Box::new(live)
