@@ -154,6 +154,14 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
     if doc.diagnostics.iter().any(|d| d.code == "multiple-documents") {
         return Err(EditError::new("this file holds more than one YAML document; remove the `---` and what follows first"));
     }
+    // With a key written twice, YAML keeps the last one but the text holds both: an edit could
+    // land in the one that is ignored.
+    if let Some(d) = doc.diagnostics.iter().find(|d| d.code == "duplicate-key") {
+        return Err(EditError::new(format!(
+            "this file has a {} at {}:{}; remove or rename one of the two in the source view, then edit again",
+            d.message, d.line, d.column
+        )));
+    }
     if let Some(at) = lone_cr(text) {
         let line = text[..at].matches('\n').count() + 1;
         let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
@@ -356,6 +364,16 @@ mod tests {
             let e = apply(text, path, None, &op).unwrap_err();
             assert!(e.message.contains(&format!("explicit `?` key at {at}")), "{text:?}: {e}");
         }
+    }
+
+    /// Found by the `edit_ops` fuzz target: deleting a node of a file with `graph:` written twice
+    /// edited the ignored first one and broke the YAML. Such files are refused with the position.
+    #[test]
+    fn a_file_with_a_duplicate_key_is_refused_with_its_position() {
+        let path = Path::new("/nowhere/agent.yaml");
+        let text = "manifest_version: 1\nagents:\n  a:\n    graph:\n       type: int\n    graph:\n      entry_point: sum\n      nodes:\n        - name: sum\n          type: set_state\n";
+        let e = apply(text, path, None, &EditOp::DeleteNode { name: "sum".into() }).unwrap_err();
+        assert!(e.message.contains("duplicate key `graph` at 6:5"), "{e}");
     }
 
     /// Found by the `edit_ops` fuzz target: adding a key to a flow mapping whose last key has no
