@@ -740,6 +740,7 @@ pub async fn llm_models(app: AppHandle) -> Res<ModelsInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     /// A key store in memory; `down` makes every call fail like a missing secret service.
     #[derive(Default)]

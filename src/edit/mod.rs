@@ -388,6 +388,11 @@ mod tests {
         let text = "{a: 1, b}\n";
         let op = EditOp::SetDocField { path: vec![PathSeg::Key("c".into())], value: Some(serde_json::json!(2)) };
         assert_eq!(apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}")).text, "{a: 1, b, c: 2}\n");
+        // With a trailing comma too.
+        let text = "{\"s\": \"x\",ple key\",}\n";
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.text.starts_with("{\"s\": \"x\",ple key\","), "{:?}", a.text);
+        assert!(a.text.contains("c: 2}"), "{:?}", a.text);
     }
 
     /// Found by the `edit_ops` fuzz target: adding an edge after an `edges:` list whose only

@@ -784,6 +784,10 @@ impl<'a> Ed<'a> {
                         if text.as_bytes().get(close) == Some(&b'}') && p > close {
                             p = close;
                         }
+                        // There, a trailing comma (`{a: 1, b,}`) already separates.
+                        if text[..p].trim_end_matches([' ', '\t', '\r', '\n']).ends_with(',') {
+                            return Ok(Rep { start: p, end: p, text: format!(" {item}") });
+                        }
                         Rep { start: p, end: p, text: format!(", {item}") }
                     }
                     None => {
