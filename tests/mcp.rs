@@ -591,15 +591,7 @@ fn the_legacy_sse_transport_is_refused() {
 // ---------------------------------------------------------------------------------------------
 
 fn run_to_end(path: &Path, input: &str) -> RunSession {
-    let doc = Arc::new(switchyard::doc::load_path(path));
-    let req = RunRequest {
-        input: Some(input.into()),
-        ..Default::default()
-    };
-    let mut s = launch::start(doc, &req, RunOptions::new(Box::new(NoProvider)))
-        .unwrap_or_else(|e| panic!("{e}"));
-    s.run();
-    s
+    run_req(path, input, RunRequest::default())
 }
 
 fn finished(s: &RunSession) -> RunStatus {

@@ -388,6 +388,10 @@ mod tests {
         let text = "{a: 1, b}\n";
         let op = EditOp::SetDocField { path: vec![PathSeg::Key("c".into())], value: Some(serde_json::json!(2)) };
         assert_eq!(apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}")).text, "{a: 1, b, c: 2}\n");
+        // With an anchor on the line above the `{` (the node's span starts at the anchor).
+        let text = "&&Rees:\n   {\"summary\": \"x\",}\n";
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.text, "&&Rees:\n   {\"summary\": \"x\", c: 2,}\n");
         // With a trailing comma too.
         let text = "{\"s\": \"x\",ple key\",}\n";
         let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));

@@ -105,8 +105,30 @@ pub fn spaces(n: usize) -> String {
 // ---------------------------------------------------------------------------------------------
 
 pub fn is_flow(text: &str, node: &YNode) -> bool {
-    matches!(node.kind, YKind::Map(_) | YKind::Seq(_))
-        && matches!(text.as_bytes().get(node.span.start as usize), Some(b'{') | Some(b'['))
+    flow_open(text, node).is_some()
+}
+
+/// The position of a flow collection's `{` / `[`. The node's span may start at its properties
+/// (`&anchor`, `!tag`), which can stand on the line above.
+fn flow_open(text: &str, node: &YNode) -> Option<usize> {
+    if !matches!(node.kind, YKind::Map(_) | YKind::Seq(_)) {
+        return None;
+    }
+    let b = text.as_bytes();
+    let mut p = node.span.start as usize;
+    loop {
+        match b.get(p)? {
+            b'{' | b'[' => return Some(p),
+            b' ' | b'\t' | b'\r' | b'\n' => p += 1,
+            b'#' => p = line_end_incl(text, p),
+            b'&' | b'!' => {
+                while p < b.len() && !matches!(b[p], b' ' | b'\t' | b'\r' | b'\n') {
+                    p += 1;
+                }
+            }
+            _ => return None,
+        }
+    }
 }
 
 /// The end of what the node really spans (block collection and block scalar spans reach into
@@ -159,7 +181,8 @@ fn entry_end(text: &str, en: &YEntry) -> usize {
 /// Position of the closing bracket of a flow collection.
 fn flow_close(text: &str, node: &YNode, last_child_end: Option<usize>) -> Option<usize> {
     let b = text.as_bytes();
-    let mut p = last_child_end.unwrap_or(node.span.start as usize + 1).max(node.span.start as usize + 1);
+    let open = flow_open(text, node).unwrap_or(node.span.start as usize) + 1;
+    let mut p = last_child_end.unwrap_or(open).max(open);
     while p < b.len() {
         match b[p] {
             b' ' | b'\t' | b'\r' | b'\n' | b',' => p += 1,
@@ -791,7 +814,7 @@ impl<'a> Ed<'a> {
                         Rep { start: p, end: p, text: format!(", {item}") }
                     }
                     None => {
-                        let p = map.span.start as usize + 1;
+                        let p = flow_open(text, map).unwrap_or(map.span.start as usize) + 1;
                         Rep { start: p, end: p, text: item }
                     }
                 },
@@ -841,7 +864,7 @@ impl<'a> Ed<'a> {
                         Rep { start: p, end: p, text: format!(", {item}") }
                     }
                     None => {
-                        let p = seq.span.start as usize + 1;
+                        let p = flow_open(text, seq).unwrap_or(seq.span.start as usize) + 1;
                         Rep { start: p, end: p, text: item }
                     }
                 },
