@@ -108,10 +108,7 @@ pub(crate) fn apply(w: &mut Work, _doc: &Document, op: &EditOp) -> Res<Option<St
     // A key under `nodes:` that is no plain name (`{{x}}` read as a flow mapping, `? [a, b]`)
     // is no node, and edits around it cannot be placed safely: say where it is.
     if let Some(bad) = root.get("nodes").and_then(|n| n.as_map()).and_then(|m| m.iter().find(|e| e.key.as_scalar().is_none())) {
-        let at = bad.key.span.start as usize;
-        let before = &w.text[..at.min(w.text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1) + 1;
+        let (line, column) = super::line_col(&w.text, bad.key.span.start as usize);
         return err(format!(
             "`nodes:` has a key at {line}:{column} that is not a node name (a list or mapping as a key; \
              a `{{{{template}}}}` there needs quotes); fix it in the source view, then edit again"

@@ -163,16 +163,14 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
         )));
     }
     if let Some(at) = lone_cr(text) {
-        let line = text[..at].matches('\n').count() + 1;
-        let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
+        let (line, column) = line_col(text, at);
         return Err(EditError::new(format!(
             "this file has a carriage return without a line feed at {line}:{column} (an old Mac line break), \
              which YAML reads as a line break of its own; replace it with a line feed or remove it in the source view, then edit again"
         )));
     }
     if let Some(at) = doc.root.as_ref().and_then(|r| explicit_key(text, r)) {
-        let line = text[..at].matches('\n').count() + 1;
-        let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
+        let (line, column) = line_col(text, at);
         return Err(EditError::new(format!(
             "this file uses an explicit `?` key at {line}:{column}, which the visual editor cannot place edits around; \
              write the key plainly (`name:`) in the source view, then edit again"
@@ -272,6 +270,15 @@ fn key_lead(text: &str, at: usize) -> usize {
         }
         return trimmed.len();
     }
+}
+
+/// 1-based line and column (in bytes) of byte offset `at` of `text`, for refusals that point
+/// at a place in the file.
+pub(crate) fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1) + 1;
+    (line, column)
 }
 
 /// The byte offset of the first `\r` not followed by `\n`. YAML counts it as a line break, the
