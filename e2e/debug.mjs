@@ -88,12 +88,23 @@ async function editState(b, key, json, assert) {
   assert(!(await err.isExisting()), 'no state edit error');
 }
 
+/**
+ * Wait for the interrupt dialog of `kind`. Each poll queries the DOM afresh: a handle taken while
+ * the previous dialog (same test id) was still mounted goes stale when it unmounts, and waiting on
+ * it never succeeds (a CI flake on approval → input).
+ */
 async function answerDialog(b, kind) {
-  const d = await b.$(testid('interrupt-dialog'));
-  await d.waitForDisplayed({ timeout: 15000 });
-  const k = await d.getAttribute('data-kind');
-  if (k !== kind) throw new Error(`interrupt dialog kind ${k}, expected ${kind}`);
-  return d;
+  let seen = null;
+  await b.waitUntil(async () => {
+    seen = await b.execute(() => {
+      const d = document.querySelector('[data-testid="interrupt-dialog"]');
+      return d && d.getClientRects().length > 0 ? d.getAttribute('data-kind') : null;
+    });
+    return seen === kind;
+  }, { timeout: 15000, interval: 100, timeoutMsg: `no ${kind} dialog after 15 s` }).catch(async (e) => {
+    throw new Error(`${e.message} (showing: ${seen ?? 'no dialog'}; debugger: ${JSON.stringify(await dbg(b))})`);
+  });
+  return b.$(`[data-testid="interrupt-dialog"][data-kind="${kind}"]`);
 }
 
 async function typeAnswer(b, text) {

@@ -722,7 +722,10 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>): Sto
         try {
           await backend.runAnswer(p.id, value);
           cancelled = null;
-          set({ dialogOpen: false, answerError: null });
+          // The engine runs on as soon as it has the answer: its next question may already be
+          // shown (its events can arrive before this call returns). Close only this one.
+          const now = currentPending(get());
+          if (!now || now.id === p.id) set({ dialogOpen: false, answerError: null });
           return true;
         } catch (e) {
           set({ dialogOpen: true, answerError: errorMessage(e) });

@@ -484,6 +484,32 @@ describe('interrupt dialog', () => {
     await waitFor(() => expect(screen.queryByTestId('interrupt-dialog')).toBeNull());
   });
 
+  it('the next question arriving before the answer call returns is shown, not closed by it', async () => {
+    // The engine runs on as soon as it has the answer; under load its next interrupt can reach the
+    // UI before `run_answer` itself returns (a CI flake: approval → input, and no dialog).
+    const p = pending({ id: 'a4', node: 'approve', kind: 'approval', prompt: 'Ship?', options: ['ship', 'hold'] });
+    const ctx = await interrupted(lokiView(), p);
+    const next = pending({ id: 'n4', node: 'note', kind: 'input', prompt: 'Notes?', default: 'No notes.' });
+    const answer = ctx.backend.runAnswer;
+    ctx.backend.runAnswer = async (id, value) => {
+      await answer(id, value);
+      const run = ctx.dbg.getState().info!.run;
+      ctx.backend.emitRun({
+        run,
+        events: [{ run, ts_ms: (ts += 10), event: 'interrupt', ...next } as unknown as DebugEvent],
+        status: { state: 'interrupted', step: 5, due: ['note'], reason: null, pending: next } as RunStatusInfo,
+      });
+      ctx.dbg.getState().flush();
+      return null;
+    };
+    fireEvent.change(screen.getByTestId('interrupt-answer'), { target: { value: 'later' } });
+    fireEvent.click(screen.getByTestId('interrupt-submit'));
+    await waitFor(() => expect(answers(ctx.backend)).toEqual([{ id: 'a4', value: 'later' }]));
+    await waitFor(() => expect(screen.getByTestId('interrupt-dialog').getAttribute('data-kind')).toBe('input'));
+    expect((screen.getByTestId('interrupt-answer') as HTMLInputElement).value).toBe('No notes.');
+    expect(ctx.dbg.getState().dialogOpen).toBe(true);
+  });
+
   it('cancel (button or Escape) closes the dialog; the run stays interrupted and the toolbar brings it back', async () => {
     const p = pending({ id: 'a3', node: 'approve', kind: 'approval', prompt: 'Ship?', options: ['ship', 'hold'] });
     const { backend, dbg } = await interrupted(lokiView(), p);
