@@ -383,6 +383,20 @@ mod tests {
         assert!(e.message.contains("duplicate key `graph` at 6:5"), "{e}");
     }
 
+    /// Found by the `edit_ops` fuzz target: a plain value after tabs, holding tabs itself.
+    #[test]
+    fn a_plain_value_after_tabs_is_replaced() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "version: \"1.0\"\nstart:\t\t\t)\t\t\t{{a..b}}\t\ndata: null\n";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("start".into())], value: Some(serde_json::json!(7)) };
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        // The tabs after the `:` become a space: saphyr refuses `start:\t7` (PyYAML any tab there).
+        assert_eq!(a.text, "version: \"1.0\"\nstart: 7\t\ndata: null\n");
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("start".into())], value: Some(serde_json::json!({"a": [1]})) };
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.text.starts_with("version: \"1.0\"\nstart:\n") || a.text.starts_with("version: \"1.0\"\nstart: "), "{:?}", a.text);
+    }
+
     /// Found by the `edit_ops` fuzz target: adding a key to a flow mapping whose last key has no
     /// value (`{"a": 1, "b"}`) wrote it after the `}` and broke the YAML.
     #[test]

@@ -683,14 +683,23 @@ impl<'a> Ed<'a> {
             }
             _ => return err("internal: not a collection"),
         };
-        let old_s = old.span.start as usize;
+        let mut old_s = old.span.start as usize;
         let old_e = eff_end(text, old);
+        // A tab between the `:` and the value: YAML parsers disagree on it (PyYAML refuses any,
+        // saphyr refuses one before a letter, digit or `-`), so a new value could make the file
+        // unreadable. The value's separator becomes a space.
+        let gap = text.get(anchor_end..old_s).unwrap_or("");
+        let tab_gap = matches!(parent.kind, YKind::Map(_)) && gap.contains('\t') && gap.bytes().all(|b| b == b' ' || b == b'\t');
+        if tab_gap {
+            old_s = anchor_end;
+        }
+        let sep = if tab_gap { " " } else { "" };
         if is_flow(text, parent) {
             let t = render_flow(v);
             if old_s == old_e {
                 return Ok(Rep { start: old_s, end: old_e, text: format!(" {t}") });
             }
-            return Ok(Rep { start: old_s, end: old_e, text: t });
+            return Ok(Rep { start: old_s, end: old_e, text: format!("{sep}{t}") });
         }
         let old_block_scalar = matches!(old.as_scalar().map(|s| s.style), Some(Style::Literal | Style::Folded));
         let is_scalar_v = !matches!(v, Json::Array(_) | Json::Object(_)) && !matches!(v, Json::String(s) if s.contains('\n'));
@@ -699,10 +708,10 @@ impl<'a> Ed<'a> {
                 (Json::String(s), o) => scalar_like(o, s),
                 (v, _) => scalar_json(v).unwrap_or_default(),
             };
-            return Ok(Rep { start: old_s, end: old_e, text: t });
+            return Ok(Rep { start: old_s, end: old_e, text: format!("{sep}{t}") });
         }
         if matches!(v, Json::Array(_) | Json::Object(_)) && is_flow(text, old) {
-            return Ok(Rep { start: old_s, end: old_e, text: render_flow(v) });
+            return Ok(Rep { start: old_s, end: old_e, text: format!("{sep}{}", render_flow(v)) });
         }
         let (head, body) = if matches!(parent.kind, YKind::Seq(_)) {
             render_item(v, child_col, self.nl)
