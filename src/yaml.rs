@@ -290,6 +290,21 @@ pub fn resolve_plain(text: &str) -> ScalarValue {
     text.parse::<f64>().map(ScalarValue::Float).unwrap_or(ScalarValue::Str)
 }
 
+/// Just after the `:` that follows a mapping key ending at `end` (blanks and a closing quote may
+/// stand between), or `end` when no colon follows.
+fn after_key(text: &str, end: usize) -> usize {
+    let b = text.as_bytes();
+    let mut p = end;
+    while p < b.len() {
+        match b[p] {
+            b':' => return p + 1,
+            b' ' | b'\t' | b'"' | b'\'' => p += 1,
+            _ => break,
+        }
+    }
+    end
+}
+
 enum Frame {
     Seq { start: usize, items: Vec<YNode>, anchor: usize },
     Map { start: usize, entries: Vec<YEntry>, key: Option<YNode>, anchor: usize },
@@ -438,6 +453,7 @@ pub fn parse(file: &SourceFile) -> Parsed {
                 };
                 let text = value.into_owned();
                 let mut val = if style == Style::Plain { resolve_plain(&text) } else { ScalarValue::Str };
+                let bare = tag.is_none() && anchor == 0;
                 if let Some(tag) = tag {
                     let suffix = tag.suffix.as_str();
                     val = match suffix {
@@ -450,6 +466,17 @@ pub fn parse(file: &SourceFile) -> Parsed {
                         _ => val,
                     };
                 }
+                // An empty value (`key:` with nothing after it, or a bare `key` in a flow
+                // mapping) is placed by the parser at the next token, which can lie past a
+                // closing `}` or on a later line. It belongs right after its key's `:` (or the
+                // key itself when there is no colon), as a zero-width span.
+                let (s, e) = match stack.last() {
+                    Some(Frame::Map { key: Some(k), .. }) if bare && text.is_empty() && style == Style::Plain && e >= k.span.end as usize => {
+                        let at = after_key(file.text(), k.span.end as usize);
+                        if at <= s { (at, at) } else { (s, e) }
+                    }
+                    _ => (s, e),
+                };
                 let node = YNode { span: Span::new(s, e), kind: YKind::Scalar(Scalar { text, style, value: val }) };
                 if anchor > 0 {
                     anchors.insert(anchor, (node.clone(), 1));
