@@ -444,6 +444,8 @@ pub struct McpServer {
     stderr: Arc<Mutex<StderrBuf>>,
     /// The child's pid (= its process group id), once spawned.
     pid: Arc<Mutex<Option<u32>>>,
+    /// Carried by a stdio server and everything it starts (see `proctag`).
+    tag: super::proctag::ProcTag,
     /// The tools a run was offered ([`McpServer::tools`]), live or from a replay.
     offered: Mutex<Option<Vec<McpTool>>>,
 }
@@ -528,6 +530,7 @@ impl McpServer {
             conn: Mutex::new(None),
             stderr: Default::default(),
             pid: Default::default(),
+            tag: super::proctag::ProcTag::new(),
             offered: Mutex::new(None),
         }
     }
@@ -772,6 +775,7 @@ impl McpServer {
         let timeout = spec.timeout;
         let stderr = self.stderr.clone();
         let pid = self.pid.clone();
+        let tag = self.tag.clone();
         let fut = async move {
             let service = match &spec.transport {
                 McpTransport::Stdio {
@@ -780,7 +784,8 @@ impl McpServer {
                     env,
                     cwd,
                 } => {
-                    let cmd = build_command(&spec.name, command, args, env, cwd.as_deref())?;
+                    let mut cmd = build_command(&spec.name, command, args, env, cwd.as_deref())?;
+                    tag.apply_tokio(&mut cmd);
                     let (transport, err) = TokioChildProcess::builder(cmd)
                         .stderr(std::process::Stdio::piped())
                         .spawn()
@@ -917,6 +922,8 @@ impl McpServer {
         let pid = self.pid.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            // Only a server that was started can have left anything behind.
+            self.tag.kill_all();
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod a2a;
 pub mod events;
 pub mod provider;
+pub mod proctag;
 pub mod pybridge;
 pub mod script;
 pub mod sherma_state;

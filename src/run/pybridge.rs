@@ -170,6 +170,8 @@ pub struct PyBridge {
 
 struct Proc {
     child: Child,
+    /// Carried by the interpreter and everything it starts (see `proctag`).
+    tag: super::proctag::ProcTag,
     stdin: Option<ChildStdin>,
     /// The protocol's replies, read on the calling thread (a reader thread would cost a second
     /// wake-up per round trip): see [`Proc::recv_line`].
@@ -278,12 +280,14 @@ impl PyBridge {
 
     fn spawn(&self) -> Result<Proc, PyError> {
         let shown = self.python.to_string_lossy().into_owned();
+        let tag = super::proctag::ProcTag::new();
         let mut child = Command::new(&self.python)
             .arg("-u")
             .arg("-c")
             .arg(BRIDGE_PY)
             .args(&self.sys_path)
             .env("PYTHONIOENCODING", "utf-8:backslashreplace")
+            .env(super::proctag::VAR, tag.value())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -305,6 +309,7 @@ impl PyBridge {
         let stderr = Tail::start(child.stderr.take());
         let mut proc = Proc {
             child,
+            tag,
             stdin,
             stdout,
             buf: Vec::new(),
@@ -573,6 +578,7 @@ impl Proc {
             // ESRCH (already gone) is fine.
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
+        self.tag.kill_all();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -381,8 +381,10 @@ pub(crate) fn run_supervised(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    let tag = super::proctag::ProcTag::new();
+    tag.apply(cmd);
     let mut child = cmd.spawn().map_err(Unfinished::Spawn)?;
-    let group = ProcessGroup(child.id() as i32);
+    let group = ProcessGroup(child.id() as i32, tag);
     let out = Capture::start(child.stdout.take(), false);
     let err = Capture::start(child.stderr.take(), true);
     let status = match wait_until(&mut child, deadline, stop) {
@@ -548,7 +550,9 @@ fn wait_until(child: &mut Child, deadline: Instant, stop: Option<&std::sync::ato
     }
 }
 
-struct ProcessGroup(i32);
+/// The supervised process's group, and the tag its descendants carry (which finds those that
+/// left the group with `setsid`).
+struct ProcessGroup(i32, super::proctag::ProcTag);
 
 impl ProcessGroup {
     fn kill(&self) {
@@ -556,6 +560,7 @@ impl ProcessGroup {
             // ESRCH (already gone) is fine.
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
+        self.1.kill_all();
     }
 }
 
@@ -918,6 +923,27 @@ printf '{"doubled": %d, "cwd_marker": "%s", "file_set": "%s"}\n' $((n * 2)) "$(c
             thread::sleep(Duration::from_millis(20));
         }
         assert!(dead(pid), "child {pid} of the script survived the timeout");
+    }
+
+    #[test]
+    fn timeout_kills_a_child_that_left_the_group_with_setsid() {
+        let d = Dir::new("setsid");
+        // The child starts a session of its own (so the group kill misses it) and its parent,
+        // a subshell, is gone by the time of the kill.
+        d.file(
+            "scripts/s.sh",
+            "(setsid sh -c 'echo $$ > child.tmp; mv child.tmp child.pid; exec sleep 60' </dev/null >/dev/null 2>&1 &)\nsleep 60\n",
+        );
+        let e = run_script(&d.0, "scripts/s.sh", &json!({}), Duration::from_millis(700)).unwrap_err();
+        assert!(matches!(e, ScriptError::Timeout { .. }), "{e}");
+        let pid = std::fs::read_to_string(d.0.join("child.pid")).unwrap();
+        let pid = pid.trim();
+        assert!(!pid.is_empty());
+        let until = Instant::now() + Duration::from_secs(2);
+        while !dead(pid) && Instant::now() < until {
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert!(dead(pid), "the setsid child {pid} survived the timeout");
     }
 
     #[test]
