@@ -425,6 +425,10 @@ mod tests {
         let text = "&&Rees:\n   {\"summary\": \"x\",}\n";
         let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.text, "&&Rees:\n   {\"summary\": \"x\", c: 2,}\n");
+        // With the anchor right before the `{`, no blank between.
+        let text = "&&Reex{\"summary\": \"x\",}\n";
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.text, "&&Reex{\"summary\": \"x\", c: 2,}\n");
         // With a trailing comma too.
         let text = "{\"s\": \"x\",ple key\",}\n";
         let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));

@@ -122,7 +122,8 @@ fn flow_open(text: &str, node: &YNode) -> Option<usize> {
             b' ' | b'\t' | b'\r' | b'\n' => p += 1,
             b'#' => p = line_end_incl(text, p),
             b'&' | b'!' => {
-                while p < b.len() && !matches!(b[p], b' ' | b'\t' | b'\r' | b'\n') {
+                // An anchor or tag ends at a blank or at a flow indicator (`&a{x: 1}`).
+                while p < b.len() && !matches!(b[p], b' ' | b'\t' | b'\r' | b'\n' | b'{' | b'[' | b'}' | b']' | b',') {
                     p += 1;
                 }
             }
