@@ -292,7 +292,7 @@ pub fn resolve_plain(text: &str) -> ScalarValue {
 
 /// Just after the `:` that follows a mapping key ending at `end` (blanks and a closing quote may
 /// stand between), or `end` when no colon follows.
-fn after_key(text: &str, end: usize) -> usize {
+pub fn after_key(text: &str, end: usize) -> usize {
     let b = text.as_bytes();
     let mut p = end;
     while p < b.len() {

@@ -197,18 +197,7 @@ fn flow_close(text: &str, node: &YNode, last_child_end: Option<usize>) -> Option
 
 /// Position just after the `:` following a mapping key.
 pub fn after_colon(text: &str, key: &YNode) -> usize {
-    let b = text.as_bytes();
-    let mut p = key.span.end as usize;
-    while p < b.len() {
-        if b[p] == b':' {
-            return p + 1;
-        }
-        if !matches!(b[p], b' ' | b'\t' | b'"' | b'\'') {
-            break;
-        }
-        p += 1;
-    }
-    key.span.end as usize
+    crate::yaml::after_key(text, key.span.end as usize)
 }
 
 /// Position of the `-` of a block sequence item.

@@ -901,6 +901,19 @@ printf '{"doubled": %d, "cwd_marker": "%s", "file_set": "%s"}\n' $((n * 2)) "$(c
             .unwrap_or(true)
     }
 
+    /// Wait up to 2 s for the process whose pid the script wrote to `child.pid` to die; its pid
+    /// and whether it did.
+    fn child_dies(d: &Dir) -> (String, bool) {
+        let pid = std::fs::read_to_string(d.0.join("child.pid")).unwrap_or_default().trim().to_string();
+        assert!(!pid.is_empty(), "the script wrote no child.pid");
+        let until = Instant::now() + Duration::from_secs(2);
+        while !dead(&pid) && Instant::now() < until {
+            thread::sleep(Duration::from_millis(20));
+        }
+        let gone = dead(&pid);
+        (pid, gone)
+    }
+
     #[test]
     fn timeout_kills_the_whole_process_group() {
         let d = Dir::new("timeout");
@@ -915,14 +928,8 @@ printf '{"doubled": %d, "cwd_marker": "%s", "file_set": "%s"}\n' $((n * 2)) "$(c
         assert!(matches!(e, ScriptError::Timeout { .. }), "{e}");
         assert!(took < Duration::from_secs(2), "took {took:?}");
         assert!(e.to_string().contains("timed out after 0.500s"), "{e}");
-        let pid = std::fs::read_to_string(d.0.join("child.pid")).unwrap();
-        let pid = pid.trim();
-        assert!(!pid.is_empty());
-        let until = Instant::now() + Duration::from_secs(2);
-        while !dead(pid) && Instant::now() < until {
-            thread::sleep(Duration::from_millis(20));
-        }
-        assert!(dead(pid), "child {pid} of the script survived the timeout");
+        let (pid, gone) = child_dies(&d);
+        assert!(gone, "child {pid} of the script survived the timeout");
     }
 
     #[test]
@@ -936,14 +943,8 @@ printf '{"doubled": %d, "cwd_marker": "%s", "file_set": "%s"}\n' $((n * 2)) "$(c
         );
         let e = run_script(&d.0, "scripts/s.sh", &json!({}), Duration::from_millis(700)).unwrap_err();
         assert!(matches!(e, ScriptError::Timeout { .. }), "{e}");
-        let pid = std::fs::read_to_string(d.0.join("child.pid")).unwrap();
-        let pid = pid.trim();
-        assert!(!pid.is_empty());
-        let until = Instant::now() + Duration::from_secs(2);
-        while !dead(pid) && Instant::now() < until {
-            thread::sleep(Duration::from_millis(20));
-        }
-        assert!(dead(pid), "the setsid child {pid} survived the timeout");
+        let (pid, gone) = child_dies(&d);
+        assert!(gone, "the setsid child {pid} survived the timeout");
     }
 
     #[test]
@@ -960,13 +961,8 @@ printf '{"doubled": %d, "cwd_marker": "%s", "file_set": "%s"}\n' $((n * 2)) "$(c
         let e = run_script_until(&d.0, "scripts/slow.sh", &json!({}), T, Some(&stop)).unwrap_err();
         assert!(matches!(e, ScriptError::Stopped { .. }), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
-        let pid = std::fs::read_to_string(d.0.join("child.pid")).unwrap_or_default();
-        let pid = pid.trim().to_string();
-        let until = Instant::now() + Duration::from_secs(2);
-        while !pid.is_empty() && !dead(&pid) && Instant::now() < until {
-            thread::sleep(Duration::from_millis(20));
-        }
-        assert!(pid.is_empty() || dead(&pid), "child {pid} survived the stop");
+        let (pid, gone) = child_dies(&d);
+        assert!(gone, "child {pid} survived the stop");
     }
 
     #[test]
