@@ -383,6 +383,16 @@ mod tests {
         assert!(e.message.contains("duplicate key `graph` at 6:5"), "{e}");
     }
 
+    /// Found by the `edit_ops` fuzz target: a block scalar ending in a vertical tab (content to
+    /// YAML, white space to Rust's `trim`) was cut short, and deleting its node left the tab.
+    #[test]
+    fn a_block_scalar_ending_in_a_vertical_tab_is_deleted_whole() {
+        let path = Path::new("/nowhere/agent.yaml");
+        let text = "manifest_version: 1\nagents:\n  cel:\n    state:\n      fields:\n    e: int\n    graph:\n      entry_point: sum\n      nodes:\n        - name: sum\n          type: data_transform\n          args:\n            expression: >\n              {\"total\":\n              size(state.item  \u{b}";
+        let a = apply(text, path, None, &EditOp::DeleteNode { name: "sum".into() }).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.text, "manifest_version: 1\nagents:\n  cel:\n    state:\n      fields:\n    e: int\n    graph:\n      nodes: []");
+    }
+
     /// Found by the `edit_ops` fuzz target: a plain value after tabs, holding tabs itself.
     #[test]
     fn a_plain_value_after_tabs_is_replaced() {

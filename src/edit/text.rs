@@ -78,8 +78,14 @@ pub fn col(text: &str, pos: usize) -> usize {
     pos - line_start(text, pos)
 }
 
+/// White space as YAML sees it. Rust's `trim` also strips Unicode spaces such as a vertical tab
+/// or U+3000, which are content to YAML (found by `edit_ops`: a block scalar ending in `\x0b`).
+fn yaml_blank(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n')
+}
+
 fn is_blank(line: &str) -> bool {
-    line.trim().is_empty()
+    line.trim_matches(yaml_blank).is_empty()
 }
 
 fn indent_of(line: &str) -> usize {
@@ -139,7 +145,7 @@ pub fn eff_end(text: &str, node: &YNode) -> usize {
     let e = (node.span.end as usize).min(text.len()).max(s);
     match &node.kind {
         YKind::Scalar(sc) if matches!(sc.style, Style::Literal | Style::Folded) => {
-            let t = text[s..e].trim_end();
+            let t = text[s..e].trim_end_matches(yaml_blank);
             if t.is_empty() {
                 // empty block scalar: just after the `|`/`>` header (and its indicators)
                 let hs = text[..s].rfind(['|', '>']).unwrap_or(s);
@@ -247,7 +253,7 @@ pub fn child_region(text: &str, parent: &YNode, idx: usize) -> Option<(usize, us
     };
     let ls = line_start(text, anchor);
     let end = line_end_incl(text, end);
-    if text[ls..anchor].trim().is_empty() {
+    if text[ls..anchor].trim_matches(yaml_blank).is_empty() {
         Some((with_comments_above(text, ls, anchor - ls), end, true))
     } else {
         Some((anchor, end, false))
@@ -716,7 +722,7 @@ impl<'a> Ed<'a> {
         // keep a trailing comment on the head line, before the new block body
         let le = line_end_excl(text, end);
         let rest = &text[end..le];
-        let rest = if rest.trim().is_empty() { "" } else { rest };
+        let rest = if rest.trim_matches(yaml_blank).is_empty() { "" } else { rest };
         Ok(Rep { start, end: le, text: format!("{head}{rest}{body}") })
     }
 
