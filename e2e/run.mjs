@@ -99,6 +99,16 @@ test('open a Loki agent folder: every node of `switchyard graph` is on the canva
   });
   const g = cliGraph(loki);
   if (g) assertEq((await domNodeIds(b)).sort(), g.nodes.map((n) => n.id).sort(), 'DOM nodes = CLI graph nodes');
+  // The fitted graph starts below the pane toggles drawn over the canvas, and fits in it.
+  await b.waitUntil(async () => {
+    const r = await b.execute(() => {
+      const toggles = document.querySelector('.pane-toggles').getBoundingClientRect();
+      const canvas = document.querySelector('[data-testid="canvas"]').getBoundingClientRect();
+      const tops = [...document.querySelectorAll('.react-flow__node')].map((n) => n.getBoundingClientRect());
+      return { toggles: toggles.bottom, canvas: canvas.bottom, top: Math.min(...tops.map((t) => t.top)), bottom: Math.max(...tops.map((t) => t.bottom)) };
+    });
+    return r.top >= r.toggles && r.bottom <= r.canvas;
+  }, { timeout: 5000, timeoutMsg: 'the fitted graph is hidden under the pane toggles or runs off the canvas' });
 }, { loki: true });
 
 test('rename a node in the inspector and save: references renamed, comments kept', async ({ b, file }) => {

@@ -146,7 +146,8 @@ export function Canvas() {
         const zoom = 0.8;
         vp = { x: width / 2 - (first.x + (first.w ?? 220) / 2) * zoom, y: 40 - first.y * zoom, zoom };
       } else {
-        vp = getViewportForBounds(viewBounds(all), width, height, 0.05, 1.2, 0.12);
+        // 40 px at the top keep the first row clear of the pane toggles drawn over the canvas.
+        vp = getViewportForBounds(viewBounds(all), width, height, 0.05, 1.2, { top: '40px', bottom: 0.12, x: 0.12 });
       }
       void flow.setViewport(vp);
     }, 30);
