@@ -229,6 +229,12 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
             // indentation, or after `- `, `{`, `[` or `,`), not the end of some text.
             let mut start = (e.key.span.start as usize).min(text.len());
             let own_line = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            if matches!(e.key.kind, crate::yaml::YKind::Seq(_)) {
+                // A block sequence's span can start after its first `-` (an empty first item).
+                if let Some(h) = text[own_line..start].trim_end_matches([' ', '\t']).strip_suffix('-') {
+                    start = own_line + h.len();
+                }
+            }
             if text[own_line..start].trim_matches([' ', '\t']).is_empty() {
                 // A key first on its line (or an empty key, which has no text of its own) may
                 // belong to a `?` lines above it: step back over blank and comment lines.
@@ -391,6 +397,17 @@ mod tests {
         let text = "manifest_version: 1\nagents:\n  cel:\n    state:\n      fields:\n    e: int\n    graph:\n      entry_point: sum\n      nodes:\n        - name: sum\n          type: data_transform\n          args:\n            expression: >\n              {\"total\":\n              size(state.item  \u{b}";
         let a = apply(text, path, None, &EditOp::DeleteNode { name: "sum".into() }).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.text, "manifest_version: 1\nagents:\n  cel:\n    state:\n      fields:\n    e: int\n    graph:\n      nodes: []");
+    }
+
+    /// Found by the `edit_ops` fuzz target: an explicit `?` key that is a block list with an
+    /// empty first item, on a later line; its span starts after the first `-`.
+    #[test]
+    fn an_explicit_list_key_on_a_later_line_is_refused_with_its_position() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "# \n? \n\n\n-\n\n-\n    argstype: end\n";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("prompts".into())], value: Some(serde_json::Value::Null) };
+        let e = apply(text, path, None, &op).unwrap_err();
+        assert!(e.message.contains("explicit `?` key at 2:1"), "{e}");
     }
 
     /// Found by the `edit_ops` fuzz target: a plain value after tabs, holding tabs itself.
