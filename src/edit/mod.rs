@@ -410,6 +410,18 @@ mod tests {
         assert!(e.message.contains("explicit `?` key at 2:1"), "{e}");
     }
 
+    /// Found by the `edit_ops` fuzz target: a block mapping whose first key is a flow mapping
+    /// (`{a, b: null}:`) was taken for a flow mapping, so a new key went after the `:` as
+    /// `, key: …` and broke the YAML.
+    #[test]
+    fn a_block_mapping_whose_first_key_is_a_flow_mapping_gets_a_block_entry() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "# R]es:\n   {\"sleolw)d\", description: null}:\n";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("x".into())], value: Some(serde_json::json!(1)) };
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.text, "# R]es:\n   {\"sleolw)d\", description: null}:\n   x: 1\n");
+    }
+
     /// Found by the `edit_ops` fuzz target: a plain value after tabs, holding tabs itself.
     #[test]
     fn a_plain_value_after_tabs_is_replaced() {

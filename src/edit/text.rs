@@ -122,8 +122,15 @@ fn flow_open(text: &str, node: &YNode) -> Option<usize> {
     }
     let b = text.as_bytes();
     let mut p = node.span.start as usize;
+    // A block mapping whose first key is a flow collection (`{a: 1}: x`) starts with a bracket
+    // that is its key's, not its own.
+    let first_key = match &node.kind {
+        YKind::Map(entries) => entries.first().map(|e| e.key.span.start as usize),
+        _ => None,
+    };
     loop {
         match b.get(p)? {
+            b'{' | b'[' if first_key.is_some_and(|k| k <= p) => return None,
             b'{' | b'[' => return Some(p),
             b' ' | b'\t' | b'\r' | b'\n' => p += 1,
             b'#' => p = line_end_incl(text, p),
