@@ -389,6 +389,12 @@ mod tests {
         assert!(e.message.contains("duplicate key `graph` at 6:5"), "{e}");
     }
 
+    /// `SetDocField` on a Loki `graph.yaml` text: the key path and the new value.
+    fn set_doc(text: &str, keys: &[&str], v: serde_json::Value) -> Result<Applied, EditError> {
+        let op = EditOp::SetDocField { path: keys.iter().map(|k| PathSeg::Key(k.to_string())).collect(), value: Some(v) };
+        apply(text, Path::new("/nowhere/graph.yaml"), None, &op)
+    }
+
     /// Found by the `edit_ops` fuzz target: a block scalar ending in a vertical tab (content to
     /// YAML, white space to Rust's `trim`) was cut short, and deleting its node left the tab.
     #[test]
@@ -403,10 +409,7 @@ mod tests {
     /// empty first item, on a later line; its span starts after the first `-`.
     #[test]
     fn an_explicit_list_key_on_a_later_line_is_refused_with_its_position() {
-        let path = Path::new("/nowhere/graph.yaml");
-        let text = "# \n? \n\n\n-\n\n-\n    argstype: end\n";
-        let op = EditOp::SetDocField { path: vec![PathSeg::Key("prompts".into())], value: Some(serde_json::Value::Null) };
-        let e = apply(text, path, None, &op).unwrap_err();
+        let e = set_doc("# \n? \n\n\n-\n\n-\n    argstype: end\n", &["prompts"], serde_json::Value::Null).unwrap_err();
         assert!(e.message.contains("explicit `?` key at 2:1"), "{e}");
     }
 
@@ -415,24 +418,19 @@ mod tests {
     /// `, key: …` and broke the YAML.
     #[test]
     fn a_block_mapping_whose_first_key_is_a_flow_mapping_gets_a_block_entry() {
-        let path = Path::new("/nowhere/graph.yaml");
         let text = "# R]es:\n   {\"sleolw)d\", description: null}:\n";
-        let op = EditOp::SetDocField { path: vec![PathSeg::Key("x".into())], value: Some(serde_json::json!(1)) };
-        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        let a = set_doc(text, &["x"], serde_json::json!(1)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.text, "# R]es:\n   {\"sleolw)d\", description: null}:\n   x: 1\n");
     }
 
     /// Found by the `edit_ops` fuzz target: a plain value after tabs, holding tabs itself.
     #[test]
     fn a_plain_value_after_tabs_is_replaced() {
-        let path = Path::new("/nowhere/graph.yaml");
         let text = "version: \"1.0\"\nstart:\t\t\t)\t\t\t{{a..b}}\t\ndata: null\n";
-        let op = EditOp::SetDocField { path: vec![PathSeg::Key("start".into())], value: Some(serde_json::json!(7)) };
-        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        let a = set_doc(text, &["start"], serde_json::json!(7)).unwrap_or_else(|e| panic!("{e}"));
         // The tabs after the `:` become a space: saphyr refuses `start:\t7` (PyYAML any tab there).
         assert_eq!(a.text, "version: \"1.0\"\nstart: 7\t\ndata: null\n");
-        let op = EditOp::SetDocField { path: vec![PathSeg::Key("start".into())], value: Some(serde_json::json!({"a": [1]})) };
-        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        let a = set_doc(text, &["start"], serde_json::json!({"a": [1]})).unwrap_or_else(|e| panic!("{e}"));
         assert!(a.text.starts_with("version: \"1.0\"\nstart:\n") || a.text.starts_with("version: \"1.0\"\nstart: "), "{:?}", a.text);
     }
 
@@ -441,10 +439,8 @@ mod tests {
     /// reached past the bracket; the loader now puts it right after its key.
     #[test]
     fn a_key_is_added_to_a_flow_mapping_whose_last_key_is_a_flow_mapping() {
-        let path = Path::new("/nowhere/graph.yaml");
         let text = "version: \"1.0\"\nstart:\t\t{{a..b}}\t\n";
-        let op = EditOp::SetDocField { path: vec![PathSeg::Key("start".into()), PathSeg::Key("n".into())], value: Some(serde_json::json!("x\n  y")) };
-        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        let a = set_doc(text, &["start", "n"], serde_json::json!("x\n  y")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.text, "version: \"1.0\"\nstart:\t\t{{a..b}, \"n\": \"x\\n  y\"}\t\n");
     }
 
