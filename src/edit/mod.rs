@@ -235,10 +235,17 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
                     start = own_line + h.len();
                 }
             }
+            // An empty key has no text of its own: the parser places it at the next token,
+            // which can be at the end of the `?` line after a comment (`? # note` at the end
+            // of the file).
+            let empty_at_line_end = e.key.span.start == e.key.span.end
+                && text[start..].split('\n').next().is_some_and(|rest| rest.trim_matches([' ', '\t', '\r']).is_empty());
             if text[own_line..start].trim_matches([' ', '\t']).is_empty() {
                 // A key first on its line (or an empty key, which has no text of its own) may
                 // belong to a `?` lines above it: step back over blank and comment lines.
                 start = key_lead(text, own_line);
+            } else if empty_at_line_end {
+                start = key_lead(text, start);
             }
             let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
             let before = text[line_start..start].trim_end_matches([' ', '\t']);
@@ -368,11 +375,12 @@ mod tests {
 
     /// Found by the `edit_ops` fuzz target: a top level that is only an explicit `?` with an empty
     /// (null) key got the output check's "internal error" instead of a positioned refusal: an
-    /// empty key's span starts after the `?` line, so the indicator was not seen.
+    /// empty key's span starts after the `?` line, so the indicator was not seen. The same with a
+    /// comment after the `?` at the very end of the file: the empty key is placed after the comment.
     #[test]
     fn an_explicit_empty_key_is_refused_with_its_position() {
         let path = Path::new("/nowhere/graph.yaml");
-        for (text, at) in [("# servers\n?\n  \u{8}", "2:1"), ("# c\n?\n", "2:1"), ("nodes:\n  ?\n  : {type: end}\n", "2:3"), ("? \n# c\n\n: x\n", "1:1")] {
+        for (text, at) in [("# servers\n?\n  \u{8}", "2:1"), ("# c\n?\n", "2:1"), ("nodes:\n  ?\n  : {type: end}\n", "2:3"), ("? \n# c\n\n: x\n", "1:1"), ("nodes:\n /&a:\n ?  #E\u{1}", "3:2")] {
             let op = EditOp::AddNode { name: "-d".into(), kind: "input".into(), after: None };
             let e = apply(text, path, None, &op).unwrap_err();
             assert!(e.message.contains(&format!("explicit `?` key at {at}")), "{text:?}: {e}");
