@@ -5,9 +5,15 @@
 //! panics (even ones the engine catches: libFuzzer's hook aborts first), errors positioned
 //! outside the source and runaway time or memory are not.
 //!
+//! Every EXPR is compiled first, and the compiled program inspected as the validator does
+//! (state references, the primary error, the `default(A, B)` form); a compile error's range must
+//! lie inside the source, since the validator maps it into the file. (This target replaced a
+//! separate compile-only one: it checks everything that one did.)
+//!
 //! CEL has no evaluation budget (upstream's neither): k nested comprehensions over n-element
-//! lists cost n^k. Inputs naming more than one comprehension macro are skipped, so the fuzzer
-//! does not report that polynomial blow-up as a crash over and over.
+//! lists cost n^k. Inputs naming more than one comprehension macro are compiled and inspected
+//! but not evaluated, so the fuzzer does not report that polynomial blow-up as a crash over and
+//! over.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -58,9 +64,6 @@ fuzz_target!(|data: &[u8]| {
     let Ok(src) = std::str::from_utf8(expr) else {
         return;
     };
-    if macro_count(src) > 1 {
-        return;
-    }
     let parsed: Option<Json> = rest.and_then(|r| serde_json::from_slice(r).ok());
     let state: &Json = match &parsed {
         Some(v @ Json::Object(_)) => v,
@@ -71,12 +74,20 @@ fuzz_target!(|data: &[u8]| {
         Ok(p) => p,
         Err(e) => {
             check_range(src, e.offset, e.len, "compile", &e.message);
+            let _ = e.to_string();
             return;
         }
     };
     let refs = prog.references();
     for (name, off) in &refs.state_fields {
         assert!(*off <= src.len() && src.is_char_boundary(*off), "state field {name} at {off}");
+    }
+    if let Some(e) = prog.primary_error() {
+        check_range(src, e.offset, e.len, "primary", &e.message);
+    }
+    let _ = prog.is_default_form();
+    if macro_count(src) > 1 {
+        return;
     }
     let fixed = fixed_state();
     let mut b = Bindings::with_state(state);
