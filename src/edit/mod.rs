@@ -397,6 +397,20 @@ mod tests {
         assert!(e.message.contains("duplicate key `graph` at 6:5"), "{e}");
     }
 
+    /// Found by the `edit_ops` fuzz target: a key written bare in a flow mapping (`{s: 1, nodes}`,
+    /// so `nodes` is null) got its new value written without a `:` (`nodes {…}`), which broke the
+    /// YAML and was refused as an internal error.
+    #[test]
+    fn a_value_for_a_bare_key_in_a_flow_mapping_gets_its_colon() {
+        let path = Path::new("/nowhere/graph.yaml");
+        for text in ["{s: 1, nodes, d: null}\n", "&e{\"s\",nodes\n}", "{nodes}"] {
+            let op = EditOp::AddNode { name: "b".into(), kind: "end".into(), after: None };
+            let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            let out = a.edit.apply(text);
+            assert!(out.contains("nodes: {b: {type: end}}"), "{text:?} -> {out:?}");
+        }
+    }
+
     /// `SetDocField` on a Loki `graph.yaml` text: the key path and the new value.
     fn set_doc(text: &str, keys: &[&str], v: serde_json::Value) -> Result<Applied, EditError> {
         let op = EditOp::SetDocField { path: keys.iter().map(|k| PathSeg::Key(k.to_string())).collect(), value: Some(v) };

@@ -700,7 +700,10 @@ impl<'a> Ed<'a> {
         if is_flow(text, parent) {
             let t = render_flow(v);
             if old_s == old_e {
-                return Ok(Rep { start: old_s, end: old_e, text: format!(" {t}") });
+                // A key written bare in a flow mapping (`{a: 1, b}`) has no `:` to put the value after.
+                let bare_key = matches!(parent.kind, YKind::Map(_)) && !text[..anchor_end.min(text.len())].ends_with(':');
+                let lead = if bare_key { ": " } else { " " };
+                return Ok(Rep { start: old_s, end: old_e, text: format!("{lead}{t}") });
             }
             return Ok(Rep { start: old_s, end: old_e, text: format!("{sep}{t}") });
         }
