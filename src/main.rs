@@ -63,66 +63,7 @@ enum Cmd {
     ///
     /// Exit status: 0 completed, 1 failed, 2 usage or I/O problems, 3 interrupted (an
     /// interrupt, approval or input needs an answer: pass `--answer`), 130 stopped.
-    Run {
-        /// A sherma YAML file, or a Loki agent directory / graph.yaml.
-        path: PathBuf,
-        /// The agent of a multi-agent sherma file.
-        #[arg(long)]
-        agent: Option<String>,
-        /// The user's input (sherma: a human message; Loki: the initial prompt).
-        #[arg(long)]
-        input: Option<String>,
-        /// Initial state as a JSON object.
-        #[arg(long)]
-        state: Option<String>,
-        /// Scripted LLM replies (YAML `replies: [...]`); default: `replies.yaml` beside the
-        /// agent, else `<name>.cassette.json` / `cassette.json` beside it (replayed).
-        #[arg(long, value_name = "FILE")]
-        llm_script: Option<PathBuf>,
-        /// Call the models the agent names over HTTP (OpenAI-compatible or Anthropic). Keys
-        /// and base URLs from OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ... and the
-        /// provider file ~/.config/switchyard/providers.yaml.
-        #[arg(long, conflicts_with_all = ["llm_script", "replay"])]
-        live: bool,
-        /// Answer LLM calls and tool calls from a recorded cassette; the first request that
-        /// differs from the recording is reported.
-        #[arg(long, value_name = "CASSETTE.json", conflicts_with = "llm_script")]
-        replay: Option<PathBuf>,
-        /// With --replay: fail at the first request that differs from the recording.
-        #[arg(long, requires = "replay")]
-        replay_strict: bool,
-        /// Record every LLM and tool exchange of this run into a cassette (for --replay).
-        #[arg(long, value_name = "CASSETTE.json")]
-        record: Option<PathBuf>,
-        /// An answer for the next interrupt/approval/input, in order (repeatable). Text, or a
-        /// JSON object/list for a structured answer, e.g.
-        /// '{"content": "ok", "additional_kwargs": {"decision": "approve"}}'.
-        #[arg(long = "answer", value_name = "TEXT")]
-        answers: Vec<String>,
-        /// Write every event as one JSON object per line.
-        #[arg(long, value_name = "FILE.jsonl")]
-        trace: Option<PathBuf>,
-        /// Extra Python path entries for sherma `import_path` tools (repeatable).
-        #[arg(long = "python-path", value_name = "DIR")]
-        python_path: Vec<PathBuf>,
-        /// No narration or summary on stderr.
-        #[arg(short, long)]
-        quiet: bool,
-        /// Make the run durable: every step is written to a SQLite run store, so a run that is
-        /// interrupted (or whose process dies) can be resumed with `switchyard resume ID`.
-        /// Also on when a sherma file says `checkpointer: {type: sqlite}`.
-        #[arg(long)]
-        durable: bool,
-        /// The run store (implies --durable). Default: the sherma file's `checkpointer.path`,
-        /// else $SWITCHYARD_RUNS_DB, else $XDG_DATA_HOME/switchyard/runs.sqlite
-        /// (~/.local/share/switchyard/runs.sqlite).
-        #[arg(long, value_name = "FILE.sqlite")]
-        db: Option<PathBuf>,
-        /// Read answers from stdin, one line per question, even when stdin is not a terminal
-        /// (a durable run stays interrupted and resumable when stdin ends).
-        #[arg(long)]
-        answer_stdin: bool,
-    },
+    Run(RunArgs),
     /// Go on with a durable run from its last checkpoint (after an interrupt, a pause, or a
     /// process that died). The agent file is read again; a changed file is refused unless
     /// --force. Exit status as for `run`.
@@ -296,22 +237,66 @@ fn parse_answer(text: &str) -> serde_json::Value {
     serde_json::Value::String(text.to_string())
 }
 
+/// `switchyard run`'s argument and flags.
+#[derive(clap::Args)]
 struct RunArgs {
+    /// A sherma YAML file, or a Loki agent directory / graph.yaml.
     path: PathBuf,
+    /// The agent of a multi-agent sherma file.
+    #[arg(long)]
     agent: Option<String>,
+    /// The user's input (sherma: a human message; Loki: the initial prompt).
+    #[arg(long)]
     input: Option<String>,
+    /// Initial state as a JSON object.
+    #[arg(long)]
     state: Option<String>,
+    /// Scripted LLM replies (YAML `replies: [...]`); default: `replies.yaml` beside the
+    /// agent, else `<name>.cassette.json` / `cassette.json` beside it (replayed).
+    #[arg(long, value_name = "FILE")]
     llm_script: Option<PathBuf>,
+    /// Call the models the agent names over HTTP (OpenAI-compatible or Anthropic). Keys
+    /// and base URLs from OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ... and the
+    /// provider file ~/.config/switchyard/providers.yaml.
+    #[arg(long, conflicts_with_all = ["llm_script", "replay"])]
     live: bool,
+    /// Answer LLM calls and tool calls from a recorded cassette; the first request that
+    /// differs from the recording is reported.
+    #[arg(long, value_name = "CASSETTE.json", conflicts_with = "llm_script")]
     replay: Option<PathBuf>,
+    /// With --replay: fail at the first request that differs from the recording.
+    #[arg(long, requires = "replay")]
     replay_strict: bool,
+    /// Record every LLM and tool exchange of this run into a cassette (for --replay).
+    #[arg(long, value_name = "CASSETTE.json")]
     record: Option<PathBuf>,
+    /// An answer for the next interrupt/approval/input, in order (repeatable). Text, or a
+    /// JSON object/list for a structured answer, e.g.
+    /// '{"content": "ok", "additional_kwargs": {"decision": "approve"}}'.
+    #[arg(long = "answer", value_name = "TEXT")]
     answers: Vec<String>,
+    /// Write every event as one JSON object per line.
+    #[arg(long, value_name = "FILE.jsonl")]
     trace: Option<PathBuf>,
+    /// Extra Python path entries for sherma `import_path` tools (repeatable).
+    #[arg(long = "python-path", value_name = "DIR")]
     python_path: Vec<PathBuf>,
+    /// No narration or summary on stderr.
+    #[arg(short, long)]
     quiet: bool,
+    /// Make the run durable: every step is written to a SQLite run store, so a run that is
+    /// interrupted (or whose process dies) can be resumed with `switchyard resume ID`.
+    /// Also on when a sherma file says `checkpointer: {type: sqlite}`.
+    #[arg(long)]
     durable: bool,
+    /// The run store (implies --durable). Default: the sherma file's `checkpointer.path`,
+    /// else $SWITCHYARD_RUNS_DB, else $XDG_DATA_HOME/switchyard/runs.sqlite
+    /// (~/.local/share/switchyard/runs.sqlite).
+    #[arg(long, value_name = "FILE.sqlite")]
     db: Option<PathBuf>,
+    /// Read answers from stdin, one line per question, even when stdin is not a terminal
+    /// (a durable run stays interrupted and resumable when stdin ends).
+    #[arg(long)]
     answer_stdin: bool,
 }
 
@@ -818,43 +803,7 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Validate { paths, agent, format, quiet } => cmd_validate(&paths, agent.as_deref(), format, quiet),
         Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.as_deref(), format),
-        Cmd::Run {
-            path,
-            agent,
-            input,
-            state,
-            llm_script,
-            live,
-            replay,
-            replay_strict,
-            record,
-            answers,
-            trace,
-            python_path,
-            quiet,
-            durable,
-            db,
-            answer_stdin,
-        } => {
-            cmd_run(RunArgs {
-                path,
-                agent,
-                input,
-                state,
-                llm_script,
-                live,
-                replay,
-                replay_strict,
-                record,
-                answers,
-                trace,
-                python_path,
-                quiet,
-                durable,
-                db,
-                answer_stdin,
-            })
-        }
+        Cmd::Run(args) => cmd_run(args),
         Cmd::Resume { id, db, answers, answers_json, force, trace, answer_stdin, quiet } => {
             cmd_resume(&id, db, &answers, &answers_json, force, trace.as_ref(), answer_stdin, quiet)
         }
