@@ -539,6 +539,8 @@ pub fn parse(file: &SourceFile) -> Parsed {
             }
             Event::SequenceEnd | Event::MappingEnd => {
                 let Some(frame) = stack.pop() else { continue };
+                let closer = if matches!(frame, Frame::Map { .. }) { b'}' } else { b']' };
+                let e = through_closer(file.text(), e, closer);
                 let (node, anchor) = close_frame(frame, e, &mut seen_keys);
                 if anchor > 0 {
                     let size = node.size();
@@ -554,6 +556,31 @@ pub fn parse(file: &SourceFile) -> Parsed {
         emit(&mut stack, &mut root, node, &mut seen_keys, file, &mut diags);
     }
     Parsed { root, diagnostics: diags }
+}
+
+/// The parser ends a flow collection written with a trailing comma (`{a,}`, `{a: 1,  # c` then
+/// `}` on the next line) before its closing bracket. When `end` is not just past the `closer`
+/// and the next thing after blanks, line breaks and comments is that `closer`, the collection
+/// ends after it. (A block collection is never followed by a closing bracket in valid YAML.)
+fn through_closer(text: &str, end: usize, closer: u8) -> usize {
+    let b = text.as_bytes();
+    if end == 0 || end > b.len() || b[end - 1] == closer {
+        return end;
+    }
+    let mut p = end;
+    while p < b.len() {
+        match b[p] {
+            b' ' | b'\t' | b'\r' | b'\n' => p += 1,
+            b'#' if matches!(b[p - 1], b' ' | b'\t' | b'\r' | b'\n') => {
+                while p < b.len() && b[p] != b'\n' {
+                    p += 1;
+                }
+            }
+            c if c == closer => return p + 1,
+            _ => return end,
+        }
+    }
+    end
 }
 
 fn close_frame(frame: Frame, end: usize, seen: &mut Vec<HashMap<String, Span>>) -> (YNode, usize) {
@@ -651,6 +678,25 @@ mod tests {
         assert_eq!(root.get("d").unwrap().as_str(), Some("hi\n"));
         let a_key = &root.entry("a").unwrap().key;
         assert_eq!(&src[a_key.span.range()], "a");
+    }
+
+    /// The parser ends a flow collection with a trailing comma at the comma; its span must still
+    /// reach the closing bracket, or an edit of the text around it leaves the bracket behind.
+    #[test]
+    fn flow_collections_with_a_trailing_comma_end_at_their_bracket() {
+        for (src, want) in [("k:\n {a,}: 1\n", "{a,}"), ("k:\n {\"a\",}: 1\n", "{\"a\",}"), ("k:\n {\"a\"}: 1\n", "{\"a\"}")] {
+            let root = p(src).root.unwrap();
+            let inner = root.get("k").unwrap().as_map().unwrap();
+            assert_eq!(&src[inner[0].key.span.range()], want, "{src:?}");
+        }
+        let src = "k: {a: 1,  # c\n  }\nz: 2\n";
+        assert_eq!(&src[p(src).root.unwrap().get("k").unwrap().span.range()], "{a: 1,  # c\n  }");
+        let src = "k: [a, [b,], {c,}, {d: 1,},]\n";
+        let k = p(src).root.unwrap().get("k").unwrap().clone();
+        assert_eq!(&src[k.span.range()], "[a, [b,], {c,}, {d: 1,},]");
+        let items = k.as_seq().unwrap();
+        let texts: Vec<&str> = items.iter().map(|i| &src[i.span.range()]).collect();
+        assert_eq!(texts, ["a", "[b,]", "{c,}", "{d: 1,}"]);
     }
 
     #[test]

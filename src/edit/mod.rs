@@ -411,6 +411,17 @@ mod tests {
         }
     }
 
+    /// Found by the `edit_ops` fuzz target: a node whose body is a mapping keyed by a flow mapping
+    /// with a trailing comma (`{"a",}:`). The parser ends such a collection at the comma, so the
+    /// node's text seemed to end before the `}` and deleting the node left `}:` behind.
+    #[test]
+    fn a_node_keyed_by_a_flow_mapping_with_a_trailing_comma_is_deleted_whole() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "start: triage\nnodes:\n  tri:\n   {\"s\",}:\nprompts:\n  hh-: 2\n";
+        let a = apply(text, path, None, &EditOp::DeleteNode { name: "tri".into() }).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.edit.apply(text), "start: triage\nnodes: {}\nprompts:\n  hh-: 2\n");
+    }
+
     /// `SetDocField` on a Loki `graph.yaml` text: the key path and the new value.
     fn set_doc(text: &str, keys: &[&str], v: serde_json::Value) -> Result<Applied, EditError> {
         let op = EditOp::SetDocField { path: keys.iter().map(|k| PathSeg::Key(k.to_string())).collect(), value: Some(v) };
