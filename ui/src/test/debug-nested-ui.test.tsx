@@ -2,53 +2,17 @@
 // the nested agent's graph over the canvas with its breadcrumb, and the nested run's state in the
 // State tab, against the fake backend and real stores.
 import { describe, expect, it } from 'vitest';
-import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
-import { App } from '../App';
-import { createFakeBackend, type FakeBackend } from '../backend';
-import { createAppStore } from '../store';
-import { createDebugStore } from '../debug/store';
-import type { DebugEvent, RunStatusInfo } from '../debug/types';
+import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
+import type { FakeBackend } from '../backend';
+import type { DebugEvent } from '../debug/types';
 import { debugShortcutFor } from '../shortcuts';
 import { statusText } from '../components/debug/DebugToolbar';
 import { nestedCrumbs } from '../components/debug/NestedView';
 import { emptyModel, foldEvents } from '../debug/model';
 import { demoView } from '../demo';
 import type { View } from '../types';
+import { feed, nextTs, renderApp, type Ev } from './harness';
 
-type Ev = { [k: string]: unknown; event: string; run?: string };
-let ts = 1_700_000_000_000;
-
-async function renderApp() {
-  const backend = createFakeBackend(demoView());
-  const store = createAppStore(backend);
-  const dbg = createDebugStore(backend, store);
-  render(<App store={store} debugStore={dbg} />);
-  await waitFor(() => expect(store.getState().ready).toBe(true));
-  await screen.findAllByTestId('node');
-  return { backend, store, dbg };
-}
-
-type Ctx = Awaited<ReturnType<typeof renderApp>>;
-
-/** Start a run (unless one is live) and feed it one batch, folded at once. Events name their
- *  run relative to the top-level one: `run: '/research'` is `<run>/research`. */
-async function feed(ctx: Ctx, events: Ev[], status: Partial<RunStatusInfo> | null) {
-  if (!ctx.dbg.getState().info) {
-    await act(async () => {
-      await ctx.dbg.getState().start('step');
-    });
-  }
-  const run = ctx.dbg.getState().info!.run;
-  await act(async () => {
-    ctx.backend.emitRun({
-      run,
-      events: events.map((e) => ({ ts_ms: (ts += 10), ...e, run: e.run ? `${run}${e.run}` : run }) as unknown as DebugEvent),
-      status: status ? ({ state: 'paused', step: 0, due: [], reason: 'step', ...status } as RunStatusInfo) : null,
-    });
-    ctx.dbg.getState().flush();
-  });
-  return run;
-}
 
 const FILE = '/agents/researcher.yaml';
 
@@ -308,7 +272,7 @@ describe('the nested run opens with its own graph and state', () => {
   });
 
   it('the breadcrumb names each node and agent down to the nested run', () => {
-    const at = (list: Ev[]) => foldEvents(emptyModel(), list.map((e) => ({ ts_ms: (ts += 10), ...e, run: e.run ? `r${e.run}` : 'r' }) as unknown as DebugEvent));
+    const at = (list: Ev[]) => foldEvents(emptyModel(), list.map((e) => ({ ts_ms: nextTs(), ...e, run: e.run ? `r${e.run}` : 'r' }) as unknown as DebugEvent));
     const m = at([...beforeResearch, ...intoResearch]);
     expect(nestedCrumbs(m.nested!, m.agent, m.nestedRuns)).toEqual(['support-triage', 'research', 'researcher']);
     const deep = at([

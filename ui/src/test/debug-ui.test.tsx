@@ -14,42 +14,8 @@ import { statusText } from '../components/debug/DebugToolbar';
 import { answersText, parseAnswers, parseStateText } from '../components/debug/RunConfigPanel';
 import { interruptAnswerValue } from '../components/debug/InterruptDialog';
 import type { View } from '../types';
+import { cmds, feed, nextTs, renderApp, type Ev } from './harness';
 
-type Ev = { [k: string]: unknown; event: string };
-let ts = 1_700_000_000_000;
-
-async function renderApp(view: View = demoView()) {
-  const backend = createFakeBackend(view);
-  const store = createAppStore(backend);
-  const dbg = createDebugStore(backend, store);
-  render(<App store={store} debugStore={dbg} />);
-  await waitFor(() => expect(store.getState().ready).toBe(true));
-  await screen.findAllByTestId('node');
-  return { backend, store, dbg };
-}
-
-type Ctx = Awaited<ReturnType<typeof renderApp>>;
-
-const cmds = (b: FakeBackend, cmd: string) => b.calls.filter((c) => c.cmd === cmd);
-
-/** Start a run (unless one is live) and feed it one batch, folded at once. */
-async function feed(ctx: Ctx, events: Ev[], status: Partial<RunStatusInfo> | null) {
-  if (!ctx.dbg.getState().info) {
-    await act(async () => {
-      await ctx.dbg.getState().start('step');
-    });
-  }
-  const run = ctx.dbg.getState().info!.run;
-  await act(async () => {
-    ctx.backend.emitRun({
-      run,
-      events: events.map((e) => ({ run, ts_ms: (ts += 10), ...e }) as unknown as DebugEvent),
-      status: status ? ({ state: 'paused', step: 0, due: [], reason: 'step', ...status } as RunStatusInfo) : null,
-    });
-    ctx.dbg.getState().flush();
-  });
-  return run;
-}
 
 function step(n: number, node: string, kind: string, route?: { to: string; reason: Record<string, unknown> }): Ev[] {
   const out: Ev[] = [
@@ -496,7 +462,7 @@ describe('interrupt dialog', () => {
       const run = ctx.dbg.getState().info!.run;
       ctx.backend.emitRun({
         run,
-        events: [{ run, ts_ms: (ts += 10), event: 'interrupt', ...next } as unknown as DebugEvent],
+        events: [{ run, ts_ms: nextTs(), event: 'interrupt', ...next } as unknown as DebugEvent],
         status: { state: 'interrupted', step: 5, due: ['note'], reason: null, pending: next } as RunStatusInfo,
       });
       ctx.dbg.getState().flush();

@@ -2,18 +2,15 @@
 // payload, the keyring fallback), the run configuration's replay / live / record options, and
 // streamed text, failed calls and replay divergence in the debugger.
 import { describe, expect, it } from 'vitest';
-import { act, configure, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
-import { App } from '../App';
-import { createFakeBackend, maskKey, type FakeBackend } from '../backend';
-import { createAppStore } from '../store';
-import { createDebugStore } from '../debug/store';
-import type { DebugEvent, RunStatusInfo } from '../debug/types';
-import { demoView } from '../demo';
+import { act, configure, fireEvent, screen, waitFor, within } from '@testing-library/react';
+import { maskKey } from '../backend';
+import type { RunStatusInfo } from '../debug/types';
 import { baseUrlProblem, emptyForm, formFromProvider, parseModels, toInput, validateForm } from '../settings/form';
 import { defaultCassette, needsSettings } from '../components/debug/RunConfigPanel';
 import { divergenceText } from '../components/debug/DebugPanel';
 import { fmtCost } from '../components/debug/CallInspector';
 import { shortcutFor } from '../shortcuts';
+import { cmds, feed as feedRun, renderApp, type Ctx, type Ev } from './harness';
 
 /** For `waitFor`: the element, or a throw so waitFor keeps polling (the Settings dialog fetches
  *  its providers after it opens; a bare querySelector would resolve at once with null). */
@@ -26,39 +23,10 @@ function present(el: Element | null): HTMLElement {
 // parallel) a step can take longer than the default 1 s of `waitFor`/`findBy*`.
 configure({ asyncUtilTimeout: 5000 });
 
-type Ev = { [k: string]: unknown; event: string };
-let ts = 1_700_000_000_000;
-
-async function renderApp() {
-  const backend = createFakeBackend(demoView());
-  const store = createAppStore(backend);
-  const dbg = createDebugStore(backend, store);
-  render(<App store={store} debugStore={dbg} />);
-  await waitFor(() => expect(store.getState().ready).toBe(true));
-  await screen.findAllByTestId('node');
-  return { backend, store, dbg };
-}
-type Ctx = Awaited<ReturnType<typeof renderApp>>;
-
-const cmds = (b: FakeBackend, cmd: string) => b.calls.filter((c) => c.cmd === cmd);
+/** A live run: started with Continue, its status running unless a test says otherwise. */
+const feed = (ctx: Ctx, events: Ev[], status: Partial<RunStatusInfo> | null = null) =>
+  feedRun(ctx, events, status, { start: 'continue', base: { state: 'running', step: 1, due: [], reason: null } });
 const byId = (id: string) => screen.getByTestId(id);
-
-async function feed(ctx: Ctx, events: Ev[], status: Partial<RunStatusInfo> | null = null) {
-  if (!ctx.dbg.getState().info) {
-    await act(async () => {
-      await ctx.dbg.getState().start('continue');
-    });
-  }
-  const run = ctx.dbg.getState().info!.run;
-  await act(async () => {
-    ctx.backend.emitRun({
-      run,
-      events: events.map((e) => ({ run, ts_ms: (ts += 10), ...e }) as unknown as DebugEvent),
-      status: status ? ({ state: 'running', step: 1, due: [], reason: null, ...status } as RunStatusInfo) : null,
-    });
-    ctx.dbg.getState().flush();
-  });
-}
 
 // ------------------------------------------------------------------------------------------------
 
