@@ -26,7 +26,9 @@ import { whenIdle } from '../idle';
 // Defined once, outside components (React Flow re-creates every node if these change identity).
 const nodeTypes = { sy: NodeCard };
 const edgeTypes = { sy: EdgeLine };
-const defaultEdgeOptions = { markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 } };
+export const defaultEdgeOptions = { markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 } };
+/** React Flow's own delete and selection keys, off: the app binds its keys itself. */
+export const flowKeysOff = { deleteKeyCode: null, selectionKeyCode: null, multiSelectionKeyCode: null } as const;
 const proOptions = { hideAttribution: true };
 const minimapColor = (n: SyNode) => kindStyle(n.data.kind).color;
 
@@ -179,9 +181,7 @@ export function Canvas() {
         onPaneClick={onPaneClick}
         onConnect={onConnect}
         onNodeDragStop={onNodeDragStop}
-        deleteKeyCode={null}
-        selectionKeyCode={null}
-        multiSelectionKeyCode={null}
+        {...flowKeysOff}
         onlyRenderVisibleElements={big}
         minZoom={0.05}
         maxZoom={2.5}

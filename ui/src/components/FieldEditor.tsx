@@ -105,11 +105,7 @@ function StructInput({ field, value, onCommit }: FieldEditorProps) {
         }}
         placeholder={field.type.kind === 'list' ? '- item   or   ["a", "b"]' : 'key: value   or   {"key": "value"}'}
       />
-      {error ? (
-        <div className="field-error" data-testid={`field-error-${field.name}`} role="alert">
-          {error}
-        </div>
-      ) : null}
+      <FieldError name={field.name} error={error} />
     </>
   );
 }
@@ -136,11 +132,7 @@ function NumberInput({ field, value, onCommit }: FieldEditorProps) {
         onBlur={commit}
         onKeyDown={(e) => e.key === 'Enter' && commit()}
       />
-      {error ? (
-        <div className="field-error" data-testid={`field-error-${field.name}`} role="alert">
-          {error}
-        </div>
-      ) : null}
+      <FieldError name={field.name} error={error} />
     </>
   );
 }
@@ -225,4 +217,13 @@ export function FieldEditor(props: FieldEditorProps) {
       {field.doc ? <div className="field-doc">{field.doc}</div> : null}
     </div>
   );
+}
+
+/** A field's parse or validation error under its input, announced to screen readers. */
+function FieldError({ name, error }: { name: string; error: string | null }) {
+  return error ? (
+    <div className="field-error" data-testid={`field-error-${name}`} role="alert">
+      {error}
+    </div>
+  ) : null;
 }

@@ -11,7 +11,6 @@ import {
   Controls,
   EdgeLabelRenderer,
   Handle,
-  MarkerType,
   Position,
   ReactFlow,
   ReactFlowProvider,
@@ -25,6 +24,7 @@ import { nestedViewKey, shownNestedPause, useDebug, useDebugStore } from '../../
 import type { NestedPause } from '../../debug/model';
 import type { ViewEdge, ViewNode } from '../../types';
 import { useDarkTheme } from '../../theme';
+import { defaultEdgeOptions, flowKeysOff } from '../Canvas';
 import { JsonView } from './JsonView';
 import { stepChip, stepsSummary, stepsTitle } from './canvasOverlay';
 
@@ -113,7 +113,6 @@ const NestedEdge = memo(function NestedEdge(props: EdgeProps<SyEdge>) {
 // Defined once, outside components (React Flow re-creates every node if these change identity).
 const nodeTypes = { sy: NestedNodeCard };
 const edgeTypes = { sy: NestedEdge };
-const defaultEdgeOptions = { markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 } };
 const proOptions = { hideAttribution: true };
 
 /** The breadcrumb of a nested pause: the top-level agent, then each node and agent down to the
@@ -157,9 +156,7 @@ function NestedGraph({ pause, nodes: viewNodes, edges: viewEdges }: { pause: Nes
         nodesDraggable={false}
         nodesConnectable={false}
         elementsSelectable={false}
-        deleteKeyCode={null}
-        selectionKeyCode={null}
-        multiSelectionKeyCode={null}
+        {...flowKeysOff}
         fitView
         fitViewOptions={{ padding: 0.12, maxZoom: 1.2 }}
         minZoom={0.05}
