@@ -662,7 +662,8 @@ impl<'a> Ed<'a> {
     pub fn replace_child(&self, parent: &YNode, seg: &PathSeg, v: &Json) -> Res<Rep> {
         let text = self.text;
         let idx = Self::child_index(parent, seg).ok_or_else(|| EditError::new("internal: child not found"))?;
-        let (old, anchor_end, child_col) = match &parent.kind {
+        // `bare`: a key written without a `:` (`{a: 1, b}`), whose value has no colon to follow.
+        let (old, anchor_end, child_col, bare) = match &parent.kind {
             YKind::Map(entries) => {
                 let en = &entries[idx];
                 let kc = col(text, en.key.span.start as usize);
@@ -673,15 +674,15 @@ impl<'a> Ed<'a> {
                     }
                     _ => kc + 2,
                 };
-                (&en.value, after_colon(text, &en.key), cc)
+                (&en.value, after_colon(text, &en.key), cc, after_colon(text, &en.key) == en.key.span.end as usize)
             }
             YKind::Seq(items) => {
                 let it = &items[idx];
                 if is_flow(text, parent) {
-                    (it, it.span.start as usize, 0)
+                    (it, it.span.start as usize, 0, false)
                 } else {
                     let d = dash_of(text, it).ok_or_else(|| EditError::new("cannot find the `-` of this list item"))?;
-                    (it, d + 1, col(text, d) + 2)
+                    (it, d + 1, col(text, d) + 2, false)
                 }
             }
             _ => return err("internal: not a collection"),
@@ -700,9 +701,7 @@ impl<'a> Ed<'a> {
         if is_flow(text, parent) {
             let t = render_flow(v);
             if old_s == old_e {
-                // A key written bare in a flow mapping (`{a: 1, b}`) has no `:` to put the value after.
-                let bare_key = matches!(parent.kind, YKind::Map(_)) && !text[..anchor_end.min(text.len())].ends_with(':');
-                let lead = if bare_key { ": " } else { " " };
+                let lead = if bare { ": " } else { " " };
                 return Ok(Rep { start: old_s, end: old_e, text: format!("{lead}{t}") });
             }
             return Ok(Rep { start: old_s, end: old_e, text: format!("{sep}{t}") });
