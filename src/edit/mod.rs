@@ -422,6 +422,37 @@ mod tests {
         assert_eq!(a.edit.apply(text), "start: triage\nnodes: {}\nprompts:\n  hh-: 2\n");
     }
 
+    /// Found by the `edit_ops` fuzz target: a file that starts with a byte order mark (as some
+    /// Windows editors save) got new top-level keys indented by the mark's three bytes, which
+    /// broke the YAML. The mark takes no column; every op keeps the file valid and the mark first.
+    #[test]
+    fn a_file_starting_with_a_byte_order_mark_is_edited_at_the_right_columns() {
+        let key = |k: &str| PathSeg::Key(k.into());
+        let loki = "\u{feff}version: \"1.0\"\nname: g\nstart: a\nnodes:\n  a:\n    type: approval\n    question: Ship?\n    options: [\"yes\", \"no\"]\n    routes: {\"yes\": b, \"no\": b}\n  b:\n    type: end\n";
+        let sherma = "\u{feff}manifest_version: 1\nagents:\n  a:\n    state: {fields: [{name: n, type: int}]}\n    graph:\n      entry_point: s\n      nodes:\n        - name: s\n          type: set_state\n          args: {values: {n: \"1\"}}\n      edges: []\n";
+        let ops = [
+            EditOp::SetDocField { path: vec![key("x")], value: Some(serde_json::json!(-5)) },
+            EditOp::SetDocField { path: vec![key("description")], value: Some(serde_json::json!({"a": [1, 2]})) },
+            EditOp::AddNode { name: "n".into(), kind: "end".into(), after: None },
+            EditOp::RenameNode { from: "a".into(), to: "z".into() },
+            EditOp::DeleteNode { name: "b".into() },
+            EditOp::RenameNode { from: "s".into(), to: "t".into() },
+            EditOp::AddNode { name: "m".into(), kind: "set_state".into(), after: None },
+        ];
+        let mut applied = 0;
+        for (text, file) in [(loki, "/nowhere/graph.yaml"), (sherma, "/nowhere/agent.yaml")] {
+            for op in &ops {
+                let Ok(a) = apply(text, Path::new(file), None, op) else { continue };
+                let out = a.edit.apply(text);
+                assert!(out.starts_with('\u{feff}') && out.matches('\u{feff}').count() == 1, "{op:?}: {out:?}");
+                let d = doc::load_str(Path::new(file), &out);
+                assert!(!d.diagnostics.iter().any(|d| d.code == "yaml-syntax"), "{op:?}: {out:?}");
+                applied += 1;
+            }
+        }
+        assert!(applied >= 6, "only {applied} ops applied");
+    }
+
     /// `SetDocField` on a Loki `graph.yaml` text: the key path and the new value.
     fn set_doc(text: &str, keys: &[&str], v: serde_json::Value) -> Result<Applied, EditError> {
         let op = EditOp::SetDocField { path: keys.iter().map(|k| PathSeg::Key(k.to_string())).collect(), value: Some(v) };

@@ -75,7 +75,11 @@ pub fn line_end_excl(text: &str, pos: usize) -> usize {
 
 /// Byte column (indentation is ASCII spaces, so bytes are columns where it matters).
 pub fn col(text: &str, pos: usize) -> usize {
-    pos - line_start(text, pos)
+    let ls = line_start(text, pos);
+    // A byte order mark before a document takes no column (found by `edit_ops`: a file saved
+    // with a BOM got its new top-level keys indented by the mark's three bytes).
+    let bom = if text[ls..].starts_with('\u{feff}') && pos >= ls + 3 { 3 } else { 0 };
+    pos - ls - bom
 }
 
 /// White space as YAML sees it. Rust's `trim` also strips Unicode spaces such as a vertical tab
