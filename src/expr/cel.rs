@@ -577,6 +577,17 @@ impl CelEngine {
     }
 }
 
+/// Byte offset of the first occurrence of `word` in `src` not inside a longer identifier.
+fn word_offset(src: &str, word: &str) -> Option<usize> {
+    if word.is_empty() {
+        return None;
+    }
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    src.match_indices(word).map(|(i, _)| i).find(|&i| {
+        !src[..i].chars().next_back().is_some_and(is_ident) && !src[i + word.len()..].chars().next().is_some_and(is_ident)
+    })
+}
+
 fn whole(part: &Part, message: impl Into<String>) -> CelError {
     CelError::new(message, part.range.start, part.range.len())
 }
@@ -752,8 +763,15 @@ impl Walker<'_> {
             return;
         }
         self.refs.variables.insert(name.to_owned());
-        let off = self.node_range(id).map_or(0, |(s, _)| s) + self.base;
-        self.idents.entry(name.to_owned()).or_insert(off);
+        // A node a macro made (`x.optMap(y, e)` turns into a test and a call on `x`) carries
+        // the macro call's position, where the name is not written: fall back to the name's
+        // first occurrence as a word, else the start of the part (found by `cel_eval`).
+        let bare = name.strip_prefix('.').unwrap_or(name);
+        let off = match self.node_range(id) {
+            Some((s, _)) if self.src[s..].trim_start_matches('.').starts_with(bare) => s,
+            _ => word_offset(self.src, bare).unwrap_or(0),
+        };
+        self.idents.entry(name.to_owned()).or_insert(off + self.base);
     }
 
     /// Records `state.<field>` with `operand` being the `state` identifier node.
@@ -1267,6 +1285,11 @@ fn exec_error(e: &ExecutionError, part: &Part, b: &Bindings<'_>) -> CelError {
         ExecutionError::InternalError(m) => format!("internal error: {m}"),
         other => other.to_string(),
     };
+    // Every position above comes from the parsed expression; one that does not lie inside the
+    // part (a bug, not the user's) points at the whole part rather than past it.
+    if err.offset < part.range.start || err.offset.saturating_add(err.len) > part.range.end {
+        (err.offset, err.len) = (part.range.start, part.range.len());
+    }
     err.message = message;
     err
 }

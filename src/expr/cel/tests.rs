@@ -691,3 +691,17 @@ fn undeclared_leading_dot_name_stays_inside_the_source() {
         assert_eq!(&src[e.offset..e.offset + e.len], bare, "{src}: {e:?}");
     }
 }
+
+/// Found by the `cel_eval` fuzz target: a name inside a macro's expansion (`x.optMap(y, 4)`
+/// becomes a test and a call on `x`) carries the macro call's position, where the name is not
+/// written; the error pointed at the `(` and ran past the end of the source. It now points at
+/// the name as written.
+#[test]
+fn an_undeclared_name_in_a_macro_expansion_is_positioned_at_the_name() {
+    for (src, name) in [("bytesgetMil.optMap(y, 4)", "bytesgetMil"), ("1 + zz.optMap(v, v + 1)", "zz"), ("[1].map(x, q)", "q")] {
+        let e = err(src, json!({}));
+        assert!(e.message.contains(&format!("undeclared reference to '{name}'")), "{src}: {e:?}");
+        assert!(e.offset + e.len <= src.len(), "{src}: {e:?}");
+        assert_eq!(&src[e.offset..e.offset + e.len], name, "{src}: {e:?}");
+    }
+}
