@@ -453,6 +453,31 @@ mod tests {
         assert!(applied >= 6, "only {applied} ops applied");
     }
 
+    /// Found by the `edit_ops` fuzz target: a value that is an alias of a mapping (`nodes: *n`).
+    /// The tree holds a copy of the anchored mapping whose children keep their places before the
+    /// alias, so the entry seemed to end at its key and a new top-level key went between `nodes:`
+    /// and the alias. An alias now ends at its own text, and edits inside one are refused: they
+    /// would land in the anchored node and change every alias of it.
+    #[test]
+    fn an_alias_of_a_mapping_is_one_value_and_edits_inside_it_are_refused() {
+        let text = "version: \"1.0\"\nshared: &n\n  a:\n    type: end\nstart: a\nnodes:\n  *n\n";
+        let out = set_doc(text, &["x"], serde_json::json!(1)).unwrap_or_else(|e| panic!("{e}")).edit.apply(text);
+        assert_eq!(out, format!("{text}x: 1\n"));
+        let e = apply(text, Path::new("/nowhere/graph.yaml"), None, &EditOp::AddNode { name: "b".into(), kind: "end".into(), after: None }).unwrap_err();
+        assert!(e.message.contains("inside `*n` at 7:3, an alias"), "{e}");
+        let e = set_doc(text, &["nodes", "a", "type"], serde_json::json!("input")).unwrap_err();
+        assert!(e.message.contains("inside `*n` at 7:3, an alias"), "{e}");
+        // Renaming reaches the anchored key once, through the anchor, and the alias follows it.
+        let a = apply(text, Path::new("/nowhere/graph.yaml"), None, &EditOp::RenameNode { from: "a".into(), to: "z".into() });
+        match a {
+            Ok(a) => assert_eq!(a.edit.apply(text).matches("z:").count(), 1),
+            Err(e) => assert!(!e.message.starts_with("internal"), "{e}"),
+        }
+        // The anchored node itself is edited as usual.
+        let out = set_doc(text, &["shared", "a", "type"], serde_json::json!("input")).unwrap_or_else(|e| panic!("{e}")).edit.apply(text);
+        assert!(out.contains("shared: &n\n  a:\n    type: input\n"), "{out}");
+    }
+
     /// `SetDocField` on a Loki `graph.yaml` text: the key path and the new value.
     fn set_doc(text: &str, keys: &[&str], v: serde_json::Value) -> Result<Applied, EditError> {
         let op = EditOp::SetDocField { path: keys.iter().map(|k| PathSeg::Key(k.to_string())).collect(), value: Some(v) };

@@ -154,6 +154,10 @@ fn flow_open(text: &str, node: &YNode) -> Option<usize> {
 pub fn eff_end(text: &str, node: &YNode) -> usize {
     let s = (node.span.start as usize).min(text.len());
     let e = (node.span.end as usize).min(text.len()).max(s);
+    if is_alias(node) {
+        // `*a`: its text is the alias alone; the children are the anchored node's, elsewhere.
+        return e;
+    }
     match &node.kind {
         YKind::Scalar(sc) if matches!(sc.style, Style::Literal | Style::Folded) => {
             let t = text[s..e].trim_end_matches(yaml_blank);
@@ -192,6 +196,18 @@ pub fn eff_end(text: &str, node: &YNode) -> usize {
 
 /// The end of a mapping entry: its value's end, but never before the `:` (an empty value, as
 /// in `key: # comment`, is placed before the colon).
+/// A collection repeated through an alias (`*a`). The tree holds a copy of the anchored node
+/// whose children keep their places in the file, which lie before the alias (an anchor must be
+/// complete before its alias), while the copy itself is spanned at the alias.
+pub fn is_alias(node: &YNode) -> bool {
+    let first = match &node.kind {
+        YKind::Map(entries) => entries.first().map(|en| &en.key),
+        YKind::Seq(items) => items.first(),
+        _ => None,
+    };
+    first.is_some_and(|c| c.span.start < node.span.start)
+}
+
 fn entry_end(text: &str, en: &YEntry) -> usize {
     eff_end(text, &en.value).max(after_colon(text, &en.key))
 }
@@ -559,7 +575,8 @@ impl<'e, 'a> Renamer<'e, 'a> {
 
     /// Renames `n` when it is a scalar naming `from`; a block scalar cannot be renamed in place.
     pub fn push(&mut self, n: Option<&YNode>) -> Result<(), EditError> {
-        if let Some(n) = n.filter(|n| ref_str(n) == Some(self.from)) {
+        // A scalar reached twice (through an anchored node and an alias of it) is renamed once.
+        if let Some(n) = n.filter(|n| ref_str(n) == Some(self.from) && !self.reps.iter().any(|r| r.start <= n.span.start as usize && n.span.start as usize <= r.end)) {
             let rep = self.ed.replace_scalar(n, self.to).ok_or_else(|| {
                 EditError::new(format!("a reference to `{}` is written as a block scalar; edit it in the source view", self.from))
             })?;
@@ -582,11 +599,27 @@ pub struct Ed<'a> {
 
 impl<'a> Ed<'a> {
     /// Set (Some) or remove (None) the value at `path`, creating missing mappings.
+    /// Refuses an edit inside an alias (`*a`) of a collection: it would land in the anchored node
+    /// and change every alias of it (and the alias's own text would stay as it is).
+    pub fn not_in_alias(&self, node: &YNode) -> Res<()> {
+        if !is_alias(node) {
+            return Ok(());
+        }
+        let at = (node.span.start as usize).min(self.text.len());
+        let (line, column) = super::line_col(self.text, at);
+        let alias = self.text[at..(node.span.end as usize).clamp(at, self.text.len())].trim_end_matches(':').trim();
+        err(format!(
+            "this edit would go inside `{alias}` at {line}:{column}, an alias of a node written elsewhere, and change that \
+             node and every alias of it; edit the anchored node, or write the value out in full in the source view, then edit again"
+        ))
+    }
+
     pub fn set(&self, path: &[PathSeg], value: Option<&Json>) -> Res<Rep> {
         let mut chain: Vec<&YNode> = vec![self.root];
         for (k, seg) in path.iter().enumerate() {
             let cur = chain[k];
             let is_last = k + 1 == path.len();
+            self.not_in_alias(cur)?;
             match child(cur, seg) {
                 Some(c) if !is_last => chain.push(c),
                 Some(_) => {
@@ -664,6 +697,7 @@ impl<'a> Ed<'a> {
 
     /// Replace the value of an existing child.
     pub fn replace_child(&self, parent: &YNode, seg: &PathSeg, v: &Json) -> Res<Rep> {
+        self.not_in_alias(parent)?;
         let text = self.text;
         let idx = Self::child_index(parent, seg).ok_or_else(|| EditError::new("internal: child not found"))?;
         // `bare`: a key written without a `:` (`{a: 1, b}`), whose value has no colon to follow.
@@ -754,6 +788,7 @@ impl<'a> Ed<'a> {
 
     /// Remove child `idx` of a collection that has other children too (or is the root).
     pub fn remove_index(&self, parent: &YNode, idx: usize) -> Res<Rep> {
+        self.not_in_alias(parent)?;
         let text = self.text;
         if is_flow(text, parent) {
             let spans: Vec<(usize, usize)> = match &parent.kind {
@@ -806,6 +841,7 @@ impl<'a> Ed<'a> {
 
     /// Insert `key: value` into a mapping (before entry `before`, or at the end).
     pub fn insert_entry(&self, map: &YNode, before: Option<usize>, k: &str, v: &Json) -> Res<Rep> {
+        self.not_in_alias(map)?;
         let text = self.text;
         let entries = map.as_map().unwrap_or(&[]);
         let ks = scalar_str(k);
@@ -867,6 +903,7 @@ impl<'a> Ed<'a> {
 
     /// Insert an item into a list (before item `before`, or at the end).
     pub fn insert_item(&self, seq: &YNode, before: Option<usize>, v: &Json) -> Res<Rep> {
+        self.not_in_alias(seq)?;
         let text = self.text;
         let items = seq.as_seq().unwrap_or(&[]);
         if is_flow(text, seq) {
@@ -908,6 +945,7 @@ impl<'a> Ed<'a> {
 
     /// Move child `from` of a collection to position `to`.
     pub fn move_child(&self, parent: &YNode, from: usize, to: usize) -> Res<Rep> {
+        self.not_in_alias(parent)?;
         let text = self.text;
         let n = children_len(parent);
         if from >= n || to >= n {
