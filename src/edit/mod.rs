@@ -314,7 +314,7 @@ pub(crate) fn check_new_name(name: &str) -> Result<(), EditError> {
     if name == crate::graph::START || name == crate::graph::END {
         return Err(EditError::new(format!("`{name}` is reserved; choose another name")));
     }
-    Ok(())
+    text::check_keys(Some(name), None)
 }
 
 #[cfg(test)]
@@ -476,6 +476,27 @@ mod tests {
         // The anchored node itself is edited as usual.
         let out = set_doc(text, &["shared", "a", "type"], serde_json::json!("input")).unwrap_or_else(|e| panic!("{e}")).edit.apply(text);
         assert!(out.contains("shared: &n\n  a:\n    type: input\n"), "{out}");
+    }
+
+    /// Found by the `edit_ops` fuzz target: a key of more than 1,024 characters (YAML's limit on
+    /// an implicit key) broke the file when written. Such keys are refused, as new keys, inside
+    /// values and as node names.
+    #[test]
+    fn keys_longer_than_yaml_allows_are_refused() {
+        let text = "version: \"1.0\"\nstart: a\nnodes:\n  a:\n    type: end\n";
+        let long = "k".repeat(1025);
+        let e = set_doc(text, &["x", &long], serde_json::json!(1)).unwrap_err();
+        assert!(e.message.contains("1025 characters long") && e.message.contains("at most 1024"), "{e}");
+        let e = set_doc(text, &["x"], serde_json::json!({"a": [{&long: 1}]})).unwrap_err();
+        assert!(e.message.contains("1025 characters long"), "{e}");
+        // With control characters a key is written quoted and escaped: that length counts.
+        let escaped = format!("s{}", "\u{4}".repeat(300));
+        let e = set_doc(text, &["x", &escaped], serde_json::json!(1)).unwrap_err();
+        assert!(e.message.contains("characters long"), "{e}");
+        let e = apply(text, Path::new("/nowhere/graph.yaml"), None, &EditOp::AddNode { name: long.clone(), kind: "end".into(), after: None }).unwrap_err();
+        assert!(e.message.contains("1025 characters long"), "{e}");
+        let ok = "k".repeat(1024);
+        set_doc(text, &["x", &ok], serde_json::json!(1)).unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// `SetDocField` on a Loki `graph.yaml` text: the key path and the new value.

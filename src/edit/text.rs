@@ -383,6 +383,32 @@ pub fn scalar_str(s: &str) -> String {
     if needs_quotes(s) { double_quoted(s) } else { s.to_string() }
 }
 
+/// YAML's limit on an implicit key (`key: value`): 1,024 characters as written.
+const MAX_KEY_CHARS: usize = 1024;
+
+/// Refuses a key, or any key inside `value`, that would pass YAML's 1,024-character limit on an
+/// implicit key once written (found by `edit_ops`: a long key broke the file).
+pub fn check_keys(k: Option<&str>, value: Option<&Json>) -> Res<()> {
+    fn long<'v>(v: &'v Json) -> Option<&'v str> {
+        match v {
+            Json::Object(m) => m.iter().find_map(|(k, v)| if scalar_str(k).chars().count() > MAX_KEY_CHARS { Some(k.as_str()) } else { long(v) }),
+            Json::Array(a) => a.iter().find_map(long),
+            _ => None,
+        }
+    }
+    let bad = k.filter(|k| scalar_str(k).chars().count() > MAX_KEY_CHARS).or_else(|| value.and_then(long));
+    match bad {
+        Some(k) => {
+            let head: String = k.chars().take(24).collect();
+            err(format!(
+                "the key {head:?}… is {} characters long once written; YAML keys can be at most {MAX_KEY_CHARS}: shorten it",
+                scalar_str(k).chars().count()
+            ))
+        }
+        None => Ok(()),
+    }
+}
+
 /// A string replacing an existing scalar: keeps the old quoting style when it can.
 pub fn scalar_like(old: &YNode, s: &str) -> String {
     match old.as_scalar().map(|x| x.style) {
@@ -697,6 +723,7 @@ impl<'a> Ed<'a> {
 
     /// Replace the value of an existing child.
     pub fn replace_child(&self, parent: &YNode, seg: &PathSeg, v: &Json) -> Res<Rep> {
+        check_keys(None, Some(v))?;
         self.not_in_alias(parent)?;
         let text = self.text;
         let idx = Self::child_index(parent, seg).ok_or_else(|| EditError::new("internal: child not found"))?;
@@ -841,6 +868,7 @@ impl<'a> Ed<'a> {
 
     /// Insert `key: value` into a mapping (before entry `before`, or at the end).
     pub fn insert_entry(&self, map: &YNode, before: Option<usize>, k: &str, v: &Json) -> Res<Rep> {
+        check_keys(Some(k), Some(v))?;
         self.not_in_alias(map)?;
         let text = self.text;
         let entries = map.as_map().unwrap_or(&[]);
@@ -903,6 +931,7 @@ impl<'a> Ed<'a> {
 
     /// Insert an item into a list (before item `before`, or at the end).
     pub fn insert_item(&self, seq: &YNode, before: Option<usize>, v: &Json) -> Res<Rep> {
+        check_keys(None, Some(v))?;
         self.not_in_alias(seq)?;
         let text = self.text;
         let items = seq.as_seq().unwrap_or(&[]);
