@@ -194,8 +194,6 @@ pub fn eff_end(text: &str, node: &YNode) -> usize {
     }
 }
 
-/// The end of a mapping entry: its value's end, but never before the `:` (an empty value, as
-/// in `key: # comment`, is placed before the colon).
 /// A collection repeated through an alias (`*a`). The tree holds a copy of the anchored node
 /// whose children keep their places in the file, which lie before the alias (an anchor must be
 /// complete before its alias), while the copy itself is spanned at the alias.
@@ -208,6 +206,8 @@ pub fn is_alias(node: &YNode) -> bool {
     first.is_some_and(|c| c.span.start < node.span.start)
 }
 
+/// The end of a mapping entry: its value's end, but never before the `:` (an empty value, as
+/// in `key: # comment`, is placed before the colon).
 fn entry_end(text: &str, en: &YEntry) -> usize {
     eff_end(text, &en.value).max(after_colon(text, &en.key))
 }
@@ -624,7 +624,6 @@ pub struct Ed<'a> {
 }
 
 impl<'a> Ed<'a> {
-    /// Set (Some) or remove (None) the value at `path`, creating missing mappings.
     /// Refuses an edit inside an alias (`*a`) of a collection: it would land in the anchored node
     /// and change every alias of it (and the alias's own text would stay as it is).
     pub fn not_in_alias(&self, node: &YNode) -> Res<()> {
@@ -640,6 +639,7 @@ impl<'a> Ed<'a> {
         ))
     }
 
+    /// Set (Some) or remove (None) the value at `path`, creating missing mappings.
     pub fn set(&self, path: &[PathSeg], value: Option<&Json>) -> Res<Rep> {
         let mut chain: Vec<&YNode> = vec![self.root];
         for (k, seg) in path.iter().enumerate() {
