@@ -472,8 +472,10 @@ pub fn parse(file: &SourceFile) -> Parsed {
                 // key itself when there is no colon), as a zero-width span.
                 let (s, e) = match stack.last() {
                     Some(Frame::Map { key: Some(k), .. }) if bare && text.is_empty() && style == Style::Plain && e >= k.span.end as usize => {
+                        // In a flow mapping the parser can also place it before the colon
+                        // (`{a, b: }`); it belongs after it all the same.
                         let at = after_key(file.text(), k.span.end as usize);
-                        if at <= s { (at, at) } else { (s, e) }
+                        (at, at)
                     }
                     _ => (s, e),
                 };

@@ -240,11 +240,9 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
             // of the file).
             let empty_at_line_end = e.key.span.start == e.key.span.end
                 && text[start..].split('\n').next().is_some_and(|rest| rest.trim_matches([' ', '\t', '\r']).is_empty());
-            if text[own_line..start].trim_matches([' ', '\t']).is_empty() {
+            if empty_at_line_end || text[own_line..start].trim_matches([' ', '\t']).is_empty() {
                 // A key first on its line (or an empty key, which has no text of its own) may
                 // belong to a `?` lines above it: step back over blank and comment lines.
-                start = key_lead(text, own_line);
-            } else if empty_at_line_end {
                 start = key_lead(text, start);
             }
             let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);

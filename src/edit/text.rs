@@ -753,11 +753,7 @@ impl<'a> Ed<'a> {
             _ => return err("internal: not a collection"),
         };
         let mut old_s = old.span.start as usize;
-        let mut old_e = eff_end(text, old);
-        // An empty value the parser placed before its key's `:` (`{a, b: }`) is written after it.
-        if old_s == old_e && old_s < anchor_end && matches!(parent.kind, YKind::Map(_)) {
-            (old_s, old_e) = (anchor_end, anchor_end);
-        }
+        let old_e = eff_end(text, old);
         // A tab between the `:` and the value: YAML parsers disagree on it (PyYAML refuses any,
         // saphyr refuses one before a letter, digit or `-`), so a new value could make the file
         // unreadable. The value's separator becomes a space.
