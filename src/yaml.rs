@@ -290,15 +290,22 @@ pub fn resolve_plain(text: &str) -> ScalarValue {
     text.parse::<f64>().map(ScalarValue::Float).unwrap_or(ScalarValue::Str)
 }
 
-/// Just after the `:` that follows a mapping key ending at `end` (blanks and a closing quote may
-/// stand between), or `end` when no colon follows.
+/// Just after the `:` that follows a mapping key ending at `end`, or `end` when no colon follows.
+/// Blanks and a closing quote may stand between; in a flow mapping so may line breaks and
+/// comments (`{nodes\n: x}`: the parser takes the `:` on the next line for the key's).
 pub fn after_key(text: &str, end: usize) -> usize {
     let b = text.as_bytes();
     let mut p = end;
     while p < b.len() {
         match b[p] {
             b':' => return p + 1,
-            b' ' | b'\t' | b'"' | b'\'' => p += 1,
+            b' ' | b'\t' | b'\r' | b'\n' | b'"' | b'\'' => p += 1,
+            // A comment needs white space before it; `a#b` is part of a plain key.
+            b'#' if p > end && matches!(b[p - 1], b' ' | b'\t' | b'\r' | b'\n') => {
+                while p < b.len() && b[p] != b'\n' {
+                    p += 1;
+                }
+            }
             _ => break,
         }
     }

@@ -399,11 +399,13 @@ mod tests {
     /// so `nodes` is null) got its new value written without a `:` (`nodes {…}`), which broke the
     /// YAML and was refused as an internal error. With the colon written but nothing after it
     /// (`{s, nodes: }`), the parser places the empty value before the colon: the new value
-    /// went there (`nodes {…}:`) and is now written after the colon.
+    /// went there (`nodes {…}:`) and is now written after the colon. In a flow mapping the colon
+    /// may also stand on a later line (`{s, nodes\n:}`); the value then went after the key,
+    /// leaving that colon behind, and now goes after it.
     #[test]
     fn a_value_for_a_bare_key_in_a_flow_mapping_gets_its_colon() {
         let path = Path::new("/nowhere/graph.yaml");
-        for text in ["{s: 1, nodes, d: null}\n", "&e{\"s\",nodes\n}", "{nodes}", "{\"nodes\" , x: 1}", "{\"s\",nodes:\n}", "{s, nodes: }"] {
+        for text in ["{s: 1, nodes, d: null}\n", "&e{\"s\",nodes\n}", "{nodes}", "{\"nodes\" , x: 1}", "{\"s\",nodes:\n}", "{s, nodes: }", "&e\"s{m\\\\w\",nodes\n:}", "{s: 1, nodes\n:}", "{s: 1, nodes\n  : }", "{s: 1, nodes # c\n :}", "{s: 1, \"nodes\"\n\n:}"] {
             let op = EditOp::AddNode { name: "b".into(), kind: "end".into(), after: None };
             let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{text:?}: {e}"));
             let out = a.edit.apply(text);
