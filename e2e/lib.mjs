@@ -40,7 +40,7 @@ export function preflight() {
   const problems = [];
   if (!fs.existsSync(APP)) {
     problems.push(
-      `the app is not built at ${APP}: run \`cargo build -p switchyard-app --features tauri/custom-protocol\` (or ./dev app), or set SWITCHYARD_APP`,
+      `the app is not built at ${APP}: run \`cargo build -p switchyard-app --features custom-protocol\` (or ./dev app), or set SWITCHYARD_APP`,
     );
   }
   if (!findDriver()) {
