@@ -338,7 +338,9 @@ fn needs_quotes(s: &str) -> bool {
     if "-?:,[]{}#&*!|>'\"%@`=<.+~".contains(first) || first.is_ascii_digit() {
         return true;
     }
-    if s.contains(": ") || s.contains(" #") || s.ends_with(':') || s.contains(['\t', ',', '[', ']', '{', '}']) {
+    // A `-` that ends a plain scalar after a space reads, in a flow collection, as the start
+    // of another scalar followed by `,`, `]` or `}`, which the parser rejects (`edit_ops`).
+    if s.contains(": ") || s.contains(" #") || s.ends_with(':') || s.ends_with(" -") || s.contains(['\t', ',', '[', ']', '{', '}']) {
         return true;
     }
     if s.chars().any(|c| c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' || c == '\u{85}') {
@@ -1039,12 +1041,26 @@ mod tests {
 
     #[test]
     fn quoting() {
-        for s in ["yes", "No", "on", "off", "null", "~", "123", "1.5", "a: b", "{{x}}", "- x", "#c", "a #c", " x", "x ", "", "\"q\"", "true", "@x", "`x`", "0x1F", "1e3", ".5", "[a]", "a,b"] {
+        for s in ["yes", "No", "on", "off", "null", "~", "123", "1.5", "a: b", "{{x}}", "- x", "#c", "a #c", " x", "x ", "", "\"q\"", "true", "@x", "`x`", "0x1F", "1e3", ".5", "[a]", "a,b", "x -", "x  -"] {
             let q = scalar_str(s);
-            let src = format!("k: {q}\n");
-            let root = parse_root(&src).unwrap();
-            assert_eq!(root.get("k").unwrap().as_str(), Some(s), "{s:?} -> {q}");
             assert_ne!(q, s, "{s:?} must be quoted");
+        }
+        // Every string, quoted or not, reads back as itself in block and flow context, as a
+        // value and as a key.
+        for s in ["yes", "a: b", "{{x}}", "- x", "a #c", "", "x -", "x  -", "x - y", "x ?", "x ? y", "x -y", "x !", "x &a", "x |", "x ---", "it's", "gpt-4o-mini"] {
+            let q = scalar_str(s);
+            for src in [format!("k: {q}\n"), format!("k: {{a: {q}}}\n"), format!("k: {{a: {q}, b: 1}}\n"), format!("k: [{q}, 1]\n"), format!("k: {{{q}: 1}}\n")] {
+                let parsed = yaml::parse(&SourceFile::new("e.yaml", &src));
+                assert!(parsed.diagnostics.is_empty(), "{s:?} -> {src:?}: {:?}", parsed.diagnostics);
+                let k = parsed.root.unwrap().get("k").unwrap().clone();
+                let got = match &k.kind {
+                    YKind::Seq(items) => items[0].as_str().map(str::to_string),
+                    YKind::Map(_) if src.contains("{a:") => k.get("a").and_then(|v| v.as_str()).map(str::to_string),
+                    YKind::Map(entries) => entries[0].key.as_str().map(str::to_string),
+                    _ => k.as_str().map(str::to_string),
+                };
+                assert_eq!(got.as_deref(), Some(s), "{s:?} -> {src:?}");
+            }
         }
         assert_eq!(scalar_str("it's"), "it's");
         assert_eq!(scalar_str("gpt-4o-mini"), "gpt-4o-mini");
