@@ -413,6 +413,25 @@ mod tests {
         }
     }
 
+    /// Found by the `edit_ops` fuzz target: a flow mapping whose last entry ends in a plain
+    /// scalar ending with ` -` (`{typ      -   }`). Writing `,` right after that dash made it read
+    /// as the start of another scalar followed by `,`, which the parser rejects.
+    #[test]
+    fn an_entry_after_a_plain_scalar_ending_in_a_dash_keeps_the_file_valid() {
+        let path = Path::new("/nowhere/graph.yaml");
+        for text in ["&extendu\"s{\\typ\\\\      -          }", "{s: x - }", "{s: x -  }\n", "{s: 1, t - }"] {
+            let op = EditOp::AddNode { name: "- x".into(), kind: "agent".into(), after: None };
+            let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            let out = a.edit.apply(text);
+            assert!(out.contains(" - , nodes: {\"- x\": {type: agent, "), "{text:?} -> {out:?}");
+        }
+        // The same at the end of a flow list.
+        let text = "version: \"1.0\"\nstart: a\nnodes: {a: {type: end}}\nx: [a, b - ]\n";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("x".into()), PathSeg::Index(2)], value: Some(serde_json::json!("c")) };
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.edit.apply(text), "version: \"1.0\"\nstart: a\nnodes: {a: {type: end}}\nx: [a, b - , c ]\n");
+    }
+
     /// Found by the `edit_ops` fuzz target: a node whose body is a mapping keyed by a flow mapping
     /// with a trailing comma (`{"a",}:`). The parser ends such a collection at the comma, so the
     /// node's text seemed to end before the `}` and deleting the node left `}:` behind.

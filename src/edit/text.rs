@@ -380,6 +380,13 @@ fn single_quoted(s: &str) -> Option<String> {
     Some(format!("'{}'", s.replace('\'', "''")))
 }
 
+/// What goes before a `,` written right after `before` in a flow collection: a space when the
+/// text ends in a dash, which the parser would otherwise read, after a space, as a scalar of
+/// its own followed by `,` and reject (`{a: x -}`; found by `edit_ops`).
+fn comma_gap(before: &str) -> &'static str {
+    if before.ends_with('-') { " " } else { "" }
+}
+
 /// A string as a one-line scalar: plain when YAML reads it back as this string, else quoted.
 pub fn scalar_str(s: &str) -> String {
     if needs_quotes(s) { double_quoted(s) } else { s.to_string() }
@@ -895,7 +902,7 @@ impl<'a> Ed<'a> {
                         if text[..p].trim_end_matches([' ', '\t', '\r', '\n']).ends_with(',') {
                             return Ok(Rep { start: p, end: p, text: format!(" {item}") });
                         }
-                        Rep { start: p, end: p, text: format!(", {item}") }
+                        Rep { start: p, end: p, text: format!("{}, {item}", comma_gap(&text[..p])) }
                     }
                     None => {
                         let p = flow_open(text, map).unwrap_or(map.span.start as usize) + 1;
@@ -947,7 +954,7 @@ impl<'a> Ed<'a> {
                 _ => match items.last() {
                     Some(last) => {
                         let p = eff_end(text, last);
-                        Rep { start: p, end: p, text: format!(", {item}") }
+                        Rep { start: p, end: p, text: format!("{}, {item}", comma_gap(&text[..p])) }
                     }
                     None => {
                         let p = flow_open(text, seq).unwrap_or(seq.span.start as usize) + 1;
