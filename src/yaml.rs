@@ -549,7 +549,11 @@ pub fn parse(file: &SourceFile) -> Parsed {
             Event::SequenceEnd | Event::MappingEnd => {
                 let Some(frame) = stack.pop() else { continue };
                 let closer = if matches!(frame, Frame::Map { .. }) { b'}' } else { b']' };
-                let e = through_closer(file.text(), e, closer);
+                // The event's span runs from the closing bracket over the blanks after it
+                // (`{a: {b: 1} }`: the inner mapping's end takes in the space); the collection
+                // ends just past the bracket (found by `edit_ops`: a flow mapping as a key,
+                // `{{a} }`, seemed to run through the outer `}`).
+                let e = if file.text().as_bytes().get(s) == Some(&closer) { s + 1 } else { through_closer(file.text(), e, closer) };
                 let (node, anchor) = close_frame(frame, e, &mut seen_keys);
                 if anchor > 0 {
                     let size = node.size();
@@ -668,6 +672,21 @@ mod tests {
 
     fn p(text: &str) -> Parsed {
         parse(&SourceFile::new("t.yaml", text))
+    }
+
+    #[test]
+    fn a_flow_collection_ends_at_its_closing_bracket_not_the_blanks_after_it() {
+        let p = parse(&SourceFile::new("t.yaml", "{a: {b: 1} , c: [x ] }\n"));
+        assert!(p.diagnostics.is_empty());
+        let root = p.root.unwrap();
+        assert_eq!(root.span, Span::new(0, 22));
+        assert_eq!(root.get("a").unwrap().span, Span::new(4, 10));
+        assert_eq!(root.get("c").unwrap().span, Span::new(16, 20));
+        // A flow mapping as a key.
+        let p = parse(&SourceFile::new("t.yaml", "{{a: 1} }\n"));
+        let root = p.root.unwrap();
+        assert_eq!(root.span, Span::new(0, 9));
+        assert_eq!(root.as_map().unwrap()[0].key.span, Span::new(1, 7));
     }
 
     #[test]

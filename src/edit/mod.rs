@@ -413,6 +413,27 @@ mod tests {
         }
     }
 
+    /// Found by the `edit_ops` fuzz target: a flow collection followed by blanks before the
+    /// bracket that closes its parent (`{{a} }`). The parser's end event takes in those blanks,
+    /// so the inner collection seemed to end past the outer `}` and a new top-level entry went
+    /// after it.
+    #[test]
+    fn an_entry_after_a_flow_collection_key_goes_inside_the_mapping() {
+        let path = Path::new("/nowhere/graph.yaml");
+        for (text, want) in [
+            ("# Fiz\n!ta\t\t\t{{a.}\t} \n #\t", "!ta\t\t\t{{a.}, nodes: {jaaa: {type: end}}\t} \n"),
+            ("{{a.} } \n", "{{a.}, nodes: {jaaa: {type: end}} } \n"),
+            ("{{a: 1} }\n", "{{a: 1}, nodes: {jaaa: {type: end}} }\n"),
+            ("{[a] }\n", "{[a], nodes: {jaaa: {type: end}} }\n"),
+            ("{x: {b: 1}  , }\n", "{x: {b: 1}, nodes: {jaaa: {type: end}}  , }\n"),
+        ] {
+            let op = EditOp::AddNode { name: "jaaa".into(), kind: "end".into(), after: None };
+            let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            let out = a.edit.apply(text);
+            assert!(out.contains(want), "{text:?} -> {out:?}");
+        }
+    }
+
     /// Found by the `edit_ops` fuzz target: a flow mapping whose last entry ends in a plain
     /// scalar ending with ` -` (`{typ      -   }`). Writing `,` right after that dash made it read
     /// as the start of another scalar followed by `,`, which the parser rejects.
@@ -430,6 +451,15 @@ mod tests {
         let op = EditOp::SetDocField { path: vec![PathSeg::Key("x".into()), PathSeg::Index(2)], value: Some(serde_json::json!("c")) };
         let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.edit.apply(text), "version: \"1.0\"\nstart: a\nnodes: {a: {type: end}}\nx: [a, b - , c ]\n");
+        // Deleting the entry after such a scalar keeps a space between the dash and the bracket.
+        let text = "version: \"1.0\"\nstart: a\nnodes: {a: {type: end}}\nx: [a, b - , c]\ny: {a: b - , c: 1}\n";
+        for (at, want) in [
+            (vec![PathSeg::Key("x".into()), PathSeg::Index(2)], "x: [a, b - ]\ny: {a: b - , c: 1}\n"),
+            (vec![PathSeg::Key("y".into()), PathSeg::Key("c".into())], "x: [a, b - , c]\ny: {a: b - }\n"),
+        ] {
+            let a = apply(text, path, None, &EditOp::SetDocField { path: at, value: None }).unwrap_or_else(|e| panic!("{e}"));
+            assert!(a.edit.apply(text).ends_with(want), "{:?}", a.edit.apply(text));
+        }
     }
 
     /// Found by the `edit_ops` fuzz target: a node whose body is a mapping keyed by a flow mapping

@@ -380,9 +380,10 @@ fn single_quoted(s: &str) -> Option<String> {
     Some(format!("'{}'", s.replace('\'', "''")))
 }
 
-/// What goes before a `,` written right after `before` in a flow collection: a space when the
-/// text ends in a dash, which the parser would otherwise read, after a space, as a scalar of
-/// its own followed by `,` and reject (`{a: x -}`; found by `edit_ops`).
+/// What goes before a `,`, `}` or `]` written right after `before` in a flow collection: a
+/// space when the text ends in a dash, which the parser would otherwise read, after a space, as
+/// a scalar of its own followed by a flow indicator and reject (`{a: x -}`; found by
+/// `edit_ops`).
 fn comma_gap(before: &str) -> &'static str {
     if before.ends_with('-') { " " } else { "" }
 }
@@ -836,7 +837,9 @@ impl<'a> Ed<'a> {
             return Ok(if idx + 1 < spans.len() {
                 Rep { start: s, end: spans[idx + 1].0, text: String::new() }
             } else if idx > 0 {
-                Rep { start: spans[idx - 1].1, end: e, text: String::new() }
+                // The entry before may end in a dash, which must not meet the `}` or `]`.
+                let start = spans[idx - 1].1;
+                Rep { start, end: e, text: comma_gap(&text[..start]).to_string() }
             } else {
                 Rep { start: s, end: e, text: String::new() }
             });
