@@ -226,7 +226,8 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
         crate::yaml::YKind::Seq(items) => items.iter().find_map(|i| explicit_key(text, i)),
         crate::yaml::YKind::Map(entries) => entries.iter().find_map(|e| {
             // On the key's line, before the key: `?` standing alone as an indicator (at the
-            // indentation, or after `- `, `{`, `[` or `,`), not the end of some text.
+            // indentation, or after `- `, `: `, `{`, `[` or `,`), not the end of some text. The
+            // parser takes `key: ? x` as a mapping under `key` with the explicit key `x`.
             let mut start = (e.key.span.start as usize).min(text.len());
             let own_line = text[..start].rfind('\n').map_or(0, |i| i + 1);
             if matches!(e.key.kind, crate::yaml::YKind::Seq(_)) {
@@ -249,7 +250,7 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
             let before = text[line_start..start].trim_end_matches([' ', '\t']);
             if let Some(rest) = before.strip_suffix('?') {
                 let prev = rest.trim_end_matches([' ', '\t']);
-                if prev.is_empty() || prev.ends_with(['-', '{', '[', ',']) && rest.len() > prev.len() || prev.ends_with(['{', '[', ',']) {
+                if prev.is_empty() || prev.ends_with(['-', ':', '{', '[', ',']) && rest.len() > prev.len() || prev.ends_with(['{', '[', ',']) {
                     return Some(line_start + rest.len());
                 }
             }
@@ -383,6 +384,22 @@ mod tests {
             let e = apply(text, path, None, &op).unwrap_err();
             assert!(e.message.contains(&format!("explicit `?` key at {at}")), "{text:?}: {e}");
         }
+    }
+
+    /// Found by the `edit_ops` fuzz target: the parser reads `key: ? x` as a mapping under `key`
+    /// whose explicit key is `x`; a `?` after `: ` was not taken for the indicator, and setting a
+    /// field of that node broke the YAML instead of being refused with the position.
+    #[test]
+    fn an_explicit_key_after_a_colon_is_refused_with_its_position() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "# A declared crion: \"5.0\"\nstart: a\nnodes:\n : ? nodes # R:e";
+        let op = EditOp::SetField { node: "".into(), path: vec![PathSeg::Key("options".into())], value: Some(serde_json::Value::Null) };
+        let e = apply(text, path, None, &op).unwrap_err();
+        assert!(e.message.contains("explicit `?` key at 4:4"), "{e}");
+        // a `?` ending a plain value is not an indicator
+        let text = "name: g\nversion: \"1.0\"\nstart: a\nnodes:\n  a:\n    type: end\n    note: why?\n";
+        let op = EditOp::SetField { node: "a".into(), path: vec![PathSeg::Key("options".into())], value: Some(serde_json::Value::Null) };
+        apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// Found by the `edit_ops` fuzz target: deleting a node of a file with `graph:` written twice
