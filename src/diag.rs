@@ -142,11 +142,21 @@ pub fn sort_and_dedup(diags: &mut Vec<Diagnostic>) {
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut best: Option<(&str, f64)> = None;
     let lw = word.to_ascii_lowercase();
+    let (wn, lev_max) = (lw.chars().count(), 2.max(word.len() / 4));
     for c in candidates {
         let lc = c.to_ascii_lowercase();
+        // Lengths alone rule most pairs out, which spares the two O(n·m) measures for long
+        // unknown words: the edit distance is at least the length difference, and a length
+        // ratio under 0.4 keeps Jaro under 0.8 and so Jaro-Winkler (which adds at most 0.4 of
+        // the rest) under 0.88.
+        let cn = lc.chars().count();
+        let (short, long) = (wn.min(cn), wn.max(cn));
+        if long - short >= word.len().max(1) || (long - short > lev_max && short * 5 < long * 2) {
+            continue;
+        }
         let lev = strsim::levenshtein(&lw, &lc);
         let jw = strsim::jaro_winkler(&lw, &lc);
-        let close = lev <= 2.max(word.len() / 4) || jw >= 0.88;
+        let close = lev <= lev_max || jw >= 0.88;
         if !close || lev >= word.len().max(1) {
             continue;
         }
@@ -227,6 +237,50 @@ mod tests {
         assert_eq!(did_you_mean("on_eror", ["on_error", "name", "type"]), Some("on_error"));
         assert_eq!(did_you_mean("zzz", ["prompt", "args"]), None);
         assert_eq!(did_you_mean("fallbak", ["fallback", "next"]), Some("fallback"));
+    }
+
+    /// The measures without the length filter, to check the filter changes no answer.
+    fn did_you_mean_unfiltered<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+        let mut best: Option<(&str, f64)> = None;
+        let lw = word.to_ascii_lowercase();
+        for &c in candidates {
+            let lc = c.to_ascii_lowercase();
+            let lev = strsim::levenshtein(&lw, &lc);
+            let jw = strsim::jaro_winkler(&lw, &lc);
+            if !(lev <= 2.max(word.len() / 4) || jw >= 0.88) || lev >= word.len().max(1) {
+                continue;
+            }
+            let score = jw - lev as f64 * 0.05;
+            if best.is_none_or(|(_, s)| score > s) {
+                best = Some((c, score));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_length_filter_changes_no_suggestion(
+            word in "[a-dA-D_é]{0,24}",
+            others in proptest::collection::vec("[a-d_é]{0,30}", 0..4),
+            suffixes in proptest::collection::vec("[a-z]{0,30}", 0..3),
+        ) {
+            // Candidates that start with the word come near the length bounds.
+            let longer: Vec<String> = suffixes.iter().map(|s| format!("{word}{s}")).collect();
+            let cands: Vec<&str> = others.iter().chain(&longer).map(String::as_str).collect();
+            proptest::prop_assert_eq!(did_you_mean(&word, cands.iter().copied()), did_you_mean_unfiltered(&word, &cands));
+        }
+    }
+
+    #[test]
+    fn the_length_filter_keeps_near_misses_of_long_and_short_words() {
+        let cands = ["prompt", "on_error", "state_updates", "a", "ab", "output_schema_for_the_final_answer"];
+        for w in ["prompts_", "p", "abc", "state_update", "state_up", "STATE", "output_schema_for_the_final_answr", "output_schema", "stateupdatesxyz", &"x".repeat(5000)] {
+            assert_eq!(did_you_mean(w, cands), did_you_mean_unfiltered(w, &cands), "{w}");
+        }
+        assert_eq!(did_you_mean("output_schema_for_the_final_answr", cands), Some("output_schema_for_the_final_answer"));
+        // 8 of 13 characters, 5 edits: close by Jaro-Winkler (0.92) alone
+        assert_eq!(did_you_mean("state_up", cands), Some("state_updates"));
     }
 
     #[test]
