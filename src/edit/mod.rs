@@ -402,6 +402,23 @@ mod tests {
         apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
     }
 
+    /// Found by the `edit_ops` fuzz target: removing the only entry of a flow mapping written
+    /// with a trailing comma (`{start,}`, here the whole file) left `{,}`, which is not YAML.
+    #[test]
+    fn the_only_flow_entry_goes_with_its_trailing_comma() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("start".into())], value: None };
+        for (text, want) in [
+            ("&&&exe&e&&Rtend{\"start\",}\n", "&&&exe&e&&Rtend{}\n"),
+            ("{start: a , }\n", "{ }\n"),
+            ("{start: a # why\n,}\n", "{}\n"),
+            ("{name: g, start: a,}\n", "{name: g,}\n"),
+        ] {
+            let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(a.text, want);
+        }
+    }
+
     /// Found by the `edit_ops` fuzz target: deleting a node of a file with `graph:` written twice
     /// edited the ignored first one and broke the YAML. Such files are refused with the position.
     #[test]

@@ -841,7 +841,15 @@ impl<'a> Ed<'a> {
                 let start = spans[idx - 1].1;
                 Rep { start, end: e, text: comma_gap(&text[..start]).to_string() }
             } else {
-                Rep { start: s, end: e, text: String::new() }
+                // The only entry: a trailing comma after it (`{a,}`) must go too, for `{,}` is
+                // not YAML (what stands between them, a comment, goes with the entry).
+                let b = text.as_bytes();
+                let mut p = e;
+                while p < b.len() && matches!(b[p], b' ' | b'\t' | b'\r' | b'\n' | b'#') {
+                    p = if b[p] == b'#' { line_end_incl(text, p) } else { p + 1 };
+                }
+                let end = if b.get(p) == Some(&b',') { p + 1 } else { e };
+                Rep { start: s, end, text: String::new() }
             });
         }
         let (s, e, line_aligned) = child_region(text, parent, idx).ok_or_else(|| EditError::new("cannot find this entry in the text"))?;
