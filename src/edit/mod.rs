@@ -247,7 +247,15 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
                 start = key_lead(text, start);
             }
             let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-            let before = text[line_start..start].trim_end_matches([' ', '\t']);
+            let mut before = text[line_start..start].trim_end_matches([' ', '\t']);
+            if matches!(&e.key.kind, crate::yaml::YKind::Scalar(sc) if matches!(sc.style, crate::yaml::Style::Literal | crate::yaml::Style::Folded)) {
+                // A block scalar key starts on the line after its `|` / `>` header (with its
+                // indicators, `|2-`), which stands after the `?` (and the key's properties).
+                let word = before.rfind([' ', '\t']).map_or(0, |i| i + 1);
+                if before[word..].starts_with(['|', '>']) {
+                    before = before[..word].trim_end_matches([' ', '\t']);
+                }
+            }
             if let Some(rest) = before.strip_suffix('?') {
                 let prev = rest.trim_end_matches([' ', '\t']);
                 if prev.is_empty() || prev.ends_with(['-', ':', '{', '[', ',']) && rest.len() > prev.len() || prev.ends_with(['{', '[', ',']) {
@@ -272,11 +280,14 @@ fn key_lead(text: &str, at: usize) -> usize {
             end = line_start;
             continue;
         }
-        // A trailing comment after the `?` (`? # note`) is skipped the same way.
+        // A trailing comment after the `?` (`? # note`), or after the `?` and a block scalar
+        // header (`? | # note`), is skipped the same way.
         let line = &trimmed[line_start..];
         if let Some(hash) = line.find(" #").or_else(|| line.find("\t#")) {
             let before = line[..hash].trim_end_matches([' ', '\t']);
-            if before.ends_with('?') {
+            let word = before.rfind([' ', '\t']).map_or(0, |i| i + 1);
+            let header = before[word..].starts_with(['|', '>']) && before[..word].trim_end_matches([' ', '\t']).ends_with('?');
+            if before.ends_with('?') || header {
                 return line_start + before.len();
             }
         }
@@ -417,6 +428,27 @@ mod tests {
             let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{text:?}: {e}"));
             assert_eq!(a.text, want);
         }
+    }
+
+    /// Found by the `edit_ops` fuzz target: a block scalar key (`? |` and its text on the lines
+    /// below) starts after its header, so the `?` before the `|` was not seen; adding a top-level
+    /// field then wrote into the key's text, or broke the YAML. Refused with the position.
+    #[test]
+    fn an_explicit_block_scalar_key_is_refused_with_its_position() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("data".into())], value: Some(serde_json::json!([])) };
+        for (text, at) in [
+            ("? |\n   quergion: \"again?\"\n    options: [\"ag?in\",)\"stop\"]\n", "1:1"),
+            ("name: g\n? >-\n  k\n: v\n", "2:1"),
+            ("? |2+ # why\n  k\n: v\nname: g\n", "1:1"),
+            ("name: g\nnodes:\n  ? | # c\n\n    k\n  : {type: end}\n", "3:3"),
+        ] {
+            let e = apply(text, path, None, &op).unwrap_err();
+            assert!(e.message.contains(&format!("explicit `?` key at {at}")), "{text:?}: {e}");
+        }
+        // a block scalar value after a key is not a `?` key
+        let text = "name: g\nversion: \"1.0\"\nstart: a\nnodes:\n  a:\n    type: end\n    note: | # why?\n      text\n";
+        apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// Found by the `edit_ops` fuzz target: deleting a node of a file with `graph:` written twice
