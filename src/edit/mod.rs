@@ -229,6 +229,14 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
             // indentation, or after `- `, `: `, `{`, `[` or `,`), not the end of some text. The
             // parser takes `key: ? x` as a mapping under `key` with the explicit key `x`.
             let mut start = (e.key.span.start as usize).min(text.len());
+            if matches!(&e.key.kind, crate::yaml::YKind::Scalar(sc) if matches!(sc.style, crate::yaml::Style::Literal | crate::yaml::Style::Folded)) {
+                // Only an explicit key can be a block scalar. Its text starts on a line after
+                // its `|` / `>` header (`? |`, or `?` and the header on a line of its own): the
+                // `?` is the last one before the header.
+                let h = key_lead(text, start);
+                let word = text[..h].rfind([' ', '\t', '\n']).map_or(0, |i| i + 1);
+                return Some(text[..word].rfind('?').unwrap_or(word));
+            }
             let own_line = text[..start].rfind('\n').map_or(0, |i| i + 1);
             if matches!(e.key.kind, crate::yaml::YKind::Seq(_)) {
                 // A block sequence's span can start after its first `-` (an empty first item).
@@ -247,15 +255,7 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
                 start = key_lead(text, start);
             }
             let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-            let mut before = text[line_start..start].trim_end_matches([' ', '\t']);
-            if matches!(&e.key.kind, crate::yaml::YKind::Scalar(sc) if matches!(sc.style, crate::yaml::Style::Literal | crate::yaml::Style::Folded)) {
-                // A block scalar key starts on the line after its `|` / `>` header (with its
-                // indicators, `|2-`), which stands after the `?` (and the key's properties).
-                let word = before.rfind([' ', '\t']).map_or(0, |i| i + 1);
-                if before[word..].starts_with(['|', '>']) {
-                    before = before[..word].trim_end_matches([' ', '\t']);
-                }
-            }
+            let before = text[line_start..start].trim_end_matches([' ', '\t']);
             if let Some(rest) = before.strip_suffix('?') {
                 let prev = rest.trim_end_matches([' ', '\t']);
                 if prev.is_empty() || prev.ends_with(['-', ':', '{', '[', ',']) && rest.len() > prev.len() || prev.ends_with(['{', '[', ',']) {
@@ -442,6 +442,8 @@ mod tests {
             ("name: g\n? >-\n  k\n: v\n", "2:1"),
             ("? |2+ # why\n  k\n: v\nname: g\n", "1:1"),
             ("name: g\nnodes:\n  ? | # c\n\n    k\n  : {type: end}\n", "3:3"),
+            ("?\n  |\n  k\n: v\nname: g\n", "1:1"),
+            ("name: g\n? &a\n  >\n  k\n: v\n", "2:1"),
         ] {
             let e = apply(text, path, None, &op).unwrap_err();
             assert!(e.message.contains(&format!("explicit `?` key at {at}")), "{text:?}: {e}");
@@ -449,6 +451,18 @@ mod tests {
         // a block scalar value after a key is not a `?` key
         let text = "name: g\nversion: \"1.0\"\nstart: a\nnodes:\n  a:\n    type: end\n    note: | # why?\n      text\n";
         apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Found by the `edit_ops` fuzz target: a list item whose `-` is followed by a comment that
+    /// ends in a dash (`- # source: su-`, the mapping on the next line) was lined up with that
+    /// dash, so a new edge went at column 29 and broke the YAML.
+    #[test]
+    fn a_dash_at_the_end_of_a_comment_is_not_the_items_dash() {
+        let path = Path::new("/nowhere/agent.yaml");
+        let text = "manifest_version: 1\nagents:\n  cel:\n    graph:\n      entry_point: sum\n      nodes:\n        - name: sum\n          type: set_state\n      edges:\n        - # callreasource: su-\n          target: __end__\n";
+        let op = EditOp::AddBranch { from: "sum".into(), condition: "sum".into(), to: "sum".into(), index: Some(4) };
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.text.ends_with("          target: __end__\n        - source: sum\n          branches:\n            - condition: sum\n              target: sum\n"), "{}", a.text);
     }
 
     /// Found by the `edit_ops` fuzz target: deleting a node of a file with `graph:` written twice

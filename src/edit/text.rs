@@ -235,17 +235,26 @@ pub fn after_colon(text: &str, key: &YNode) -> usize {
 
 /// Position of the `-` of a block sequence item.
 pub fn dash_of(text: &str, item: &YNode) -> Option<usize> {
-    let b = text.as_bytes();
-    let mut p = (item.span.start as usize).min(b.len());
-    while p > 0 {
-        p -= 1;
-        match b[p] {
-            b' ' | b'\t' | b'\r' | b'\n' => continue,
-            b'-' => return Some(p),
-            _ => return None,
+    // Between the `-` and its item stand only blanks, line breaks and comments (`- # note`
+    // above a mapping), and a comment may itself end in a dash: look at each line without its
+    // comment, from the item's line upwards.
+    let mut p = (item.span.start as usize).min(text.len());
+    loop {
+        let ls = line_start(text, p);
+        let mut seg = &text[ls..p];
+        let b = seg.as_bytes();
+        if let Some(h) = (0..b.len()).find(|&i| b[i] == b'#' && (i == 0 || matches!(b[i - 1], b' ' | b'\t'))) {
+            seg = &seg[..h];
         }
+        let t = seg.trim_end_matches([' ', '\t', '\r']);
+        if !t.is_empty() {
+            return t.ends_with('-').then(|| ls + t.len() - 1);
+        }
+        if ls == 0 {
+            return None;
+        }
+        p = ls - 1;
     }
-    None
 }
 
 /// Extend a line-aligned region start upwards over comment lines at column `c`.
