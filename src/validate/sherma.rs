@@ -926,9 +926,26 @@ fn check_data_lookups(v: &mut V<'_>, x: &Expr, node: &str, refs: &crate::expr::c
     }
 }
 
-/// Compiles many CEL expressions, spreading the work over the available cores when there are
-/// enough of them to pay for the threads. Results come back in input order.
+/// Compiles many CEL expressions, each distinct text once (agents repeat conditions and
+/// updates, and a program is shared by reference), spreading the work over the available cores
+/// when there are enough of them to pay for the threads. Results come back in input order.
 fn compile_all(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::expr::cel::CelProgram, crate::expr::cel::CelError>> {
+    let mut slot_of: HashMap<&str, usize> = HashMap::with_capacity(texts.len());
+    let mut distinct: Vec<&str> = Vec::new();
+    let slots: Vec<usize> = texts
+        .iter()
+        .map(|t| {
+            *slot_of.entry(t).or_insert_with(|| {
+                distinct.push(t);
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    let compiled = compile_distinct(engine, distinct);
+    slots.into_iter().map(|i| compiled[i].clone()).collect()
+}
+
+fn compile_distinct(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::expr::cel::CelProgram, crate::expr::cel::CelError>> {
     const PER_THREAD_MIN: usize = 256;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(texts.len() / PER_THREAD_MIN).max(1);
     if threads == 1 {
@@ -993,6 +1010,22 @@ mod tests {
         let chat = "        - {name: x, type: interrupt, args: {value: '\"?\"'}}\n        - {name: y, type: set_state, args: {values: {n: '2'}}}\n";
         let d = check(&agent(chat, "        - {source: x, target: y}\n        - {source: y, target: x}\n"));
         assert!(!d.iter().any(|d| d.code == "sherma-no-exit"), "{d:#?}");
+    }
+
+    #[test]
+    fn a_repeated_expression_is_reported_at_each_place() {
+        // The same text is compiled once; every occurrence still gets its own diagnostics.
+        let nodes = "        - {name: x, type: set_state, args: {values: {n: 'state.n +', m: 'state.nn + 1'}}}\n        - {name: y, type: set_state, args: {values: {n: 'state.n +', m: 'state.nn + 1'}}}\n";
+        let d = check(&agent(nodes, "        - {source: x, target: y}\n        - {source: y, target: __end__}\n"));
+        let at = |code: &str| -> Vec<(u32, Option<String>)> {
+            d.iter().filter(|d| d.code == code).map(|d| (d.line, d.node.clone())).collect()
+        };
+        assert_eq!(at("cel-syntax"), vec![(9, Some("x".to_string())), (10, Some("y".to_string()))], "{d:#?}");
+        let unknown: Vec<(u32, u32)> =
+            d.iter().filter(|d| d.code == "sherma-undeclared-field" && d.message.contains("`nn`")).map(|d| (d.line, d.column)).collect();
+        assert_eq!(unknown.len(), 2, "{d:#?}");
+        assert_eq!((unknown[0].0, unknown[1].0), (9, 10), "{d:#?}");
+        assert_eq!(unknown[0].1, unknown[1].1, "{d:#?}");
     }
 
     #[test]
