@@ -705,3 +705,64 @@ fn an_undeclared_name_in_a_macro_expansion_is_positioned_at_the_name() {
         assert_eq!(&src[e.offset..e.offset + e.len], name, "{src}: {e:?}");
     }
 }
+
+/// What the parser and interpreter make of `src`, bypassing the literal fast path.
+fn parsed_value(src: &str) -> Option<CelValue> {
+    let env = &engine().env;
+    let program = env.compile(src).ok()?;
+    program.execute(&Context::with_env(Arc::clone(env))).ok()
+}
+
+#[test]
+fn literals_skip_the_parser_and_mean_the_same() {
+    for (src, want) in [
+        ("true", Some(CelValue::Bool(true))),
+        (" false\n", Some(CelValue::Bool(false))),
+        ("null", Some(CelValue::Null)),
+        ("0", Some(CelValue::Int(0))),
+        ("9223372036854775807", Some(CelValue::Int(i64::MAX))),
+        ("'\"done\"'", Some(CelValue::String(Arc::new("\"done\"".into())))),
+        ("\"done\"", Some(CelValue::String(Arc::new("done".into())))),
+        ("'it''s'", None),
+        ("''", Some(CelValue::String(Arc::new(String::new())))),
+        ("\"é ✓\"", Some(CelValue::String(Arc::new("é ✓".into())))),
+        // Left to the parser: escapes, other number forms, prefixes, triple quotes, operators.
+        ("\"a\\nb\"", None),
+        ("007", None),
+        ("-1", None),
+        ("1.5", None),
+        ("1u", None),
+        ("0x10", None),
+        ("9223372036854775808", None),
+        ("r\"x\"", None),
+        ("\"\"\"x\"\"\"", None),
+        ("\"a\" + \"b\"", None),
+        ("\"a\" \"b\"", None),
+        ("true && false", None),
+        ("\"", None),
+    ] {
+        assert_eq!(literal(src), want, "{src:?}");
+        if let Some(v) = want {
+            assert_eq!(parsed_value(src), Some(v), "{src:?}");
+        }
+    }
+    // A literal compiles to a program with no references, and evaluates without bindings.
+    let p = engine().compile("  \"ready\" ").unwrap();
+    assert!(p.references().variables.is_empty());
+    assert_eq!(engine().eval(&p, &Bindings::with_state(&json!({}))).unwrap(), json!("ready"));
+    assert!(engine().eval_bool(&engine().compile("true").unwrap(), &Bindings::with_state(&json!({}))).unwrap());
+    // As a branch condition, a string literal is still not a bool.
+    assert!(engine().eval_bool(&engine().compile("'yes'").unwrap(), &Bindings::with_state(&json!({}))).is_err());
+}
+
+proptest! {
+    /// Whatever the fast path accepts, the parser reads as the same value.
+    #[test]
+    fn the_literal_fast_path_agrees_with_the_parser(
+        src in "[ \\t\\n]{0,2}(true|false|null|[0-9]{1,20}|\"[^\"\\\\]{0,12}\"|'[^'\\\\]{0,12}'|[0-9a-z.\"' +-]{1,8})[ \\t\\n]{0,2}"
+    ) {
+        if let Some(v) = literal(&src) {
+            prop_assert_eq!(Some(v), parsed_value(&src), "{:?}", src);
+        }
+    }
+}
