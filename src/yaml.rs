@@ -8,6 +8,7 @@
 use crate::diag::Diagnostic;
 use crate::source::{CharIndex, SourceFile, Span};
 use saphyr_parser::{Event, Parser, ScalarStyle};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Deepest nesting of mappings/sequences we build. Real agent files nest < 20 levels.
@@ -324,12 +325,55 @@ pub struct Parsed {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// `text` with every non-ASCII character of its `%` directive lines replaced by as many `_` as
+/// it has bytes. saphyr-parser 0.3 counts a directive's name and parameters in bytes where its
+/// positions count characters, so after `%TAG é` every position in the file was off by a byte
+/// per extra UTF-8 byte (an edit then landed in the wrong place). The directive means the same
+/// either way: a reserved one is ignored, and a `%YAML` or `%TAG` with such characters is an
+/// error in both. Directive lines are those starting with `%` before a document starts: at the
+/// beginning of the file or after a `...` line, with only blank and comment lines between.
+fn ascii_directives(text: &str) -> Cow<'_, str> {
+    let mut out: Option<String> = None;
+    let mut in_directives = true;
+    let mut ls = 0;
+    while ls < text.len() {
+        let le = text[ls..].find('\n').map_or(text.len(), |i| ls + i + 1);
+        let line = &text[ls..le];
+        if in_directives {
+            if line.starts_with('%') {
+                if !line.is_ascii() {
+                    let o = out.get_or_insert_with(|| text[..ls].to_string());
+                    o.extend(line.chars().flat_map(|c| std::iter::repeat_n(if c.is_ascii() { c } else { '_' }, c.len_utf8())));
+                    ls = le;
+                    continue;
+                }
+            } else {
+                let t = line.trim_start_matches([' ', '\t']);
+                in_directives = t.is_empty() || t.starts_with(['#', '\r', '\n']);
+            }
+        } else if let Some(rest) = line.strip_prefix("...") {
+            in_directives = rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n', '#']);
+        }
+        if let Some(o) = &mut out {
+            o.push_str(line);
+        }
+        ls = le;
+    }
+    match out {
+        Some(o) => Cow::Owned(o),
+        None => Cow::Borrowed(text),
+    }
+}
+
 /// Parse `file` into a spanned tree. Never panics; never fails.
 pub fn parse(file: &SourceFile) -> Parsed {
     let text = file.text();
-    let ci = CharIndex::new(text);
+    // The scanner reads a copy whose directives are ASCII (see `ascii_directives`); it has the
+    // same bytes everywhere else, so its positions hold for `text`.
+    let scanned = ascii_directives(text);
+    let ci = CharIndex::new(&scanned);
     let mut diags = Vec::new();
-    let mut parser = Parser::new_from_str(text);
+    let mut parser = Parser::new_from_str(&scanned);
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<YNode> = None;
     let mut anchors: HashMap<usize, (YNode, usize)> = HashMap::new();
@@ -811,6 +855,36 @@ mod tests {
         let n = root.get("next").unwrap();
         assert_eq!(&src[n.span.range()], "x");
         assert_eq!(&src[root.get("é").unwrap().span.range()], "\"ü\"");
+    }
+
+    #[test]
+    fn spans_after_a_directive_with_non_ascii_characters() {
+        // The scanner counted such a directive in bytes: every later span was off.
+        for src in [
+            "%FOO é ✓\n---\nkey: value\n",
+            "# c\n\n%é\n%BAR x\n--- # doc\nkey: value\n",
+            "%TAG !e! tag:é.example,2000:\n---\nkey: value\n",
+            "a: 1\n...\n# c\n%X ü\n---\nkey: value\n",
+        ] {
+            let r = p(src);
+            let root = r.root.unwrap_or_else(|| panic!("{src:?}: {:?}", r.diagnostics));
+            let (k, v) = match &root.kind {
+                YKind::Map(es) => (&es[0].key, &es[0].value),
+                _ => panic!("{src:?}: not a map"),
+            };
+            let want = if src.starts_with("a: 1") { ("a", "1") } else { ("key", "value") };
+            assert_eq!((&src[k.span.range()], &src[v.span.range()]), want, "{src:?}");
+            if let Some(second) = root.get("key").filter(|_| src.starts_with("a: 1")) {
+                panic!("{src:?}: the second document is not read: {second:?}");
+            }
+        }
+        // A directive after a document has started is a syntax error, at its own place;
+        // content that merely starts with `%` is not touched.
+        let src = "a: 1\n%X é\nb: 2\n";
+        let d = &p(src).diagnostics;
+        assert_eq!(d.first().map(|d| (d.line, d.column)), Some((2, 1)), "{d:?}");
+        assert_eq!(ascii_directives("k: |\n  %é\n"), "k: |\n  %é\n");
+        assert_eq!(ascii_directives("%é x\n--- |\n%é\n"), "%__ x\n--- |\n%é\n");
     }
 
     #[test]

@@ -348,6 +348,20 @@ mod tests {
         assert!(apply(text, path, None, &op).unwrap().text.contains("description: d"));
     }
 
+    /// Found by the `edit_ops` fuzz target: after a `%` directive with a non-ASCII character
+    /// every position the YAML scanner reported was off (it counted the directive in bytes), so
+    /// a new top-level key went in at the wrong indentation and broke the file.
+    #[test]
+    fn a_directive_with_non_ascii_characters_does_not_shift_an_edit() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "%NOTE rédigé à la main\n---\nmodel: openai:gpt-4o-mini\ninstructions: hi\n";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("description".into())], value: Some("d".into()) };
+        let a = apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.text, format!("{text}description: d\n"));
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("instructions".into())], value: Some("bye".into()) };
+        assert_eq!(apply(text, path, None, &op).unwrap().text, text.replace("hi", "bye"));
+    }
+
     /// Found by the `edit_ops` fuzz target: a lone carriage return inside a comment is a line
     /// break to YAML, not to the editor; adding a top-level key broke the file. Such files are
     /// refused with the position of the carriage return; CRLF files still edit.
