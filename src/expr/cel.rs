@@ -288,7 +288,7 @@ enum StateAccess {
 
 /// One compiled CEL expression: the whole source, or one side of `default(A, B)`.
 struct Part {
-    code: Code,
+    program: Program,
     /// Byte range of this part in the full source.
     range: Range<usize>,
     /// Free variables to bind.
@@ -299,14 +299,6 @@ struct Part {
     idents: BTreeMap<String, usize>,
     /// Called functions and the byte range of the first call's name.
     calls: BTreeMap<String, (usize, usize)>,
-}
-
-/// What a part evaluates: a parsed program, or a lone literal (`"done"`, `0`, `true`), which is
-/// recognised without the parser and needs no context to evaluate. set_state values and
-/// state_updates are often literals; the ANTLR parser costs tens of microseconds per call.
-enum Code {
-    Program(Program),
-    Literal(CelValue),
 }
 
 enum Form {
@@ -483,9 +475,6 @@ impl CelEngine {
     }
 
     fn run(&self, part: &Part, b: &Bindings<'_>) -> Result<CelValue, CelError> {
-        if let Code::Literal(v) = &part.code {
-            return Ok(v.clone());
-        }
         let mut ctx = Context::with_env(Arc::clone(&self.env));
         for name in &part.vars {
             let Some(json) = b.get(name) else { continue };
@@ -497,8 +486,7 @@ impl CelEngine {
             };
             ctx.add_variable_as_val(name.as_str(), val);
         }
-        let Code::Program(program) = &part.code else { unreachable!("literals return above") };
-        match catch_unwind(AssertUnwindSafe(|| program.execute(&ctx))) {
+        match catch_unwind(AssertUnwindSafe(|| part.program.execute(&ctx))) {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(exec_error(&e, part, b)),
             Err(_) => Err(whole(part, "internal error in the CEL interpreter")),
@@ -507,17 +495,6 @@ impl CelEngine {
 
     fn compile_part(&self, full: &str, range: Range<usize>) -> Result<Part, CelError> {
         let text = &full[range.clone()];
-        if let Some(value) = literal(text) {
-            return Ok(Part {
-                code: Code::Literal(value),
-                range,
-                vars: Vec::new(),
-                state: StateAccess::Unused,
-                refs: CelRefs::default(),
-                idents: BTreeMap::new(),
-                calls: BTreeMap::new(),
-            });
-        }
         let parsed = if text.len() > BIG_STACK_THRESHOLD {
             // Long operator chains recurse deeply in the parser: give it room.
             let env = &self.env;
@@ -589,7 +566,7 @@ impl CelEngine {
             StateAccess::Unused
         };
         Ok(Part {
-            code: Code::Program(program),
+            program,
             range,
             vars: idents.keys().cloned().collect(),
             state,
@@ -597,32 +574,6 @@ impl CelEngine {
             idents,
             calls,
         })
-    }
-}
-
-/// The value of `text` when it is a lone literal the parser would read the same way: `true`,
-/// `false`, `null`, a decimal `int` without leading zeros, or a one-line quoted string without
-/// escapes. Anything else (`-1`, `1.5`, `1u`, `r"x"`, `'\n'`, `"""x"""`) goes to the parser.
-fn literal(text: &str) -> Option<CelValue> {
-    let t = text.trim_matches([' ', '\t', '\n', '\r', '\x0c']);
-    match t {
-        "true" => return Some(CelValue::Bool(true)),
-        "false" => return Some(CelValue::Bool(false)),
-        "null" => return Some(CelValue::Null),
-        _ => {}
-    }
-    let bytes = t.as_bytes();
-    match bytes.first()? {
-        b'0'..=b'9' => {
-            let plain = bytes.iter().all(u8::is_ascii_digit) && (bytes[0] != b'0' || bytes.len() == 1);
-            plain.then(|| t.parse::<i64>().ok()).flatten().map(CelValue::Int)
-        }
-        &q @ (b'"' | b'\'') => {
-            let inner = t.strip_prefix(q as char)?.strip_suffix(q as char)?;
-            let plain = !inner.bytes().any(|b| b == q || b == b'\\' || b == b'\n' || b == b'\r');
-            plain.then(|| CelValue::String(Arc::new(inner.to_owned())))
-        }
-        _ => None,
     }
 }
 
