@@ -333,6 +333,9 @@ pub struct Parsed {
 /// error in both. Directive lines are those starting with `%` before a document starts: at the
 /// beginning of the file or after a `...` line, with only blank and comment lines between.
 fn ascii_directives(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() {
+        return Cow::Borrowed(text); // nearly every file: no line to look at
+    }
     let mut out: Option<String> = None;
     let mut in_directives = true;
     let mut ls = 0;
