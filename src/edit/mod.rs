@@ -444,6 +444,33 @@ mod tests {
         }
     }
 
+    /// Found by the `edit_ops` fuzz target: a block list may stand at its key's column
+    /// (`settings:` then `- a` at column 0). Replacing it with a multi-line string wrote the
+    /// `|` block's text at that column too, outside the value, which broke the YAML; a mapping
+    /// there would have become keys of the parent. Other values now go two columns in.
+    #[test]
+    fn a_list_at_its_keys_column_is_replaced_by_a_string_or_a_mapping() {
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "# Ar\nversion: \"1.0\"\nstart: plan\nsettings:\n- m/ax_conc\nnodes:\n  plan: {type: end}\n";
+        let set = |v: serde_json::Value| {
+            let op = EditOp::SetDocField { path: vec![PathSeg::Key("settings".into())], value: Some(v) };
+            apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}")).text
+        };
+        assert_eq!(
+            set("two\n\n".into()),
+            "# Ar\nversion: \"1.0\"\nstart: plan\nsettings: |+\n  two\n\nnodes:\n  plan: {type: end}\n"
+        );
+        assert_eq!(
+            set(serde_json::json!({"a": 1, "b": [1]})),
+            "# Ar\nversion: \"1.0\"\nstart: plan\nsettings:\n  a: 1\n  b:\n    - 1\nnodes:\n  plan: {type: end}\n"
+        );
+        // a list keeps the column the file uses
+        assert_eq!(
+            set(serde_json::json!(["x", "z"])),
+            "# Ar\nversion: \"1.0\"\nstart: plan\nsettings:\n- x\n- z\nnodes:\n  plan: {type: end}\n"
+        );
+    }
+
     /// Found by the `edit_ops` fuzz target: a block scalar key (`? |` and its text on the lines
     /// below) starts after its header, so the `?` before the `|` was not seen; adding a top-level
     /// field then wrote into the key's text, or broke the YAML. Refused with the position.

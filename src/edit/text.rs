@@ -754,7 +754,10 @@ impl<'a> Ed<'a> {
                 let cc = match &en.value.kind {
                     YKind::Map(m) if !is_flow(text, &en.value) && !m.is_empty() => col(text, m[0].key.span.start as usize),
                     YKind::Seq(s) if !is_flow(text, &en.value) && !s.is_empty() => {
-                        dash_of(text, &s[0]).map(|d| col(text, d)).unwrap_or(kc + 2)
+                        let d = dash_of(text, &s[0]).map(|d| col(text, d)).unwrap_or(kc + 2);
+                        // A block list may stand at its key's column (`key:` then `- a`); a
+                        // block scalar's text or a mapping there would leave the value.
+                        if d <= kc && !matches!(v, Json::Array(a) if !a.is_empty()) { kc + 2 } else { d }
                     }
                     _ => kc + 2,
                 };
