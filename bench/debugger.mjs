@@ -58,7 +58,11 @@ function pssMb(pattern) {
   return kb / 1024;
 }
 
-const memory = () => ({ rss: rssMb('switchyard-app') + rssMb('WebKitWebProcess'), pss: pssMb('switchyard-app') + pssMb('WebKitWebProcess') });
+const memory = () => {
+  const app = pssMb('switchyard-app');
+  const web = pssMb('WebKitWebProcess');
+  return { rss: rssMb('switchyard-app') + rssMb('WebKitWebProcess'), pss: app + web, appPss: app, webPss: web };
+};
 
 async function ready(b) {
   await b.waitUntil(async () => b.execute(() => !!(window.__switchyard && window.__switchyard.ready && window.__switchyard.view &&
@@ -155,6 +159,8 @@ async function main() {
       `(target ${MEMORY_TARGET} MB, ratio target/actual = ${(MEMORY_TARGET / out.memory[k]).toFixed(2)}; the same window before the run: ${out.memoryIdle[k].toFixed(0)} MB); ` +
       `after the long run (step ${out.pausedAt}): ${out.memoryLong[k].toFixed(0)} MB (ratio ${(MEMORY_TARGET / out.memoryLong[k]).toFixed(2)})`);
   }
+  const split = (m) => `app ${m.appPss.toFixed(0)} MB + web ${m.webPss.toFixed(0)} MB`;
+  console.log(`  PSS by process: before the run ${split(out.memoryIdle)}; after it ${split(out.memory)}; after the long run ${split(out.memoryLong)}`);
 }
 
 main().catch((e) => {
