@@ -81,7 +81,8 @@ pub struct CelError {
 }
 
 impl CelError {
-    pub(crate) fn new(message: impl Into<String>, offset: usize, len: usize) -> Self {
+    /// An error at `offset..offset + len` of the expression, without a hint.
+    pub fn new(message: impl Into<String>, offset: usize, len: usize) -> Self {
         CelError {
             message: message.into(),
             offset,

@@ -1,4 +1,6 @@
-//! Expressions: CEL (sherma) and `{{path}}` templates (Loki).
+//! Expressions: CEL (sherma) and `{{path}}` templates (Loki). Imports nothing of Switchyard's
+//! own: an expression error carries offsets inside its text, and the caller maps them into the
+//! file.
 
 pub mod cel;
 pub mod template;
