@@ -10,7 +10,7 @@ pub mod lower_loki;
 pub mod lower_sherma;
 
 use crate::doc::{Dialect, Document, Model};
-use crate::source::Span;
+use syntax::source::Span;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
 use serde::Serialize;
@@ -184,7 +184,7 @@ pub fn agent_names(doc: &Document) -> Vec<String> {
 /// Lower one agent of a document into the IR. For sherma, `agent` picks the agent (a file with a
 /// single agent needs none). Returns `None` when the document has no usable agent; the reason is
 /// in the returned diagnostics.
-pub fn lower(doc: &Document, agent: Option<&str>) -> (Option<Graph>, Vec<crate::diag::Diagnostic>) {
+pub fn lower(doc: &Document, agent: Option<&str>) -> (Option<Graph>, Vec<syntax::diag::Diagnostic>) {
     match &doc.model {
         Model::Sherma(s) => lower_sherma::lower(doc, s, agent),
         Model::Loki(l) => (Some(lower_loki::lower(doc, l)), Vec::new()),

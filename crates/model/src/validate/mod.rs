@@ -3,7 +3,7 @@
 pub mod loki;
 pub mod sherma;
 
-use crate::diag::{Diagnostic, sort_and_dedup};
+use syntax::diag::{Diagnostic, sort_and_dedup};
 use crate::doc::{Document, Model};
 use crate::graph::{self, lower_sherma};
 
@@ -41,7 +41,7 @@ pub fn validate(doc: &Document, agent: Option<&str>) -> Vec<Diagnostic> {
 
 /// Error and warning counts.
 pub fn counts(diags: &[Diagnostic]) -> (usize, usize) {
-    let e = diags.iter().filter(|d| d.severity == crate::diag::Severity::Error).count();
-    let w = diags.iter().filter(|d| d.severity == crate::diag::Severity::Warning).count();
+    let e = diags.iter().filter(|d| d.severity == syntax::diag::Severity::Error).count();
+    let w = diags.iter().filter(|d| d.severity == syntax::diag::Severity::Warning).count();
     (e, w)
 }

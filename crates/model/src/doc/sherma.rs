@@ -8,9 +8,9 @@
 use super::Sp;
 use super::env;
 use super::schema::{Checker, Field, Obj, Ty, opt, req};
-use crate::diag::Diagnostic;
-use crate::source::{SourceFile, Span};
-use crate::yaml::{YKind, YNode};
+use syntax::diag::Diagnostic;
+use syntax::source::{SourceFile, Span};
+use syntax::yaml::{YKind, YNode};
 use std::path::{Path, PathBuf};
 
 pub const NODE_TYPES: &[&str] =
@@ -868,7 +868,7 @@ fn interpolate_tree(
     diags: &mut Vec<Diagnostic>,
     changed: &mut std::collections::HashSet<Span>,
 ) -> YNode {
-    use crate::yaml::{ScalarValue, Style};
+    use syntax::yaml::{ScalarValue, Style};
     match &node.kind {
         YKind::Scalar(sc) if sc.value == ScalarValue::Str && sc.text.contains('$') => {
             let (out, missing) = env::interpolate(&sc.text, &process_env);
@@ -888,8 +888,8 @@ fn interpolate_tree(
                 return node.clone();
             }
             changed.insert(node.span);
-            let value = if sc.style == Style::Plain { crate::yaml::resolve_plain(&out) } else { ScalarValue::Str };
-            YNode { span: node.span, kind: YKind::Scalar(crate::yaml::Scalar { text: out, style: sc.style, value }) }
+            let value = if sc.style == Style::Plain { syntax::yaml::resolve_plain(&out) } else { ScalarValue::Str };
+            YNode { span: node.span, kind: YKind::Scalar(syntax::yaml::Scalar { text: out, style: sc.style, value }) }
         }
         YKind::Seq(items) => YNode {
             span: node.span,
@@ -900,7 +900,7 @@ fn interpolate_tree(
             kind: YKind::Map(
                 entries
                     .iter()
-                    .map(|e| crate::yaml::YEntry { key: e.key.clone(), value: interpolate_tree(file, &e.value, diags, changed) })
+                    .map(|e| syntax::yaml::YEntry { key: e.key.clone(), value: interpolate_tree(file, &e.value, diags, changed) })
                     .collect(),
             ),
         },
@@ -916,7 +916,7 @@ fn build_agent(b: &mut Builder<'_>, name: Sp<String>, node: &YNode) -> Option<Ag
     // The A2A executor validates structured input and output against these with jsonschema.
     for key in ["input_schema", "output_schema"] {
         if let Some(schema) = node.get(key) {
-            b.checker().check_json_schema(schema, &format!("`{key}` of {what}"), crate::diag::Severity::Error);
+            b.checker().check_json_schema(schema, &format!("`{key}` of {what}"), syntax::diag::Severity::Error);
         }
     }
     let mut agent = AgentDef {
@@ -947,7 +947,7 @@ fn build_agent(b: &mut Builder<'_>, name: Sp<String>, node: &YNode) -> Option<Ag
                     let ty = b.sp_str(f.get("type"));
                     if let Some(t) = &ty {
                         if !STATE_TYPES.contains(&t.value.as_str()) {
-                            let sugg = crate::diag::did_you_mean(&t.value, STATE_TYPES.iter().copied());
+                            let sugg = syntax::diag::did_you_mean(&t.value, STATE_TYPES.iter().copied());
                             b.diags.push(
                                 Diagnostic::warning("state-type", format!("unknown state field type `{}`; it is treated as `str`", t.value))
                                     .at(b.file, t.span)
@@ -1122,7 +1122,7 @@ fn build_node(b: &mut Builder<'_>, item: &YNode, agent_what: &str) -> Option<Nod
                 c.response_format_span = Some(rf.span);
                 if let Some(schema) = rf.get("schema") {
                     let what = format!("the `response_format` schema of {label}");
-                    b.checker().check_json_schema(schema, &what, crate::diag::Severity::Error);
+                    b.checker().check_json_schema(schema, &what, syntax::diag::Severity::Error);
                 }
             }
             if let Some(su) = args.get("state_updates").and_then(|n| n.as_map()) {

@@ -4,9 +4,9 @@
 //! instructions with YAML front matter (`name`, `description`, ...). See spec/sherma-skills.txt
 //! and reference/sherma.md §16.
 
-use crate::diag::Diagnostic;
-use crate::source::{SourceFile, Span};
-use crate::yaml;
+use syntax::diag::Diagnostic;
+use syntax::source::{SourceFile, Span};
+use syntax::yaml;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -76,7 +76,7 @@ pub struct LoadedCard {
 pub fn parse_card(file: &SourceFile) -> Result<SkillCard, Diagnostic> {
     serde_json::from_str::<SkillCard>(file.text()).map_err(|e| {
         let off =
-            file.offset(crate::source::LineCol { line: e.line().max(1) as u32, column: e.column().max(1) as u32 });
+            file.offset(syntax::source::LineCol { line: e.line().max(1) as u32, column: e.column().max(1) as u32 });
         Diagnostic::error("skill-card", format!("invalid skill card: {e}"))
             .at(file, Span::at(off))
             .hint("a skill card is a JSON object with id, version, name, description, files, local_tools, mcps")
@@ -241,7 +241,7 @@ fn check_front_matter(
     for e in root.as_map().unwrap_or(&[]) {
         let k = e.key.key_text();
         if !FRONT_MATTER_KEYS.contains(&k) {
-            let hint = match crate::diag::did_you_mean(k, FRONT_MATTER_KEYS.iter().copied()) {
+            let hint = match syntax::diag::did_you_mean(k, FRONT_MATTER_KEYS.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`? (put anything else under `metadata:`)"),
                 None => "the Agent Skills front matter allows name, description, license, compatibility, metadata, allowed-tools; put anything else under `metadata:`".into(),
             };

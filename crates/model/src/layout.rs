@@ -994,7 +994,7 @@ mod tests {
 
     #[test]
     fn agents_and_conformance_corpus() {
-        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let here = crate::testdata::workspace_root();
         assert!(check_files(&here.join("agents")) >= 2, "agents/ graphs");
         let corpus = crate::testdata::conformance_dir();
         assert!(

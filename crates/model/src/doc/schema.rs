@@ -5,9 +5,9 @@
 //! type, missing field, unknown key with "did you mean"), the inspector forms of the editor
 //! (exported as JSON), and the documentation of what a field means.
 
-use crate::diag::{Diagnostic, did_you_mean};
-use crate::source::{SourceFile, Span};
-use crate::yaml::{ScalarValue, Style, YKind, YNode};
+use syntax::diag::{Diagnostic, did_you_mean};
+use syntax::source::{SourceFile, Span};
+use syntax::yaml::{ScalarValue, Style, YKind, YNode};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -360,7 +360,7 @@ impl<'a> Checker<'a> {
     /// the combinators hold schemas. Not a full meta-schema check: only what no JSON Schema
     /// consumer (provider APIs, validators) accepts. `severity` is the dialect's call: sherma
     /// hands the schema to an API or a validator, Loki only shows it to the model.
-    pub fn check_json_schema(&mut self, node: &YNode, what: &str, severity: crate::diag::Severity) {
+    pub fn check_json_schema(&mut self, node: &YNode, what: &str, severity: syntax::diag::Severity) {
         if node.is_null() || matches!(node.kind, YKind::Bad) {
             return;
         }
@@ -378,7 +378,7 @@ impl<'a> Checker<'a> {
         self.json_schema_at(node, what, severity, 0);
     }
 
-    fn json_schema_at(&mut self, node: &YNode, what: &str, severity: crate::diag::Severity, depth: usize) {
+    fn json_schema_at(&mut self, node: &YNode, what: &str, severity: syntax::diag::Severity, depth: usize) {
         const TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
         let Some(entries) = node.as_map() else {
             // `true` / `false` are schemas too.
@@ -616,7 +616,7 @@ fn literal_offset(body: &str, value: &str, value_off: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml;
+    use syntax::yaml;
 
     static INNER: Obj = Obj {
         name: "inner",
@@ -686,7 +686,7 @@ mod tests {
             let f = SourceFile::new("t.yaml", src);
             let root = yaml::parse(&f).root.unwrap();
             let mut diags = Vec::new();
-            Checker::new(&f, &mut diags).check_json_schema(root.get("s").unwrap(), "the schema", crate::diag::Severity::Error);
+            Checker::new(&f, &mut diags).check_json_schema(root.get("s").unwrap(), "the schema", syntax::diag::Severity::Error);
             diags.into_iter().map(|d| (d.line, d.column)).collect::<Vec<_>>()
         };
         let ok = "s:\n  type: object\n  properties:\n    a: {type: [string, 'null']}\n    b: {type: array, items: {type: integer}}\n    c: true\n  required: [a]\n  anyOf: [{required: [a]}]\n  additionalProperties: false\n";
@@ -700,7 +700,7 @@ mod tests {
     fn merge_keys_are_reported() {
         let d = check("name: x\n<<: {next: a}\n");
         let m = d.iter().find(|d| d.code == "merge-key").expect("merge-key");
-        assert_eq!((m.line, m.column, m.severity), (2, 1, crate::diag::Severity::Error));
+        assert_eq!((m.line, m.column, m.severity), (2, 1, syntax::diag::Severity::Error));
         assert!(!d.iter().any(|d| d.code == "unknown-key"), "{d:#?}");
         assert!(check("name: x\n\"<<\": 1\n").iter().any(|d| d.code == "unknown-key"));
     }

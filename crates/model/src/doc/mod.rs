@@ -8,9 +8,9 @@ pub mod loki;
 pub mod schema;
 pub mod sherma;
 
-use crate::diag::Diagnostic;
-use crate::source::{SourceFile, Span};
-use crate::yaml::{self, YNode};
+use syntax::diag::Diagnostic;
+use syntax::source::{SourceFile, Span};
+use syntax::yaml::{self, YNode};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

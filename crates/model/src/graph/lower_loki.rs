@@ -11,7 +11,7 @@
 use super::{EdgeKind, GEdge, GNode, Graph};
 use crate::doc::loki::{LokiDoc, LokiNode, NodeBody, TargetKind};
 use crate::doc::{Dialect, Document};
-use crate::source::Span;
+use syntax::source::Span;
 
 /// Scripts larger than this are not scanned for `_next` targets.
 const MAX_SCRIPT_SCAN_BYTES: u64 = 1024 * 1024;
@@ -273,7 +273,7 @@ mod tests {
     use std::path::Path;
 
     fn fixture(rel: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
+        crate::testdata::workspace_root()
             .join("tests/fixtures/loki")
             .join(rel)
     }

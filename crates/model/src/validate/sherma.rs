@@ -2,14 +2,14 @@
 //! (unknown references, CEL syntax with positions, unreachable nodes, undeclared state fields,
 //! versions sherma cannot look up).
 
-use crate::diag::{Diagnostic, did_you_mean};
+use syntax::diag::{Diagnostic, did_you_mean};
 use crate::doc::Document;
 use crate::doc::schema::value_offset_to_source;
 use crate::doc::sherma::{AgentDef, Expr, NodeArgs, RegistryRef, ShermaDoc, SubAgentsAsTools};
-use crate::expr::cel::CelEngine;
+use expr::cel::CelEngine;
 use crate::graph::lower_sherma::{Cond, EffKind, effective};
 use crate::graph::{END, Graph, START};
-use crate::source::{SourceFile, Span};
+use syntax::source::{SourceFile, Span};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 thread_local! {
@@ -248,7 +248,7 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
             set_hint(d, "add `entry_point: <first node>` under `graph:`");
             if let Some(d) = v.diags.last_mut() {
                 let f = v.file;
-                let head = crate::doc::schema::head_span(f, &crate::yaml::YNode { span: agent.graph_span, kind: crate::yaml::YKind::Bad });
+                let head = crate::doc::schema::head_span(f, &syntax::yaml::YNode { span: agent.graph_span, kind: syntax::yaml::YKind::Bad });
                 *d = d.clone().at(f, head);
             }
         }
@@ -298,7 +298,7 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
                 Some(t) => check_target(&mut v, t, "edge target"),
                 None => {
                     let f = v.file;
-                    let d = v.warn("sherma-edge-empty", "edge has neither `target` nor `branches`; it is ignored".into(), crate::doc::schema::head_span(f, &crate::yaml::YNode { span: e.span, kind: crate::yaml::YKind::Bad }));
+                    let d = v.warn("sherma-edge-empty", "edge has neither `target` nor `branches`; it is ignored".into(), crate::doc::schema::head_span(f, &syntax::yaml::YNode { span: e.span, kind: syntax::yaml::YKind::Bad }));
                     set_hint(d, "add `target: <node>` (or `__end__`)");
                 }
             },
@@ -625,10 +625,10 @@ pub fn validate_agent(doc: &Document, s: &ShermaDoc, agent: &AgentDef, graph: &G
                     let hint = if MACROS.contains(&f.as_str()) {
                         format!("`{f}` is a macro: write it as `list.{f}(x, <expression of x>)` with a variable name first")
                     } else {
-                        let cands = crate::expr::cel::functions::CUSTOM_FUNCTIONS.iter().copied().chain(STANDARD_FUNCTIONS.iter().copied());
+                        let cands = expr::cel::functions::CUSTOM_FUNCTIONS.iter().copied().chain(STANDARD_FUNCTIONS.iter().copied());
                         match did_you_mean(f, cands) {
                             Some(sug) => format!("did you mean `{sug}`?"),
-                            None => format!("sherma's functions: {}", crate::expr::cel::functions::CUSTOM_FUNCTIONS.join(", ")),
+                            None => format!("sherma's functions: {}", expr::cel::functions::CUSTOM_FUNCTIONS.join(", ")),
                         }
                     };
                     v.diags.push(
@@ -761,7 +761,7 @@ fn function_known(engine: &CelEngine, name: &str) -> bool {
     let valid_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     let known = !valid_name
         || [format!("{name}()"), format!("null.{name}()")].iter().any(|probe| match engine.compile(probe) {
-            Ok(p) => !matches!(engine.eval(&p, &crate::expr::cel::Bindings::new()), Err(e) if e.message.starts_with("unknown function")),
+            Ok(p) => !matches!(engine.eval(&p, &expr::cel::Bindings::new()), Err(e) if e.message.starts_with("unknown function")),
             Err(_) => true,
         });
     cache.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), known);
@@ -883,7 +883,7 @@ fn check_registry_lookups(v: &mut V<'_>, x: &Expr, node: &str) {
 
 /// `data.key` / `data["key"]` reading a key the top-level `data:` map does not have (evaluation
 /// fails with "no such key"; without `data:` the name is not even bound upstream).
-fn check_data_lookups(v: &mut V<'_>, x: &Expr, node: &str, refs: &crate::expr::cel::CelRefs) {
+fn check_data_lookups(v: &mut V<'_>, x: &Expr, node: &str, refs: &expr::cel::CelRefs) {
     if !refs.variables.contains("data") {
         return;
     }
@@ -929,7 +929,7 @@ fn check_data_lookups(v: &mut V<'_>, x: &Expr, node: &str, refs: &crate::expr::c
 /// Compiles many CEL expressions, each distinct text once (agents repeat conditions and
 /// updates, and a program is shared by reference), spreading the work over the available cores
 /// when there are enough of them to pay for the threads. Results come back in input order.
-fn compile_all(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::expr::cel::CelProgram, crate::expr::cel::CelError>> {
+fn compile_all(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<expr::cel::CelProgram, expr::cel::CelError>> {
     let mut slot_of: HashMap<&str, usize> = HashMap::with_capacity(texts.len());
     let mut distinct: Vec<&str> = Vec::new();
     let slots: Vec<usize> = texts
@@ -945,7 +945,7 @@ fn compile_all(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::expr::
     slots.into_iter().map(|i| compiled[i].clone()).collect()
 }
 
-fn compile_distinct(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::expr::cel::CelProgram, crate::expr::cel::CelError>> {
+fn compile_distinct(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<expr::cel::CelProgram, expr::cel::CelError>> {
     const PER_THREAD_MIN: usize = 256;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(texts.len() / PER_THREAD_MIN).max(1);
     if threads == 1 {
@@ -961,7 +961,7 @@ fn compile_distinct(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::e
             .into_iter()
             .flat_map(|(n, h)| {
                 h.join().unwrap_or_else(|_| {
-                    (0..n).map(|_| Err(crate::expr::cel::CelError::new("the CEL compiler failed on this expression".to_string(), 0, 0))).collect()
+                    (0..n).map(|_| Err(expr::cel::CelError::new("the CEL compiler failed on this expression".to_string(), 0, 0))).collect()
                 })
             })
             .collect()
@@ -970,7 +970,7 @@ fn compile_distinct(engine: &CelEngine, texts: Vec<&str>) -> Vec<Result<crate::e
 
 #[cfg(test)]
 mod tests {
-    use crate::diag::{Diagnostic, Severity};
+    use syntax::diag::{Diagnostic, Severity};
     use std::path::Path;
 
     fn check(text: &str) -> Vec<Diagnostic> {

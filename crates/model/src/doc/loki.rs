@@ -11,10 +11,10 @@
 
 use super::Sp;
 use super::schema::{Checker, Field, Obj, Ty, head_span, opt, req};
-use crate::diag::{Diagnostic, did_you_mean};
-use crate::expr::template::{InputValidation, check_input_validation};
-use crate::source::{SourceFile, Span};
-use crate::yaml::{ScalarValue, YNode};
+use syntax::diag::{Diagnostic, did_you_mean};
+use expr::template::{InputValidation, check_input_validation};
+use syntax::source::{SourceFile, Span};
+use syntax::yaml::{ScalarValue, YNode};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -1004,7 +1004,7 @@ impl LokiNode {
         let mut keys: Vec<String> = Vec::new();
         let scoped = self.scoped_var();
         let mut add = |src: &str, skip_scoped: bool| {
-            for k in crate::expr::template::root_keys(src) {
+            for k in expr::template::root_keys(src) {
                 if skip_scoped && Some(k.as_str()) == scoped {
                     continue;
                 }
@@ -1603,7 +1603,7 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
     // The schema is only shown to the model (as text), so a broken one is a warning.
     if matches!(kind.value.as_str(), "agent" | "llm") {
         if let Some(schema) = g("output_schema") {
-            b.checker().check_json_schema(schema, &format!("`output_schema` of {what}"), crate::diag::Severity::Warning);
+            b.checker().check_json_schema(schema, &format!("`output_schema` of {what}"), syntax::diag::Severity::Warning);
         }
     }
     let body = match kind.value.as_str() {

@@ -5,6 +5,13 @@
 
 use std::path::PathBuf;
 
+/// The repository's root folder (where `agents/` and `tests/fixtures/` are).
+#[doc(hidden)]
+pub fn workspace_root() -> PathBuf {
+    let model = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    model.parent().and_then(|crates| crates.parent()).map(PathBuf::from).unwrap_or(model)
+}
+
 #[doc(hidden)]
 pub fn conformance_dir() -> PathBuf {
     let mut candidates = Vec::new();

@@ -10,10 +10,10 @@
 //! the IR draws it with the injected parts marked `derived`.
 
 use super::{EdgeKind, END, GEdge, GNode, Graph, START};
-use crate::diag::Diagnostic;
+use syntax::diag::Diagnostic;
 use crate::doc::sherma::{AgentDef, Expr, NodeArgs, ShermaDoc};
 use crate::doc::{Dialect, Document};
-use crate::source::Span;
+use syntax::source::Span;
 
 pub const HAS_TOOL_CALLS: &str = "has_tool_calls";
 pub const HAS_ERROR_FALLBACK: &str = "has_error_fallback";
@@ -253,7 +253,7 @@ pub fn select_agent<'a>(doc: &Document, s: &'a ShermaDoc, agent: Option<&str>) -
     match agent {
         Some(name) => s.agent(name).ok_or_else(|| {
             let mut d = Diagnostic::error("agent-not-found", format!("no agent named `{name}` in this file"));
-            d = match crate::diag::did_you_mean(name, names.iter().copied()) {
+            d = match syntax::diag::did_you_mean(name, names.iter().copied()) {
                 Some(sug) => d.hint(format!("did you mean `{sug}`? Agents here: {}", names.join(", "))),
                 None => d.hint(format!("agents in this file: {}", if names.is_empty() { "none".to_string() } else { names.join(", ") })),
             };

@@ -7,12 +7,12 @@
 //! script extensions, template lint, unknown state keys, the `output` null leak of §9.1, the
 //! map/llm-branch trap of §9.2 and a seeded `initial_prompt`.
 
-use crate::diag::{Diagnostic, did_you_mean};
+use syntax::diag::{Diagnostic, did_you_mean};
 use crate::doc::loki::{LokiDoc, LokiNode, NodeBody, RAG_DRIVERS};
 use crate::doc::schema::value_offset_to_source;
 use crate::doc::{Document, Sp};
 use crate::graph::{EdgeKind, Graph};
-use crate::source::{SourceFile, Span};
+use syntax::source::{SourceFile, Span};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -1109,7 +1109,7 @@ impl<'a> V<'a> {
                 && let Some(over) = &m.over
             {
                 let text = over.text.trim();
-                let single = crate::expr::template::parse(text).refs.first().is_some_and(|r| r.range == (0..text.len()));
+                let single = expr::template::parse(text).refs.first().is_some_and(|r| r.range == (0..text.len()));
                 if !single && !text.is_empty() {
                     let d = self
                         .err(
@@ -1251,7 +1251,7 @@ impl<'a> V<'a> {
     fn templates(&mut self) {
         for n in &self.l.nodes {
             for (field, t) in n.templates() {
-                for issue in crate::expr::template::lint(&t.text) {
+                for issue in expr::template::lint(&t.text) {
                     let s = value_offset_to_source(self.file, &t.node, issue.range.start);
                     let e = value_offset_to_source(self.file, &t.node, issue.range.end);
                     let d = self
@@ -1303,7 +1303,7 @@ impl<'a> V<'a> {
         for n in &self.l.nodes {
             for (field, t) in n.templates() {
                 let mut done: Vec<String> = Vec::new();
-                for r in crate::expr::template::parse(&t.text).refs {
+                for r in expr::template::parse(&t.text).refs {
                     if r.root.is_empty() || known.contains(&r.root) || done.contains(&r.root) {
                         continue;
                     }
@@ -1507,12 +1507,12 @@ pub fn agent_tool_functions(agent_dir: &Path) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::Severity;
+    use syntax::diag::Severity;
     use crate::doc::{Model, load_path, load_str};
     use std::path::Path;
 
     fn fixtures() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/loki/agents")
+        crate::testdata::workspace_root().join("tests/fixtures/loki/agents")
     }
 
     fn check_doc(doc: &Document) -> Vec<Diagnostic> {
