@@ -3,7 +3,7 @@
 
 pub use syntax::diag;
 pub use model::doc;
-pub mod edit;
+pub use editor::edit;
 pub use expr;
 pub use model::graph;
 pub use model::layout;
@@ -13,7 +13,7 @@ pub mod secrets;
 pub mod run;
 pub use model::skills;
 pub use syntax::source;
-pub mod studio;
+pub use editor::studio;
 pub use model::testdata;
 pub use model::validate;
 pub use syntax::yaml;

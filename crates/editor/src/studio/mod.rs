@@ -14,7 +14,7 @@ pub use disk::{DiskEvent, SaveError, remove_stale_temps, write_atomic, write_ato
 pub use recovery::{Recovered, RecoveryStore, Snapshot};
 pub use view::{View, ViewEdge, ViewNode};
 
-use crate::diag::Diagnostic;
+use syntax::diag::Diagnostic;
 use crate::edit::{self, EditError, EditOp, TextEdit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -59,14 +59,14 @@ pub struct Session {
     /// Bumped whenever the text changes; keys `doc_cache`.
     text_rev: u64,
     /// The document parsed from the current text, shared by the view and the next edit.
-    doc_cache: std::sync::Mutex<Option<(u64, std::sync::Arc<crate::doc::Document>)>>,
+    doc_cache: std::sync::Mutex<Option<(u64, std::sync::Arc<model::doc::Document>)>>,
 }
 
 impl Session {
     /// Opens a file or an agent directory. Fails with a diagnostic that names the path and says
     /// what to do when it cannot be read as text.
     pub fn open(path: &Path) -> Result<Session, Diagnostic> {
-        let file = crate::doc::resolve_input(path)?;
+        let file = model::doc::resolve_input(path)?;
         // Temporary files of saves killed before their rename (the file itself is intact).
         disk::remove_stale_temps(&file);
         disk::remove_stale_temps(&disk::sidecar_path(&file));
@@ -146,14 +146,14 @@ impl Session {
     }
 
     /// The document for the current text (parsed once per text version).
-    pub fn document(&self) -> std::sync::Arc<crate::doc::Document> {
+    pub fn document(&self) -> std::sync::Arc<model::doc::Document> {
         let mut cache = self.doc_cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((rev, d)) = cache.as_ref() {
             if *rev == self.text_rev {
                 return d.clone();
             }
         }
-        let d = std::sync::Arc::new(crate::doc::load_str(&self.path, &self.text));
+        let d = std::sync::Arc::new(model::doc::load_str(&self.path, &self.text));
         *cache = Some((self.text_rev, d.clone()));
         d
     }
@@ -165,7 +165,7 @@ impl Session {
 
     fn default_agent(&self) -> Option<String> {
         let doc = self.document();
-        crate::graph::agent_names(&doc).into_iter().next()
+        model::graph::agent_names(&doc).into_iter().next()
     }
 
     /// The agent key used for positions (the Loki graph's name, or the sherma agent).
@@ -230,7 +230,7 @@ impl Session {
     /// Keeps the selected agent valid after the text changed (e.g. the agent was renamed).
     fn ensure_agent(&mut self) -> Option<()> {
         let doc = self.document();
-        let names = crate::graph::agent_names(&doc);
+        let names = model::graph::agent_names(&doc);
         match &self.agent {
             Some(a) if names.iter().any(|n| n == a) => {}
             _ => self.agent = names.into_iter().next(),
@@ -241,7 +241,7 @@ impl Session {
     /// Switches the agent shown (multi-agent sherma files).
     pub fn select_agent(&mut self, name: &str) -> Result<(), String> {
         let doc = self.document();
-        let names = crate::graph::agent_names(&doc);
+        let names = model::graph::agent_names(&doc);
         if names.iter().any(|n| n == name) {
             self.agent = Some(name.to_string());
             self.revision += 1;
@@ -439,20 +439,20 @@ pub struct ExprProblem {
     pub message: String,
     pub start: usize,
     pub end: usize,
-    pub severity: crate::diag::Severity,
+    pub severity: syntax::diag::Severity,
 }
 
 /// Checks an expression as the user types: `kind` is `cel` (sherma expressions and branch
 /// conditions) or `template` (Loki `{{...}}` text). An unknown kind is reported, not ignored.
 pub fn check_expr(kind: &str, text: &str) -> Vec<ExprProblem> {
-    use crate::diag::Severity;
+    use syntax::diag::Severity;
     match kind {
         "cel" | "cel_condition" => {
             let t = text.trim();
             if kind == "cel_condition" && (t == "has_tool_calls" || t == "has_error_fallback") {
                 return Vec::new();
             }
-            match crate::expr::cel::CelEngine::shared().compile(text) {
+            match expr::cel::CelEngine::shared().compile(text) {
                 Ok(_) => Vec::new(),
                 Err(e) => {
                     let mut message = e.message.clone();
@@ -466,9 +466,9 @@ pub fn check_expr(kind: &str, text: &str) -> Vec<ExprProblem> {
                 }
             }
         }
-        "template" => crate::expr::template::lint(text)
+        "template" => expr::template::lint(text)
             .into_iter()
-            .map(|i| ExprProblem { message: i.message, start: i.range.start, end: i.range.end, severity: match i.severity { crate::expr::template::Severity::Error => Severity::Error, crate::expr::template::Severity::Warning => Severity::Warning } })
+            .map(|i| ExprProblem { message: i.message, start: i.range.start, end: i.range.end, severity: match i.severity { expr::template::Severity::Error => Severity::Error, expr::template::Severity::Warning => Severity::Warning } })
             .collect(),
         other => vec![ExprProblem {
             message: format!("unknown expression kind `{other}` (expected cel, cel_condition or template)"),

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// A recovery file bigger than this is ignored (left on disk, never loaded).
-const MAX_RECOVERY_BYTES: u64 = 4 * crate::doc::MAX_FILE_BYTES;
+const MAX_RECOVERY_BYTES: u64 = 4 * model::doc::MAX_FILE_BYTES;
 
 /// What a front end hands to [`RecoveryStore::write`]: see `Session::recovery_snapshot`.
 #[derive(Clone, Debug)]

@@ -3,8 +3,8 @@
 //! byte outside the edited region stays as it was.
 
 use super::{EditError, PathSeg};
-use crate::source::SourceFile;
-use crate::yaml::{self, ScalarValue, Style, YEntry, YKind, YNode};
+use syntax::source::SourceFile;
+use syntax::yaml::{self, ScalarValue, Style, YEntry, YKind, YNode};
 use serde_json::Value as Json;
 
 pub type Res<T> = Result<T, EditError>;
@@ -230,7 +230,7 @@ fn flow_close(text: &str, node: &YNode, last_child_end: Option<usize>) -> Option
 
 /// Position just after the `:` following a mapping key.
 pub fn after_colon(text: &str, key: &YNode) -> usize {
-    crate::yaml::after_key(text, key.span.end as usize)
+    syntax::yaml::after_key(text, key.span.end as usize)
 }
 
 /// Position of the `-` of a block sequence item.

@@ -1,7 +1,7 @@
 //! Files on disk: reading text, hashing, atomic writes, the positions sidecar.
 
 use super::{Pos, Positions};
-use crate::diag::Diagnostic;
+use syntax::diag::Diagnostic;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -56,10 +56,10 @@ pub fn read_text(path: &Path) -> Result<String, Diagnostic> {
             .hint("check that the file exists and is readable".to_string())
             .in_file(path)
     })?;
-    if bytes.len() as u64 > crate::doc::MAX_FILE_BYTES {
+    if bytes.len() as u64 > model::doc::MAX_FILE_BYTES {
         return Err(Diagnostic::error(
             "file-too-large",
-            format!("{} is {} bytes; the editor opens files up to {} bytes", path.display(), bytes.len(), crate::doc::MAX_FILE_BYTES),
+            format!("{} is {} bytes; the editor opens files up to {} bytes", path.display(), bytes.len(), model::doc::MAX_FILE_BYTES),
         )
         .in_file(path));
     }

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::doc::{self, Dialect};
-use crate::yaml::YNode;
+use model::doc::{self, Dialect};
+use syntax::yaml::YNode;
 use text::{Ed, Rep};
 
 /// A replacement of the byte range `start..end` of the OLD text by `text`.
@@ -194,7 +194,7 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
     }
     // Only the YAML syntax needs checking here (the validator reports the rest to the user), and
     // a parse without building the model keeps a 10,000-line round trip fast.
-    let check = crate::yaml::parse(&crate::source::SourceFile::new(path, new.clone()));
+    let check = syntax::yaml::parse(&syntax::source::SourceFile::new(path, new.clone()));
     if let Some(d) = check.diagnostics.iter().find(|d| d.code == "yaml-syntax") {
         return Err(EditError::new(format!(
             "internal error: this edit would break the YAML ({} at {}:{}); the file is unchanged — please edit it in the source view",
@@ -223,13 +223,13 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
 /// The offset of the first explicit-key indicator (`? key`) in the document, if any.
 fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
     match &node.kind {
-        crate::yaml::YKind::Seq(items) => items.iter().find_map(|i| explicit_key(text, i)),
-        crate::yaml::YKind::Map(entries) => entries.iter().find_map(|e| {
+        syntax::yaml::YKind::Seq(items) => items.iter().find_map(|i| explicit_key(text, i)),
+        syntax::yaml::YKind::Map(entries) => entries.iter().find_map(|e| {
             // On the key's line, before the key: `?` standing alone as an indicator (at the
             // indentation, or after `- `, `: `, `{`, `[` or `,`), not the end of some text. The
             // parser takes `key: ? x` as a mapping under `key` with the explicit key `x`.
             let mut start = (e.key.span.start as usize).min(text.len());
-            if matches!(&e.key.kind, crate::yaml::YKind::Scalar(sc) if matches!(sc.style, crate::yaml::Style::Literal | crate::yaml::Style::Folded)) {
+            if matches!(&e.key.kind, syntax::yaml::YKind::Scalar(sc) if matches!(sc.style, syntax::yaml::Style::Literal | syntax::yaml::Style::Folded)) {
                 // Only an explicit key can be a block scalar. Its text starts on a line after
                 // its `|` / `>` header (`? |`, or `?` and the header on a line of its own): the
                 // `?` is the last one before the header.
@@ -238,7 +238,7 @@ fn explicit_key(text: &str, node: &YNode) -> Option<usize> {
                 return Some(text[..word].rfind('?').unwrap_or(word));
             }
             let own_line = text[..start].rfind('\n').map_or(0, |i| i + 1);
-            if matches!(e.key.kind, crate::yaml::YKind::Seq(_)) {
+            if matches!(e.key.kind, syntax::yaml::YKind::Seq(_)) {
                 // A block sequence's span can start after its first `-` (an empty first item).
                 if let Some(h) = text[own_line..start].trim_end_matches([' ', '\t']).strip_suffix('-') {
                     start = own_line + h.len();
@@ -321,7 +321,7 @@ pub(crate) fn check_new_name(name: &str) -> Result<(), EditError> {
             "the node name {name:?} has leading/trailing spaces or control characters; use letters, digits, `_` or `-`"
         )));
     }
-    if name == crate::graph::START || name == crate::graph::END {
+    if name == model::graph::START || name == model::graph::END {
         return Err(EditError::new(format!("`{name}` is reserved; choose another name")));
     }
     text::check_keys(Some(name), None)

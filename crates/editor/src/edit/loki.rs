@@ -3,9 +3,9 @@
 use super::sherma::unknown_node;
 use super::text::{at, entry_index, err, is_flow, key, ref_str, Res};
 use super::{check_new_name, EditError, EditOp, PathSeg, Work};
-use crate::doc::loki::NODE_TYPES;
-use crate::doc::Document;
-use crate::yaml::YNode;
+use model::doc::loki::NODE_TYPES;
+use model::doc::Document;
+use syntax::yaml::YNode;
 use serde_json::{Value as Json, json};
 
 const EDGE_KINDS: &str = "next, route, on_other, fallback, map_branch, dynamic or start";

@@ -1,9 +1,9 @@
 //! The [`View`]: everything the UI draws for one document, computed from the text.
 
 use super::Session;
-use crate::diag::{Diagnostic, Severity};
-use crate::doc::{Document, Model};
-use crate::graph::{self, Graph};
+use syntax::diag::{Diagnostic, Severity};
+use model::doc::{Document, Model};
+use model::graph::{self, Graph};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -77,7 +77,7 @@ pub(super) fn build(s: &Session) -> View {
     let doc: &Document = &doc_arc;
     let agents = graph::agent_names(&doc);
     let agent = s.agent.clone().filter(|a| agents.contains(a)).or_else(|| agents.first().cloned());
-    let diagnostics = crate::validate::validate(&doc, agent.as_deref());
+    let diagnostics = model::validate::validate(&doc, agent.as_deref());
     let (g, _) = graph::lower(&doc, agent.as_deref());
     let dialect = doc.dialect().map(|d| d.as_str());
     let (node_kinds, schema) = match &doc.model {
@@ -112,8 +112,8 @@ pub(super) fn build(s: &Session) -> View {
 }
 
 fn fill_graph(v: &mut View, s: &Session, doc: &Document, g: &Graph) {
-    let layout = crate::layout::layout(g);
-    let boxes: HashMap<&str, &crate::layout::NodeBox> = layout.nodes.iter().map(|b| (b.id.as_str(), b)).collect();
+    let layout = model::layout::layout(g);
+    let boxes: HashMap<&str, &model::layout::NodeBox> = layout.nodes.iter().map(|b| (b.id.as_str(), b)).collect();
     let pinned = s.positions();
     let file = doc.file.as_ref();
     let decl = declarations(doc, v.agent.as_deref());
@@ -225,7 +225,7 @@ fn declarations<'a>(doc: &'a Document, agent: Option<&str>) -> HashMap<&'a str, 
             let Some(a) = a else { return out };
             for n in &a.nodes {
                 let sub_agent = match &n.args {
-                    crate::doc::sherma::NodeArgs::CallAgent { agent: Some(r), .. } => r.id.as_ref().and_then(|id| {
+                    model::doc::sherma::NodeArgs::CallAgent { agent: Some(r), .. } => r.id.as_ref().and_then(|id| {
                         s.sub_agents
                             .iter()
                             .find(|e| e.id_str() == id.value)
@@ -247,7 +247,7 @@ fn declarations<'a>(doc: &'a Document, agent: Option<&str>) -> HashMap<&'a str, 
         Model::Loki(l) => {
             for n in &l.nodes {
                 let sub_agent = match &n.body {
-                    crate::doc::loki::NodeBody::Agent(a) => a.agent.as_ref().and_then(|name| loki_agent_file(doc, &name.value)),
+                    model::doc::loki::NodeBody::Agent(a) => a.agent.as_ref().and_then(|name| loki_agent_file(doc, &name.value)),
                     _ => None,
                 };
                 out.insert(
@@ -288,7 +288,7 @@ fn loki_agent_file(doc: &Document, name: &str) -> Option<String> {
 fn sherma_schema() -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     for k in SHERMA_KINDS {
-        if let Some(o) = crate::doc::sherma::args_schema(k) {
+        if let Some(o) = model::doc::sherma::args_schema(k) {
             m.insert((*k).to_string(), json!(o));
         }
     }
@@ -298,7 +298,7 @@ fn sherma_schema() -> serde_json::Map<String, Value> {
 fn loki_schema() -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     for k in LOKI_KINDS {
-        if let Some(o) = crate::doc::loki::node_schema(k) {
+        if let Some(o) = model::doc::loki::node_schema(k) {
             m.insert((*k).to_string(), json!(o));
         }
     }

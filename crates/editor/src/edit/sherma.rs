@@ -2,10 +2,10 @@
 
 use super::text::{at, err, key, ref_str, Res};
 use super::{check_new_name, EditError, EditOp, PathSeg, Work};
-use crate::doc::sherma::NODE_TYPES;
-use crate::doc::Document;
-use crate::graph::{END, START};
-use crate::yaml::YNode;
+use model::doc::sherma::NODE_TYPES;
+use model::doc::Document;
+use model::graph::{END, START};
+use syntax::yaml::YNode;
 use serde_json::{Value as Json, json};
 
 const EDGE_KINDS: &str = "static, branch, default, fallback or entry";
@@ -107,7 +107,7 @@ impl<'a> G<'a> {
 }
 
 pub(crate) fn unknown_node(name: &str, names: &[String]) -> EditError {
-    let hint = match crate::diag::did_you_mean(name, names.iter().map(String::as_str)) {
+    let hint = match syntax::diag::did_you_mean(name, names.iter().map(String::as_str)) {
         Some(s) => format!("did you mean `{s}`?"),
         None if names.is_empty() => "the agent has no nodes yet".to_string(),
         None if names.len() <= 8 => format!("its nodes are: {}", names.join(", ")),
