@@ -9,7 +9,7 @@ pub use model::graph;
 pub use model::layout;
 pub mod llm;
 pub mod rt;
-pub mod secrets;
+pub use runtime::secrets;
 pub mod run;
 pub use model::skills;
 pub use syntax::source;

@@ -8,12 +8,12 @@
 //!   reporting the first request that differs from the recording.
 
 pub mod anthropic;
-pub mod cassette;
+pub use runtime::cassette;
 pub mod config;
 pub mod http;
 pub mod keyring;
 pub mod openai;
-pub mod price;
+pub use runtime::price;
 
 use crate::doc::{Dialect, Document};
 use crate::rt::{self, Interrupted};

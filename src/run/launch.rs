@@ -5,35 +5,10 @@ use crate::doc::{Dialect, Document};
 use crate::run::provider::{BoxProvider, NoProvider, ScriptedProvider};
 use crate::run::session::{Machine, RunOptions, RunSession};
 use crate::run::sherma::{ShermaMachine, ShermaOptions};
-use serde::{Deserialize, Serialize};
+pub use runtime::request::{LlmChoice, RunRequest};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// What to run and with what.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RunRequest {
-    /// The agent of a multi-agent sherma file (default: the first).
-    pub agent: Option<String>,
-    /// The user's input text (sherma: one human message; Loki: `initial_prompt`).
-    pub input: Option<String>,
-    /// Initial state as a JSON object (sherma: fields; Loki: merged over `initial_state`).
-    pub state: Option<Value>,
-    /// Scripted LLM replies; default: `replies.yaml` beside the agent file, if present.
-    pub llm_script: Option<PathBuf>,
-    /// Extra Python `sys.path` entries for sherma `import_path` tools.
-    pub python_path: Vec<PathBuf>,
-    /// Answer from this cassette instead (see [`crate::llm::cassette`]).
-    pub replay: Option<PathBuf>,
-    /// With `replay`: fail at the first request that differs from the recording.
-    pub replay_strict: bool,
-    /// Call the models the document names, over HTTP (keys from the environment and the
-    /// provider file).
-    pub live: bool,
-    /// Record every LLM and tool exchange into this cassette.
-    pub record: Option<PathBuf>,
-}
 
 /// The scripted replies used when none are named: `<file stem>.replies.yaml` or
 /// `replies.yaml` in the agent's directory.
@@ -148,30 +123,6 @@ pub fn input_of(req: &RunRequest) -> Value {
         (Some(t), Some(s)) => serde_json::json!({"input": t, "state": s}),
         (None, None) => Value::Null,
     }
-}
-
-/// Where a run's LLM answers come from, as a durable run saves it (JSON tagged by `mode`, the
-/// same shape as the desktop's run configuration) so a resume in another process builds the
-/// same provider. Paths are absolute.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
-pub enum LlmChoice {
-    None,
-    Scripted {
-        #[serde(default)]
-        script: Option<PathBuf>,
-    },
-    Replay {
-        #[serde(default)]
-        cassette: Option<PathBuf>,
-        #[serde(default)]
-        strict: Option<bool>,
-    },
-    Live {
-        /// The model for nodes that name none (the desktop's per-run choice).
-        #[serde(default)]
-        model: Option<String>,
-    },
 }
 
 /// What [`provider_for`] would pick for `req`, as an [`LlmChoice`] with absolute paths

@@ -383,9 +383,8 @@ fn clean(schema: &Value) -> Value {
 // Servers
 // ---------------------------------------------------------------------------------------------
 
-/// The tool name under which a run's cassette records a server's tool listing (node
-/// `@mcp:<server>`), so a replay offers the same tools without starting the server.
-pub const LISTING: &str = "tools/list";
+/// The tool name of a server's tool listing in a cassette.
+pub use runtime::cassette::MCP_LISTING as LISTING;
 
 /// One tool of a server, as offered to a model.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

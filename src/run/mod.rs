@@ -2,20 +2,20 @@
 //! (`provider`), the dialect-neutral debugger session (`session`) and the interpreters.
 
 pub mod a2a;
-pub mod events;
-pub mod provider;
+pub use runtime::events;
+pub use runtime::provider;
 pub mod proctag;
 pub mod pybridge;
 pub mod script;
 pub mod sherma_state;
-pub mod session;
-pub mod nested;
+pub use runtime::session;
+pub use runtime::nested;
 pub mod sherma;
 pub mod launch;
-pub mod narrate;
+pub use runtime::narrate;
 pub mod loki;
 pub mod loki_tools;
-pub mod driver;
+pub use runtime::driver;
 pub mod mcp;
 pub mod hooks;
 pub mod rag;

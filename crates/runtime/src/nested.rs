@@ -1,7 +1,7 @@
 //! Pausing inside nested runs: a debugger's "step into" a sub-agent or a Loki agent node.
 //!
 //! A nested run (sherma `call_agent` / sub-agents as tools, a Loki `agent` node) runs to its end
-//! inside one step of its parent ([`crate::run::session::run_nested`]). To stop between two of
+//! inside one step of its parent ([`crate::session::run_nested`]). To stop between two of
 //! its steps, the thread running it waits here: [`NestedGate::before_step`] is called before
 //! every nested step and, when a pause is wanted at that depth, emits `nested_paused` (the nested
 //! run's due nodes and whole state) and blocks until the user's next command arrives through
@@ -14,8 +14,8 @@
 //! step) is the driver's part: it raises the session's pause flag for step / step into / step
 //! out and lowers it for continue (see `run::driver`).
 
-use crate::run::events::{EventBody, PauseReason};
-use crate::run::session::{Cx, Machine};
+use crate::events::{EventBody, PauseReason};
+use crate::session::{Cx, Machine};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::mpsc::Sender;

@@ -22,9 +22,9 @@
 //! Every event goes to the session's log and, as it happens, to an optional listener (the
 //! desktop shell forwards them to the UI; the CLI narrates and writes the JSONL trace).
 
-use crate::run::events::{Event, EventBody, InterruptKind, PauseReason, RunStatus};
-use crate::run::nested::{GateDecision, NestedGate};
-use crate::run::provider::{BoxProvider, CallCtl, LlmProvider, LlmRequest, LlmResponse, ProviderError};
+use crate::events::{Event, EventBody, InterruptKind, PauseReason, RunStatus};
+use crate::nested::{GateDecision, NestedGate};
+use crate::provider::{BoxProvider, CallCtl, LlmProvider, LlmRequest, LlmResponse, ProviderError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -354,7 +354,7 @@ impl<'a> Cx<'a> {
                         .model
                         .as_ref()
                         .and(request.model.as_ref())
-                        .and_then(|m| crate::llm::price::cost_usd(m, r.usage)),
+                        .and_then(|m| crate::price::cost_usd(m, r.usage)),
                 }),
                 Err(e) => self.emit(EventBody::LlmError {
                     node: request.node.clone(),
@@ -511,7 +511,7 @@ impl RunOptions {
 pub fn new_run_id() -> String {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let n = SEQ.fetch_add(1, Ordering::Relaxed);
-    format!("run-{:x}-{n}", crate::run::events::now_ms())
+    format!("run-{:x}-{n}", crate::events::now_ms())
 }
 
 /// One checkpoint: the machine as it was after `step` steps.

@@ -2,7 +2,7 @@
 //! dialects: `▸ HH:MM:SS node (kind) start`, `... done in 3ms -> next`, `FAILED in ... -- why`,
 //! and a per-node performance summary. Text only; the CLI decides where to print it.
 
-use crate::run::events::{Event, EventBody, RouteReason, RunStatus};
+use crate::events::{Event, EventBody, RouteReason, RunStatus};
 use std::collections::BTreeMap;
 
 /// Turns events into narration lines. Stateful: a node's `done` line waits for its routes.
@@ -47,7 +47,7 @@ impl Narrator {
         let mut out = Vec::new();
         if let EventBody::Route { to, reason, .. } = &ev.body {
             if let Some((_, targets)) = &mut self.pending {
-                let to = if to == crate::graph::END { "END" } else { to.as_str() };
+                let to = if to == model::graph::END { "END" } else { to.as_str() };
                 let why = match reason {
                     RouteReason::Static => String::new(),
                     RouteReason::Next => " (_next)".into(),

@@ -21,9 +21,9 @@
 //! Each LLM call scans the replies in file order, skips the ones already used and the ones
 //! targeted (`node:`) at another node, and takes the first remaining one.
 
-use crate::diag::{Diagnostic, did_you_mean};
-use crate::source::SourceFile;
-use crate::yaml::{self, YKind, YNode};
+use syntax::diag::{Diagnostic, did_you_mean};
+use syntax::source::SourceFile;
+use syntax::yaml::{self, YKind, YNode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -212,11 +212,11 @@ pub struct CallCtl<'a> {
     pub stop: &'a AtomicBool,
     pub on_text: &'a (dyn Fn(&str) + Sync),
     /// Extra events about the call (a replay's divergence report).
-    pub emit: &'a (dyn Fn(crate::run::events::EventBody) + Sync),
+    pub emit: &'a (dyn Fn(crate::events::EventBody) + Sync),
 }
 
 fn ignore_text(_: &str) {}
-fn ignore_event(_: crate::run::events::EventBody) {}
+fn ignore_event(_: crate::events::EventBody) {}
 static NEVER_STOP: AtomicBool = AtomicBool::new(false);
 
 impl CallCtl<'static> {

@@ -26,8 +26,8 @@
 //! exchange with a remote sub-agent (name `a2a:<id>`; args: URL, message, task ids; result:
 //! protocol, task state, task ids, text).
 
-use crate::run::events::EventBody;
-use crate::run::provider::{
+use crate::events::EventBody;
+use crate::provider::{
     BoxProvider, CallCtl, ErrorKind, LlmProvider, LlmRequest, LlmResponse, ModelRef, ProviderError, TokenUsage, ToolCall,
 };
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub const VERSION: u32 = 1;
+
+/// The tool name under which a run's cassette records an MCP server's tool listing (node
+/// `@mcp:<server>`), so a replay offers the same tools without starting the server.
+pub const MCP_LISTING: &str = "tools/list";
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cassette {
@@ -465,7 +469,7 @@ impl LlmProvider for Replayer {
                 }
             }
             // A cassette recorded before MCP listings were kept: list the server live.
-            None if name == crate::run::mcp::LISTING && node.starts_with("@mcp:") => return None,
+            None if name == MCP_LISTING && node.starts_with("@mcp:") => return None,
             None => Err(format!(
                 "replay: no recorded result for tool call {call} of node `{node}` (`{name}`) in {}; record the run again",
                 self.path.display()
@@ -496,7 +500,7 @@ fn short(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::provider::ScriptedProvider;
+    use crate::provider::ScriptedProvider;
 
     fn req(node: &str, text: &str) -> LlmRequest {
         LlmRequest { node: node.into(), messages: json!([{"role": "user", "content": text}]), tools: json!([]), ..Default::default() }

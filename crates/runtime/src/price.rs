@@ -3,7 +3,7 @@
 //! cost (the trace then shows tokens only). Names match by prefix, so dated snapshots
 //! (`gpt-4o-mini-2024-07-18`) take their family's price.
 
-use crate::run::provider::{ModelRef, TokenUsage};
+use crate::provider::{ModelRef, TokenUsage};
 
 /// (provider, model name prefix, $/M input, $/M output). Longer prefixes first.
 const PRICES: &[(&str, &str, f64, f64)] = &[

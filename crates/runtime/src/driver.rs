@@ -10,9 +10,9 @@
 //! Pause and stop do not wait for the worker: they set the session's flags, which the session
 //! checks before every step (and a stop also inside long steps: scripts, LLM calls).
 
-use crate::run::events::{Event, PauseReason, RunStatus};
-use crate::run::session::{Breakpoint, CheckpointInfo, Pending, RunOptions, RunSession, Status};
-use crate::run::nested::{NestedControl, NestedGate, NestedPause};
+use crate::events::{Event, PauseReason, RunStatus};
+use crate::session::{Breakpoint, CheckpointInfo, Pending, RunOptions, RunSession, Status};
+use crate::nested::{NestedControl, NestedGate, NestedPause};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::io::Write;
@@ -192,7 +192,7 @@ impl Driver {
         driver: DriverOptions,
         sink: Sink,
     ) -> Result<Driver, String> {
-        let run = options.run_id.clone().unwrap_or_else(crate::run::session::new_run_id);
+        let run = options.run_id.clone().unwrap_or_else(crate::session::new_run_id);
         options.run_id = Some(run.clone());
         options.keep_events = false;
         options.checkpoints = true;
