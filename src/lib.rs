@@ -7,8 +7,12 @@ pub use editor::edit;
 pub use expr;
 pub use model::graph;
 pub use model::layout;
-pub mod llm;
-pub mod rt;
+/// Live providers (`connect::llm`) with the cassettes and prices of `runtime`.
+pub mod llm {
+    pub use connect::llm::*;
+    pub use runtime::{cassette, price};
+}
+pub use connect::rt;
 pub use runtime::secrets;
 pub mod run;
 pub use model::skills;

@@ -1,11 +1,11 @@
 //! Runs: what a run reports to a debugger (`events`) and where its LLM replies come from
 //! (`provider`), the dialect-neutral debugger session (`session`) and the interpreters.
 
-pub mod a2a;
+pub use connect::a2a;
 pub use runtime::events;
 pub use runtime::provider;
-pub mod proctag;
-pub mod pybridge;
+pub use connect::proctag;
+pub use connect::pybridge;
 pub mod script;
 pub mod sherma_state;
 pub use runtime::session;
@@ -16,7 +16,7 @@ pub use runtime::narrate;
 pub mod loki;
 pub mod loki_tools;
 pub use runtime::driver;
-pub mod mcp;
+pub use connect::mcp;
 pub mod hooks;
 pub mod rag;
 pub mod store;

@@ -2,7 +2,7 @@
 //! OpenAI and of every server that imitates it (Ollama, vLLM, llama.cpp, OpenRouter, Groq).
 
 use super::http::{WireParser, fail, snippet};
-use crate::run::provider::{ErrorKind, LlmRequest, LlmResponse, ProviderError, TokenUsage, ToolCall};
+use runtime::provider::{ErrorKind, LlmRequest, LlmResponse, ProviderError, TokenUsage, ToolCall};
 use serde_json::{Map, Value, json};
 use std::sync::mpsc::Sender;
 

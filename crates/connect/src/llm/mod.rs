@@ -1,23 +1,20 @@
-//! Live LLM providers over HTTP, their configuration, prices, and record/replay cassettes.
+//! Live LLM providers over HTTP and their configuration (prices and cassettes are in
+//! `runtime`: they need no network).
 //!
 //! - [`LiveProvider`] sends each call to the provider the document names for the node
 //!   ([`config`] resolves names to endpoints), in the OpenAI chat-completions or Anthropic
 //!   Messages wire format, streamed; text arrives as `llm_delta` events; a stop cancels the
-//!   request in flight; failures are classified ([`crate::run::provider::ErrorKind`]).
-//! - [`cassette`] records every LLM and tool exchange of a run, and replays them offline,
-//!   reporting the first request that differs from the recording.
+//!   request in flight; failures are classified ([`runtime::provider::ErrorKind`]).
 
 pub mod anthropic;
-pub use runtime::cassette;
 pub mod config;
 pub mod http;
 pub mod keyring;
 pub mod openai;
-pub use runtime::price;
 
-use crate::doc::{Dialect, Document};
+use model::doc::{Dialect, Document};
 use crate::rt::{self, Interrupted};
-use crate::run::provider::{CallCtl, ErrorKind, LlmProvider, LlmRequest, LlmResponse, ModelRef, ProviderError};
+use runtime::provider::{CallCtl, ErrorKind, LlmProvider, LlmRequest, LlmResponse, ModelRef, ProviderError};
 use config::{LlmConfig, Wire};
 use std::time::Instant;
 

@@ -171,7 +171,7 @@ pub struct PyBridge {
 struct Proc {
     child: Child,
     /// Carried by the interpreter and everything it starts (see `proctag`).
-    tag: super::proctag::ProcTag,
+    tag: crate::proctag::ProcTag,
     stdin: Option<ChildStdin>,
     /// The protocol's replies, read on the calling thread (a reader thread would cost a second
     /// wake-up per round trip): see [`Proc::recv_line`].
@@ -280,14 +280,14 @@ impl PyBridge {
 
     fn spawn(&self) -> Result<Proc, PyError> {
         let shown = self.python.to_string_lossy().into_owned();
-        let tag = super::proctag::ProcTag::new();
+        let tag = crate::proctag::ProcTag::new();
         let mut child = Command::new(&self.python)
             .arg("-u")
             .arg("-c")
             .arg(BRIDGE_PY)
             .args(&self.sys_path)
             .env("PYTHONIOENCODING", "utf-8:backslashreplace")
-            .env(super::proctag::VAR, tag.value())
+            .env(crate::proctag::VAR, tag.value())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -20,7 +20,7 @@
 //!   claude: { wire: anthropic, api_key_env: MY_CLAUDE_KEY }
 //! ```
 
-use crate::run::provider::ModelRef;
+use runtime::provider::ModelRef;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -261,7 +261,7 @@ impl LlmConfig {
             .or_else(|| entry.and_then(|e| e.api_key.clone()).filter(|k| !k.trim().is_empty()));
         if let Some(k) = &api_key {
             // Whatever the key's source, it never shows in events, traces or errors.
-            crate::secrets::register(&key_var, k);
+            runtime::secrets::register(&key_var, k);
         }
         let key_optional = builtin.is_some_and(|b| b.4) || (builtin.is_none() && entry.is_some_and(|e| e.api_key_env.is_none()));
         let timeout = entry.and_then(|e| e.timeout_s).filter(|t| *t > 0.0).unwrap_or(120.0);

@@ -18,7 +18,7 @@
 //! the request's future, which makes rmcp send `notifications/cancelled` to the server.
 
 use crate::rt::{self, Interrupted};
-use crate::run::events::EventBody;
+use runtime::events::EventBody;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -274,7 +274,7 @@ pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// `${VAR}` and `${VAR:-default}` (braced forms only; `$$` is a literal `$`), from `lookup`.
 /// A variable that is missing and has no default is an error naming it.
 pub fn expand_env(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let (out, missing) = crate::doc::env::interpolate(text, lookup);
+    let (out, missing) = model::doc::env::interpolate(text, lookup);
     match missing.first() {
         None => Ok(out),
         Some(m) => Err(format!(
@@ -444,7 +444,7 @@ pub struct McpServer {
     /// The child's pid (= its process group id), once spawned.
     pid: Arc<Mutex<Option<u32>>>,
     /// Carried by a stdio server and everything it starts (see `proctag`).
-    tag: super::proctag::ProcTag,
+    tag: crate::proctag::ProcTag,
     /// The tools a run was offered ([`McpServer::tools`]), live or from a replay.
     offered: Mutex<Option<Vec<McpTool>>>,
 }
@@ -529,7 +529,7 @@ impl McpServer {
             conn: Mutex::new(None),
             stderr: Default::default(),
             pid: Default::default(),
-            tag: super::proctag::ProcTag::new(),
+            tag: crate::proctag::ProcTag::new(),
             offered: Mutex::new(None),
         }
     }
@@ -538,7 +538,7 @@ impl McpServer {
     /// listing recorded in its cassette (the server is not started; a cassette recorded before
     /// listings were kept lists live), a recording writes the listing down, otherwise
     /// [`McpServer::list_tools`]. Listed once per run; later calls return the same tools.
-    pub fn tools(&self, cx: &crate::run::session::Cx<'_>) -> Result<Vec<McpTool>, String> {
+    pub fn tools(&self, cx: &runtime::session::Cx<'_>) -> Result<Vec<McpTool>, String> {
         if let Some(t) = self.offered.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             return Ok(t);
         }

@@ -7,7 +7,7 @@
 //! answer with one JSON object (the nodes parse and check the reply as for any provider).
 
 use super::http::{WireParser, fail, snippet};
-use crate::run::provider::{ErrorKind, LlmRequest, LlmResponse, ProviderError, TokenUsage, ToolCall};
+use runtime::provider::{ErrorKind, LlmRequest, LlmResponse, ProviderError, TokenUsage, ToolCall};
 use serde_json::{Map, Value, json};
 use std::sync::mpsc::Sender;
 

@@ -3,7 +3,7 @@
 //! the provider's own message.
 
 use super::config::Endpoint;
-use crate::run::provider::{ErrorKind, LlmResponse, ProviderError};
+use runtime::provider::{ErrorKind, LlmResponse, ProviderError};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::Value;
