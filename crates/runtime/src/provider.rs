@@ -637,6 +637,23 @@ fn check_call(file: &SourceFile, c: &YNode, diags: &mut Vec<Diagnostic>) -> Opti
     Some(ToolCall { id, name, args })
 }
 
+/// Read a model's reply as JSON, leniently (the extraction fast path of both dialects): trim, strip leading `<think>…</think>` blocks and a surrounding
+/// code fence, parse any JSON value.
+pub fn parse_json_loose(raw: &str) -> Option<Value> {
+    let mut s = raw.trim();
+    while let Some(rest) = s.strip_prefix("<think>") {
+        let end = rest.find("</think>")?;
+        s = rest[end + "</think>".len()..].trim_start();
+    }
+    if let Some(rest) = s.strip_prefix("```json").or_else(|| s.strip_prefix("```")) {
+        s = rest.trim();
+        if let Some(inner) = s.strip_suffix("```") {
+            s = inner.trim();
+        }
+    }
+    serde_json::from_str(s).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

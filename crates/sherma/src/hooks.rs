@@ -22,10 +22,10 @@
 //! `on_chat_model_create` reaches Python executors only (as upstream). Every executor that
 //! handles a point leaves a `hook` event (outcome, changed fields, duration) for the debugger.
 
-use crate::run::events::{EventBody, HookOutcome};
-use crate::run::mcp::{McpServer, McpServerSpec};
-use crate::run::session::Cx;
-use crate::rt::{self, Interrupted};
+use runtime::events::{EventBody, HookOutcome};
+use connect::mcp::{McpServer, McpServerSpec};
+use runtime::session::Cx;
+use connect::rt::{self, Interrupted};
 use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -125,9 +125,9 @@ impl Hooks {
                             spec.timeout = timeout;
                         }
                         let label = match &spec.transport {
-                            crate::run::mcp::McpTransport::Stdio { command, .. } => format!("mcp:{command}"),
-                            crate::run::mcp::McpTransport::Http { url, .. }
-                            | crate::run::mcp::McpTransport::Sse { url } => format!("mcp:{url}"),
+                            connect::mcp::McpTransport::Stdio { command, .. } => format!("mcp:{command}"),
+                            connect::mcp::McpTransport::Http { url, .. }
+                            | connect::mcp::McpTransport::Sse { url } => format!("mcp:{url}"),
                         };
                         execs.push(Executor {
                             label,
@@ -220,12 +220,12 @@ impl Hooks {
         let body = json!({"jsonrpc": "2.0", "method": point, "params": sendable(ctx), "id": id});
         let url_owned = url.to_string();
         let fut = async move {
-            let resp = crate::llm::http::client()
+            let resp = connect::llm::http::client()
                 .post(&url_owned)
                 .json(&body)
                 .send()
                 .await
-                .map_err(|e| format!("cannot reach the hook server: {}", crate::llm::http::error_chain(&e)))?;
+                .map_err(|e| format!("cannot reach the hook server: {}", connect::llm::http::error_chain(&e)))?;
             let status = resp.status();
             if let Some(len) = resp.content_length()
                 && len as usize > MAX_RESPONSE

@@ -21,8 +21,8 @@
 //! Snapshots are cheap: each field is an `Arc<Value>`, so [`State::snapshot`] clones pointers,
 //! and the JSON view handed to CEL is built once per state version and shared.
 
-use crate::doc::sherma::{AgentDef, NodeArgs, NodeDef};
-use crate::expr::{Bindings, CelEngine, CelProgram};
+use model::doc::sherma::{AgentDef, NodeArgs, NodeDef};
+use expr::{Bindings, CelEngine, CelProgram};
 use std::collections::HashMap;
 use std::sync::RwLock;
 use serde_json::{Map, Value};
@@ -426,7 +426,7 @@ pub fn run_data_transform_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{Model, load_str};
+    use model::doc::{Model, load_str};
     use serde_json::json;
     use std::path::Path;
 

@@ -10,8 +10,8 @@
 
 use super::ShermaMachine;
 use super::remote::RemoteWait;
-use crate::graph::END;
-use crate::run::sherma_state::State;
+use model::graph::END;
+use crate::state::State;
 use serde_json::{Value, json};
 
 /// The version of this snapshot layout; a restore refuses others.
@@ -104,9 +104,9 @@ impl ShermaMachine {
 
 #[cfg(test)]
 mod tests {
-    use crate::run::provider::ScriptedProvider;
-    use crate::run::session::{Machine, RunOptions, RunSession, Status};
-    use crate::run::sherma::{ShermaMachine, ShermaOptions};
+    use runtime::provider::ScriptedProvider;
+    use runtime::session::{Machine, RunOptions, RunSession, Status};
+    use crate::machine::{ShermaMachine, ShermaOptions};
     use serde_json::{Value, json};
     use std::sync::Arc;
 
@@ -167,7 +167,7 @@ agents:
 "#;
 
     fn machine() -> ShermaMachine {
-        let doc = Arc::new(crate::doc::load_str(std::path::Path::new("/tmp/durable-agent.yaml"), AGENT));
+        let doc = Arc::new(model::doc::load_str(std::path::Path::new("/tmp/durable-agent.yaml"), AGENT));
         ShermaMachine::new(doc, None, Value::String("hi".into()), ShermaOptions::default()).unwrap()
     }
 
@@ -198,10 +198,10 @@ agents:
         assert_eq!(m.due(), vec!["ask".to_string()]);
         assert_eq!(m.snapshot(), snap["machine"]);
         let p = provider();
-        use crate::run::provider::LlmProvider;
+        use runtime::provider::LlmProvider;
         p.restore_position(&snap["provider"]).unwrap();
         let (at, _, _) =
-            crate::run::session::ResumePoint::parse(&snap, Status::Interrupted { pending: pending.clone() }).unwrap();
+            runtime::session::ResumePoint::parse(&snap, Status::Interrupted { pending: pending.clone() }).unwrap();
         let mut resumed = RunSession::resume(Box::new(m), Value::Null, at, RunOptions::new(p));
         resumed.answer(&pending.id, json!("yes")).unwrap();
         resumed.run();
@@ -232,13 +232,13 @@ agents:
         - {source: s, target: y}
 "#;
         let mk = || {
-            let doc = Arc::new(crate::doc::load_str(
+            let doc = Arc::new(model::doc::load_str(
                 std::path::Path::new("/tmp/fan.yaml"),
                 yaml,
             ));
             ShermaMachine::new(doc, None, Value::Null, ShermaOptions::default()).unwrap()
         };
-        let none = || Box::new(crate::run::provider::NoProvider);
+        let none = || Box::new(runtime::provider::NoProvider);
         let mut first = RunSession::new(Box::new(mk()), Value::Null, RunOptions::new(none()));
         first.step();
         first.step(); // s, x: `y` is still to run on the state after `s`
@@ -250,7 +250,7 @@ agents:
         let mut m = mk();
         m.restore(&snap["machine"]).unwrap();
         assert_eq!(m.snapshot(), snap["machine"]);
-        let (at, _, _) = crate::run::session::ResumePoint::parse(&snap, Status::Ready).unwrap();
+        let (at, _, _) = runtime::session::ResumePoint::parse(&snap, Status::Ready).unwrap();
         let mut resumed = RunSession::resume(Box::new(m), Value::Null, at, RunOptions::new(none()));
         resumed.run();
         let st = resumed.state();

@@ -1,12 +1,12 @@
 //! sherma skills at run time: remote skill cards (a `skills` entry's `url`) and files under a
 //! URL `base_uri` fetched over HTTP, a skill's files read only from inside its folder, and the
 //! Agent-Skills `activate_skill` tool (the `agent_skills` extension). The parsing and discovery
-//! live in `crate::skills`; the seven sherma skill tools call in here for their files.
+//! live in `model::skills`; the seven sherma skill tools call in here for their files.
 
-use crate::doc::sherma::ShermaDoc;
-use crate::doc::{Document, Model};
-use crate::skills::{self, AgentSkill, LoadedCard, MAX_SKILL_FILE, Scope, SkillCard};
-use crate::source::SourceFile;
+use model::doc::sherma::ShermaDoc;
+use model::doc::{Document, Model};
+use model::skills::{self, AgentSkill, LoadedCard, MAX_SKILL_FILE, Scope, SkillCard};
+use syntax::source::SourceFile;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -24,7 +24,7 @@ fn is_url(s: &str) -> bool {
 pub fn fetch_text(url: &str, stop: Option<&AtomicBool>) -> Result<String, String> {
     let u = url.to_string();
     let fut = async move {
-        let mut resp = crate::llm::http::client().get(&u).send().await.map_err(|e| transport(&e))?;
+        let mut resp = connect::llm::http::client().get(&u).send().await.map_err(|e| transport(&e))?;
         let status = resp.status();
         if !status.is_success() {
             return Err(format!("HTTP {status}"));
@@ -41,10 +41,10 @@ pub fn fetch_text(url: &str, stop: Option<&AtomicBool>) -> Result<String, String
         }
         String::from_utf8(body).map_err(|_| "the response is not UTF-8 text".to_string())
     };
-    match crate::rt::block_on_until(fut, stop, Some(Instant::now() + FETCH_TIMEOUT)) {
+    match connect::rt::block_on_until(fut, stop, Some(Instant::now() + FETCH_TIMEOUT)) {
         Ok(r) => r,
-        Err(crate::rt::Interrupted::Stopped) => Err("cancelled: the run was stopped".into()),
-        Err(crate::rt::Interrupted::TimedOut) => {
+        Err(connect::rt::Interrupted::Stopped) => Err("cancelled: the run was stopped".into()),
+        Err(connect::rt::Interrupted::TimedOut) => {
             Err(format!("no complete answer within {} s", FETCH_TIMEOUT.as_secs()))
         }
     }

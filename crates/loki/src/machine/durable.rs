@@ -72,9 +72,9 @@ impl LokiMachine {
 
 #[cfg(test)]
 mod tests {
-    use crate::run::loki::LokiMachine;
-    use crate::run::provider::NoProvider;
-    use crate::run::session::{Machine, ResumePoint, RunOptions, RunSession, Status};
+    use crate::machine::LokiMachine;
+    use runtime::provider::NoProvider;
+    use runtime::session::{Machine, ResumePoint, RunOptions, RunSession, Status};
     use serde_json::{Value, json};
     use std::sync::Arc;
 
@@ -113,7 +113,7 @@ nodes:
         if std::fs::read_to_string(&path).ok().as_deref() != Some(GRAPH) {
             std::fs::write(&path, GRAPH).unwrap();
         }
-        let doc = Arc::new(crate::doc::load_path(&path));
+        let doc = Arc::new(model::doc::load_path(&path));
         LokiMachine::new(doc, "hello", None).unwrap()
     }
 

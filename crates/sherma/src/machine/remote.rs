@@ -1,5 +1,5 @@
 //! Remote sub-agents of a sherma run over A2A (`sub_agents` entries with `url` and no
-//! `yaml_path`), through [`crate::run::a2a`].
+//! `yaml_path`), through [`connect::a2a`].
 //!
 //! - `call_agent` sends the node's input as one user message; the reply's text becomes an AI
 //!   message in `messages`, as for a local sub-agent.
@@ -15,12 +15,12 @@
 //!   text; a failure as the result's `error`).
 
 use super::{NodeError, NodeResult, ShermaMachine, Tool, ToolKind, display};
-use crate::doc::sherma::Expr;
-use crate::run::a2a::{RemoteAgent, TaskState};
-use crate::run::events::{EventBody, InterruptKind};
-use crate::run::provider::ToolCall;
-use crate::run::session::{Cx, Pending};
-use crate::run::sherma_state::{MESSAGES, message};
+use model::doc::sherma::Expr;
+use connect::a2a::{RemoteAgent, TaskState};
+use runtime::events::{EventBody, InterruptKind};
+use runtime::provider::ToolCall;
+use runtime::session::{Cx, Pending};
+use crate::state::{MESSAGES, message};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Mutex;

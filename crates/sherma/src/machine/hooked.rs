@@ -5,9 +5,9 @@
 //! as upstream's `send_message` does per message.
 
 use super::{NodeError, ShermaMachine};
-use crate::run::provider::{ModelRef, ToolCall};
-use crate::run::session::{Cx, StepOutcome};
-use crate::run::sherma_state::State;
+use runtime::provider::{ModelRef, ToolCall};
+use runtime::session::{Cx, StepOutcome};
+use crate::state::State;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -139,7 +139,7 @@ impl ShermaMachine {
             }
             for m in msgs {
                 match m {
-                    Value::Object(o) => rebuilt.push(super::to_wire(&crate::run::sherma_state::normalize_message(o))),
+                    Value::Object(o) => rebuilt.push(super::to_wire(&crate::state::normalize_message(o))),
                     Value::String(s) => rebuilt.push(json!({"role": "user", "content": s})),
                     other => return Err(NodeError::hook(format!("before_llm_call: {other} is not a message"))),
                 }
@@ -312,7 +312,7 @@ impl ShermaMachine {
             m.name = n.to_string();
         }
         if out.get("chat_model").is_some_and(|c| !c.is_null()) {
-            cx.emit(crate::run::events::EventBody::Log {
+            cx.emit(runtime::events::EventBody::Log {
                 source: "hooks".into(),
                 text: format!(
                     "on_chat_model_create for `{llm_id}` supplied a Python chat model; Switchyard calls the provider itself \

@@ -26,11 +26,11 @@
 //! - **Output**: `{context, sources}`: `context` is the hits joined by a blank line, each as
 //!   `[Source: <source>]\n<chunk>`; `sources` the hits' sources without repeats, in rank order.
 
-use crate::doc::loki::RagNode;
-use crate::llm::config::{Endpoint, LlmConfig, Wire};
-use crate::llm::http;
-use crate::rt::{self, Interrupted};
-use crate::run::provider::{ErrorKind, ModelRef, ProviderError};
+use model::doc::loki::RagNode;
+use connect::llm::config::{Endpoint, LlmConfig, Wire};
+use connect::llm::http;
+use connect::rt::{self, Interrupted};
+use runtime::provider::{ErrorKind, ModelRef, ProviderError};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -38,17 +38,17 @@
 //! | `{{.}}` renders the whole state | not found (whole-state references are not resolved) |
 //! | narration times are local time | UTC (no time-zone database in the engine) |
 
-use crate::doc::loki::{AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody, Reducer};
-use crate::doc::{Document, load_path};
-use crate::expr::template::{self, TemplateError};
-use crate::run::loki_tools;
-use crate::run::pybridge::PyBridge;
-use crate::run::events::{EventBody, InterruptKind, RouteReason};
-use crate::run::mcp::{McpPool, McpServer, McpTool};
-use crate::run::rag::{self, RagStore};
-use crate::run::provider::{LlmRequest, ModelRef};
-use crate::run::script::run_script_until;
-use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
+use model::doc::loki::{AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody, Reducer};
+use model::doc::{Document, load_path};
+use expr::template::{self, TemplateError};
+use crate::tools as loki_tools;
+use connect::pybridge::PyBridge;
+use runtime::events::{EventBody, InterruptKind, RouteReason};
+use connect::mcp::{McpPool, McpServer, McpTool};
+use crate::rag::{self, RagStore};
+use runtime::provider::{LlmRequest, ModelRef, parse_json_loose};
+use crate::script::run_script_until;
+use runtime::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -120,7 +120,7 @@ impl LokiMachine {
             return Err(format!("`{}` is not a Loki graph (graph.yaml) document", doc.path.display()));
         };
         if l.settings.validate_before_run {
-            let errors: Vec<String> = crate::validate::validate(&doc, None)
+            let errors: Vec<String> = model::validate::validate(&doc, None)
                 .into_iter()
                 .filter(|d| d.is_error())
                 .map(|d| format!("  {}:{}:{}: {}", d.file, d.line, d.column, d.message))
@@ -163,7 +163,7 @@ impl LokiMachine {
             frontier.insert(s.value.clone());
         }
         let servers: Vec<String> = l.mcp_servers.iter().map(|s| s.value.clone()).collect();
-        let mcp = Arc::new(crate::run::mcp::loki_pool(&l.agent_dir, &servers));
+        let mcp = Arc::new(connect::mcp::loki_pool(&l.agent_dir, &servers));
         Ok(LokiMachine {
             doc,
             agent,
@@ -184,7 +184,7 @@ impl LokiMachine {
 
     /// Send the rag nodes' embedding requests where `config` says (default: the process's
     /// provider file and environment, read when first needed). Nested agent runs inherit it.
-    pub fn with_llm_config(mut self, config: Arc<crate::llm::config::LlmConfig>) -> LokiMachine {
+    pub fn with_llm_config(mut self, config: Arc<connect::llm::config::LlmConfig>) -> LokiMachine {
         self.rag = Arc::new(RagStore::new(Some(config)));
         self
     }
@@ -1109,7 +1109,7 @@ impl Exec<'_, '_> {
             .iter()
             .filter_map(|t| std::path::Path::new(&t.value).file_stem().map(|s| s.to_string_lossy().into_owned()))
             .collect();
-        universe.extend(crate::validate::loki::agent_tool_functions(&self.l.agent_dir).unwrap_or_default());
+        universe.extend(model::validate::loki::agent_tool_functions(&self.l.agent_dir).unwrap_or_default());
         let servers: Vec<&str> = self.l.mcp_servers.iter().map(|s| s.value.as_str()).collect();
         let mut out = Vec::new();
         for t in list {
@@ -1338,7 +1338,7 @@ impl Exec<'_, '_> {
     /// knowledge base, built or updated first when needed, within the node's `timeout`. The
     /// debugger sees a `log` line about the knowledge base and a `tool_call` / `tool_result`
     /// pair named `rag:<node>` with the query and the hits.
-    fn run_rag(&self, id: &str, r: &crate::doc::loki::RagNode, st: &LokiState) -> Result<Value, String> {
+    fn run_rag(&self, id: &str, r: &model::doc::loki::RagNode, st: &LokiState) -> Result<Value, String> {
         let query = Scope::new(st)
             .strict(r.query_text())
             .map_err(|e| format!("Failed to interpolate rag node query: {e}"))?;
@@ -1361,7 +1361,7 @@ impl Exec<'_, '_> {
                 log(format!("warning: `{field}` is ignored (Switchyard has no rerankers or graph RAG)"));
             }
         }
-        let call = crate::run::provider::ToolCall {
+        let call = runtime::provider::ToolCall {
             id: format!("rag-{id}-{}", self.cx.step),
             name: source.clone(),
             args: json!({"query": query, "top_k": spec.top_k()}),
@@ -1460,23 +1460,6 @@ fn merge_object(st: &mut LokiState, v: &Value) {
     }
 }
 
-/// The extraction fast path: trim, strip leading `<think>…</think>` blocks and a surrounding
-/// code fence, parse any JSON value.
-pub fn parse_json_loose(raw: &str) -> Option<Value> {
-    let mut s = raw.trim();
-    while let Some(rest) = s.strip_prefix("<think>") {
-        let end = rest.find("</think>")?;
-        s = rest[end + "</think>".len()..].trim_start();
-    }
-    if let Some(rest) = s.strip_prefix("```json").or_else(|| s.strip_prefix("```")) {
-        s = rest.trim();
-        if let Some(inner) = s.strip_suffix("```") {
-            s = inner.trim();
-        }
-    }
-    serde_json::from_str(s).ok()
-}
-
 /// Run `f` over `items` on at most `limit` threads; results in input order.
 fn par_map<T: Sync, R: Send>(items: &[T], limit: usize, f: &(dyn Fn(usize, &T) -> R + Sync)) -> Vec<R> {
     if items.len() <= 1 || limit <= 1 {
@@ -1553,7 +1536,7 @@ mod tests {
     }
 
     fn doc(yaml: &str) -> Arc<Document> {
-        Arc::new(crate::doc::load_str(std::path::Path::new("/tmp/agents/t/graph.yaml"), yaml))
+        Arc::new(model::doc::load_str(std::path::Path::new("/tmp/agents/t/graph.yaml"), yaml))
     }
 
     const TINY: &str = "name: t\nstart: e\nreducers:\n  n: sum\n  log: append\nnodes:\n  e:\n    type: end\n";

@@ -49,7 +49,7 @@
 //! `$LOKI_CONFIG_DIR/functions/tools/` or `~/.config/loki/functions/tools/`. A whitelist entry
 //! names a global tool by its file stem (`web_search` for `web_search.sh`).
 
-use crate::run::script::{
+use crate::script::{
     OUTPUT_LIMIT, STDERR_TAIL_LINES, TempFile, Unfinished, on_path, run_supervised, tail_lines,
     ts_runtime,
 };

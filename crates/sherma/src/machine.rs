@@ -27,16 +27,16 @@
 //!   or naming a tool not declared locally, a tool node calling one), not at load; their tools
 //!   join the registry as `<tool_prefix><name>` after the declared ones (`hooks.*` never).
 
-use crate::doc::sherma::{AgentDef, CallLlm, Entity, NodeArgs, NodeDef, ShermaDoc, SubAgentsAsTools};
-use crate::doc::{Document, Model};
-use crate::expr::CelEngine;
-use crate::graph::lower_sherma::{self, Cond, EffKind, Effective};
-use crate::graph::{END, START};
-use crate::run::events::{EventBody, InterruptKind, RouteReason};
-use crate::run::mcp::{McpPool, McpServerSpec};
-use crate::run::provider::{LlmRequest, ModelRef, ToolCall};
-use crate::run::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
-use crate::run::sherma_state::{self, MESSAGES, State, message, normalize_message};
+use model::doc::sherma::{AgentDef, CallLlm, Entity, NodeArgs, NodeDef, ShermaDoc, SubAgentsAsTools};
+use model::doc::{Document, Model};
+use expr::CelEngine;
+use model::graph::lower_sherma::{self, Cond, EffKind, Effective};
+use model::graph::{END, START};
+use runtime::events::{EventBody, InterruptKind, RouteReason};
+use connect::mcp::{McpPool, McpServerSpec};
+use runtime::provider::{LlmRequest, ModelRef, ToolCall};
+use runtime::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
+use crate::state::{self as sherma_state, MESSAGES, State, message, normalize_message};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
@@ -87,7 +87,7 @@ pub struct ShermaOptions {
     /// Runs `import_path` tools; default: the Python bridge, started on first use.
     pub tools: Option<Arc<Mutex<dyn ToolRunner>>>,
     /// Timeouts and limits of remote (A2A) sub-agents.
-    pub a2a: crate::run::a2a::A2aOptions,
+    pub a2a: connect::a2a::A2aOptions,
 }
 
 impl Default for ShermaOptions {
@@ -167,7 +167,7 @@ struct Shared {
     /// binds the tools of a loaded skill that names the server.
     skill_mcp_tools: Mutex<std::collections::BTreeMap<String, Vec<Tool>>>,
     /// The hook executors (`hooks:`), in declaration order.
-    hooks: crate::run::hooks::Hooks,
+    hooks: crate::hooks::Hooks,
     /// Models as `on_chat_model_create` hooks left them, by `llms` id.
     chat_models: Mutex<std::collections::HashMap<String, ModelRef>>,
 }
@@ -281,7 +281,7 @@ impl Shared {
         }
         let mut path = vec![self.doc.base_dir.clone()];
         path.extend(self.opts.python_path.iter().cloned());
-        let bridge = crate::run::pybridge::PyBridge::start(self.opts.python.as_deref(), &path)
+        let bridge = connect::pybridge::PyBridge::start(self.opts.python.as_deref(), &path)
             .map_err(|e| e.to_string())?;
         let r: Arc<Mutex<dyn ToolRunner>> = Arc::new(Mutex::new(bridge));
         *slot = Some(r.clone());
@@ -289,18 +289,18 @@ impl Shared {
     }
 }
 
-impl ToolRunner for crate::run::pybridge::PyBridge {
+impl ToolRunner for connect::pybridge::PyBridge {
     fn call(&mut self, import_path: &str, args: &Value, timeout: Duration) -> Result<Value, String> {
-        crate::run::pybridge::PyBridge::call(self, import_path, args, timeout).map_err(|e| e.to_string())
+        connect::pybridge::PyBridge::call(self, import_path, args, timeout).map_err(|e| e.to_string())
     }
     fn call_until(&mut self, import_path: &str, args: &Value, timeout: Duration, stop: &std::sync::atomic::AtomicBool) -> Result<Value, String> {
-        crate::run::pybridge::PyBridge::call_until(self, import_path, args, timeout, Some(stop)).map_err(|e| e.to_string())
+        connect::pybridge::PyBridge::call_until(self, import_path, args, timeout, Some(stop)).map_err(|e| e.to_string())
     }
     fn describe(&mut self, import_path: &str) -> Option<(String, Value)> {
-        crate::run::pybridge::PyBridge::describe(self, import_path).ok().map(|i| (i.description, i.schema))
+        connect::pybridge::PyBridge::describe(self, import_path).ok().map(|i| (i.description, i.schema))
     }
     fn hook(&mut self, import_path: &str, method: &str, ctx: &Value, timeout: Duration) -> Result<Option<Value>, String> {
-        crate::run::pybridge::PyBridge::hook(self, import_path, method, ctx, timeout).map_err(|e| e.to_string())
+        connect::pybridge::PyBridge::hook(self, import_path, method, ctx, timeout).map_err(|e| e.to_string())
     }
 }
 
@@ -386,7 +386,7 @@ impl ShermaMachine {
         let remotes = Default::default();
         let mcp = build_mcp_pool(sd, &doc.base_dir, opts.tool_timeout);
         let hook_entries: Vec<Value> = sd.hooks.iter().map(hook_entry).collect();
-        let (hooks, bad_hooks) = crate::run::hooks::Hooks::from_entries(&hook_entries, &doc.base_dir);
+        let (hooks, bad_hooks) = crate::hooks::Hooks::from_entries(&hook_entries, &doc.base_dir);
         if let Some(b) = bad_hooks.first() {
             return Err(format!("{} cannot run: {b}", doc.path.display()));
         }
@@ -1055,7 +1055,7 @@ impl ShermaMachine {
         if cx.depth >= 8 {
             return Err(format!("sub-agent `{id}`: nesting deeper than 8 levels (a sub-agent calling itself?)"));
         }
-        let doc = Arc::new(crate::doc::load_path(&path));
+        let doc = Arc::new(model::doc::load_path(&path));
         let mut child = ShermaMachine::new(doc, None, Value::String(request.to_string()), self.shared.opts.clone())
             .map_err(|e| format!("sub-agent `{id}`: {e}"))?;
         match run_nested(&mut child, cx, node, Value::String(request.to_string()), None) {
@@ -1596,7 +1596,7 @@ fn truncate(s: &str, n: usize) -> String {
 /// A reply as a JSON object: the whole text, or inside ``` fences (after any leading
 /// `<think>` blocks), parsed the same way as Loki's structured output.
 fn parse_json_reply(text: &str) -> Option<Value> {
-    crate::run::loki::parse_json_loose(text).filter(Value::is_object)
+    runtime::provider::parse_json_loose(text).filter(Value::is_object)
 }
 
 fn sleep_unless_stopped(d: Duration, cx: &Cx<'_>) {

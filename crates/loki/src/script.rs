@@ -381,7 +381,7 @@ pub(crate) fn run_supervised(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let tag = super::proctag::ProcTag::new();
+    let tag = connect::proctag::ProcTag::new();
     tag.apply(cmd);
     let mut child = cmd.spawn().map_err(Unfinished::Spawn)?;
     let group = ProcessGroup(child.id() as i32, tag);
@@ -552,7 +552,7 @@ fn wait_until(child: &mut Child, deadline: Instant, stop: Option<&std::sync::ato
 
 /// The supervised process's group, and the tag its descendants carry (which finds those that
 /// left the group with `setsid`).
-struct ProcessGroup(i32, super::proctag::ProcTag);
+struct ProcessGroup(i32, connect::proctag::ProcTag);
 
 impl ProcessGroup {
     fn kill(&self) {
