@@ -457,10 +457,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         Some(db) => {
             let started = (|| {
                 let llm = launch::llm_choice(&doc, &req);
-                let mut provider = launch::provider_from_choice(&doc, &llm)?;
-                if let Some(path) = &req.record {
-                    provider = Box::new(switchyard::llm::cassette::Recorder::new(provider, path));
-                }
+                let provider = launch::provider(&doc, &llm, req.record.as_deref())?;
                 switchyard::run::store::start(&db, doc.clone(), &req, llm, Some(provider), options)
             })();
             match started {

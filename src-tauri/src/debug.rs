@@ -12,8 +12,6 @@ use std::sync::{Arc, Mutex};
 use switchyard::doc::{Dialect, load_str};
 use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, Sink, read_trace};
 use switchyard::run::launch::{self, RunRequest};
-use switchyard::llm::LiveProvider;
-use switchyard::llm::cassette::{Recorder, Replayer};
 use switchyard::run::provider::{BoxProvider, NoProvider};
 use switchyard::run::launch::LlmChoice;
 use switchyard::run::session::{Breakpoint, RunOptions, new_run_id};
@@ -136,53 +134,18 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
     if p.is_absolute() { p } else { base.join(p) }
 }
 
-fn provider(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> Res<BoxProvider> {
-    match mode {
-        LlmMode::None => Ok(Box::new(NoProvider)),
-        LlmMode::Scripted { script } => {
-            let path = match script.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-                Some(p) => {
-                    let p = PathBuf::from(p);
-                    Some(if p.is_absolute() { p } else { base.join(p) })
-                }
-                None => launch::default_script(doc),
-            };
-            match path {
-                // Agents without LLM nodes need no replies; one that calls a model fails at that
-                // node with a message saying where replies are looked for.
-                None => Ok(Box::new(NoProvider)),
-                Some(p) => launch::scripted(&p).map_err(CmdError::new),
-            }
+/// The provider of `choice`, decided where the CLI decides it (`launch::provider`: live runs get
+/// the keyring's keys through the same resolver), with the app's hint on a missing key.
+fn provider(choice: &LlmChoice, doc: &switchyard::doc::Document, record: Option<&Path>) -> Res<BoxProvider> {
+    launch::provider(doc, choice, record).map_err(|e| {
+        if matches!(choice, LlmChoice::Live { .. }) && e.starts_with("cannot run live") {
+            CmdError::new(format!(
+                "{e}\nAdd the key in Settings (⚙ in the toolbar), or set the variable before starting the app."
+            ))
+        } else {
+            CmdError::new(e)
         }
-        LlmMode::Replay { cassette, strict } => {
-            let path = match cassette.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-                Some(p) => resolve(base, p),
-                None => launch::default_cassette(doc).ok_or_else(|| {
-                    CmdError::new(format!(
-                        "no cassette beside the agent ({}.cassette.json or cassette.json in {}): name one, or record a run first (Record to cassette)",
-                        doc.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
-                        base.display()
-                    ))
-                })?,
-            };
-            Replayer::load(&path, strict.unwrap_or(false)).map(|r| Box::new(r) as BoxProvider).map_err(CmdError::new)
-        }
-        LlmMode::Live { model } => {
-            // The provider file, the OS keyring's keys (Settings), the environment.
-            let mut config = crate::settings::llm_config().map_err(CmdError::new)?;
-            if let Some(m) = model.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
-                config = config.with_default_model(m);
-            }
-            let live = LiveProvider::new(config);
-            live.preflight(&switchyard::llm::models_used(doc))
-                .map_err(|e| {
-                    CmdError::new(format!(
-                        "cannot run live:\n{e}\nAdd the key in Settings (⚙ in the toolbar), or set the variable before starting the app."
-                    ))
-                })?;
-            Ok(Box::new(live))
-        }
-    }
+    })
 }
 
 #[tauri::command]
@@ -206,12 +169,10 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     let agent = config.agent.clone().or(if dialect == "sherma" { selected } else { None });
     let req = RunRequest { agent: agent.clone(), input: config.input.clone(), state: config.state.clone(), ..RunRequest::default() };
     let base = doc.base_dir.clone();
-    let mut llm = provider(&config.llm, &base, &doc)?;
-    if let Some(rec) = config.record.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        llm = Box::new(Recorder::new(llm, &resolve(&base, rec)));
-    }
-    let llm_text = llm.describe();
     let choice = llm_choice(&config.llm, &base, &doc);
+    let record = config.record.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(|r| resolve(&base, r));
+    let llm = provider(&choice, &doc, record.as_deref())?;
+    let llm_text = llm.describe();
     let run = new_run_id();
     let agent_name = agent.clone().unwrap_or_else(|| {
         path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "agent".into())
@@ -291,17 +252,6 @@ fn llm_choice(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> L
     }
 }
 
-/// The provider of a saved choice, built as `run_start` builds it (live: the keyring's keys).
-fn mode_of(choice: &LlmChoice) -> LlmMode {
-    let text = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-    match choice {
-        LlmChoice::None => LlmMode::None,
-        LlmChoice::Scripted { script } => LlmMode::Scripted { script: text(script) },
-        LlmChoice::Replay { cassette, strict } => LlmMode::Replay { cassette: text(cassette), strict: *strict },
-        LlmChoice::Live { model } => LlmMode::Live { model: model.clone() },
-    }
-}
-
 #[derive(Debug, Serialize)]
 pub struct RunsList {
     /// The run store's file.
@@ -363,7 +313,7 @@ pub async fn run_resume(
         let id3 = id2.clone();
         let build = move |opts: RunOptions| {
             let make = |doc: &switchyard::doc::Document, choice: &LlmChoice| {
-                provider(&mode_of(choice), &doc.base_dir, doc).map_err(|e| e.message)
+                provider(choice, doc, None).map_err(|e| e.message)
             };
             let (session, rec) = store::resume(&d, &id3, Some(&make), opts)?;
             *info2.lock().unwrap_or_else(|p| p.into_inner()) = Some(rec);

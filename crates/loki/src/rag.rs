@@ -1231,8 +1231,9 @@ impl std::fmt::Debug for RagStore {
 }
 
 impl RagStore {
-    /// A store whose embeddings go where `config` says (`None`: the process's configuration,
-    /// [`LlmConfig::from_env`], read when first needed).
+    /// A store whose embeddings go where `config` says (`None`: the configuration of live runs,
+    /// `connect::llm::keyring::llm_config` — provider file, OS keyring, environment — read when
+    /// first needed).
     pub fn new(config: Option<Arc<LlmConfig>>) -> RagStore {
         RagStore { config: Mutex::new(config), slots: Mutex::default() }
     }
@@ -1247,7 +1248,7 @@ impl RagStore {
         if let Some(c) = slot.as_ref() {
             return Ok(c.clone());
         }
-        let c = Arc::new(LlmConfig::from_env()?);
+        let c = Arc::new(connect::llm::keyring::llm_config()?);
         *slot = Some(c.clone());
         Ok(c)
     }

@@ -145,13 +145,6 @@ impl LlmConfig {
         Some(base.join("switchyard").join("providers.yaml"))
     }
 
-    /// The configuration of this process: the default provider file (if any) and the
-    /// environment.
-    pub fn from_env() -> Result<LlmConfig, String> {
-        let env: BTreeMap<String, String> = std::env::vars().collect();
-        LlmConfig::load(Self::default_path().as_deref(), env)
-    }
-
     /// `path` (missing is fine; unreadable or malformed is an error naming the file) and the
     /// given environment.
     pub fn load(path: Option<&Path>, env: BTreeMap<String, String>) -> Result<LlmConfig, String> {

@@ -1,19 +1,20 @@
-//! Durable runs: the run store itself is [`runtime::store`] (SQL only, no dialect); starting a
-//! durable session and resuming one need the dialects' machines, so they live here.
+//! Durable runs: the run store itself is [`runtime::store`] (SQL only, no dialect, re-exported
+//! here); starting a durable session and resuming one need the dialects' machines and the
+//! provider decision, so they live in this crate.
 
 pub use runtime::store::*;
 
-use crate::doc::{Dialect, Document};
-use crate::run::launch::{self, LlmChoice, RunRequest};
-use crate::run::provider::BoxProvider;
-use crate::run::session::{ResumePoint, RunOptions, RunSession, Status};
-use crate::run::sherma::ShermaOptions;
+use crate::{LlmChoice, RunRequest};
+use model::doc::{Dialect, Document};
+use runtime::provider::BoxProvider;
+use runtime::session::{ResumePoint, RunOptions, RunSession, Status};
+use sherma::ShermaOptions;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn now_ms() -> i64 {
-    crate::run::events::now_ms() as i64
+    runtime::events::now_ms() as i64
 }
 
 /// How a durable run is started or resumed.
@@ -48,18 +49,18 @@ pub fn start(
     };
     let provider = match provider {
         Some(p) => p,
-        None => launch::provider_from_choice(&doc, &llm)?,
+        None => crate::provider_from_choice(&doc, &llm)?,
     };
-    let machine = launch::machine_for(doc.clone(), req, ShermaOptions::default())?;
+    let machine = crate::machine_for(doc.clone(), req, ShermaOptions::default())?;
     if machine.snapshot().is_null() {
         return Err("this run cannot be made durable".into());
     }
-    let id = options.run_id.clone().unwrap_or_else(crate::run::session::new_run_id);
+    let id = options.run_id.clone().unwrap_or_else(runtime::session::new_run_id);
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let mut saved = req.clone();
     saved.record = None;
     saved.python_path = saved.python_path.iter().map(|p| abs(p)).collect();
-    let input = launch::input_of(req);
+    let input = crate::input_of(req);
     let now = now_ms();
     store.insert(&RunRecord {
         id: id.clone(),
@@ -115,7 +116,7 @@ pub fn resume(
     let Some((_, snap)) = store.latest_checkpoint(id)? else {
         return Err(format!("run {id} has no checkpoint in {} yet", d.db.display()));
     };
-    let doc = crate::doc::load_path(Path::new(&rec.file));
+    let doc = model::doc::load_path(Path::new(&rec.file));
     if doc.io_error {
         let why = doc.diagnostics.first().map(|x| x.message.clone()).unwrap_or_default();
         return Err(format!("run {id}: cannot read its agent file {}: {why}", rec.file));
@@ -132,16 +133,16 @@ pub fn resume(
     let status = match (rec.status.as_str(), &rec.pending) {
         ("interrupted", Some(p)) => Status::Interrupted { pending: p.clone() },
         ("interrupted", None) => return Err(format!("run {id} is interrupted but its question was not saved")),
-        ("paused", _) => Status::Paused { reason: crate::run::events::PauseReason::Requested },
+        ("paused", _) => Status::Paused { reason: runtime::events::PauseReason::Requested },
         _ => Status::Ready,
     };
     let (at, machine_snap, position) = ResumePoint::parse(&snap, status).map_err(|e| format!("run {id}: {e}"))?;
-    let mut machine = launch::machine_for(doc.clone(), &rec.request, ShermaOptions::default())
+    let mut machine = crate::machine_for(doc.clone(), &rec.request, ShermaOptions::default())
         .map_err(|e| format!("run {id}: {e}"))?;
     machine.restore(&machine_snap).map_err(|e| format!("run {id}: {e}"))?;
     let provider = match make_provider {
         Some(f) => f(&doc, &rec.llm)?,
-        None => launch::provider_from_choice(&doc, &rec.llm)?,
+        None => crate::provider_from_choice(&doc, &rec.llm)?,
     };
     provider.restore_position(&position).map_err(|e| format!("run {id}: {e}"))?;
     options.provider = provider;
@@ -154,7 +155,7 @@ pub fn resume(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::events::RunStatus;
+    use runtime::events::RunStatus;
 
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("sy-durable-{}-{name}", std::process::id()));
@@ -168,14 +169,14 @@ mod tests {
         let dir = tmp("failwrite");
         let db = dir.join("runs.sqlite");
         let yaml = "manifest_version: 1\nagents:\n  a:\n    state:\n      fields:\n        - name: n\n          type: int\n    graph:\n      entry_point: bump\n      nodes:\n        - name: bump\n          type: set_state\n          args:\n            values:\n              n: 'state.n + 1'\n      edges:\n        - source: bump\n          branches:\n            - condition: 'state.n >= 5'\n              target: __end__\n          default: bump\n";
-        let doc = Arc::new(crate::doc::load_str(&dir.join("a.yaml"), yaml));
-        let opts = RunOptions::new(Box::new(crate::run::provider::NoProvider));
+        let doc = Arc::new(model::doc::load_str(&dir.join("a.yaml"), yaml));
+        let opts = RunOptions::new(Box::new(runtime::provider::NoProvider));
         let mut s = start(
             &db,
             doc,
             &RunRequest::default(),
             LlmChoice::None,
-            Some(Box::new(crate::run::provider::NoProvider)),
+            Some(Box::new(runtime::provider::NoProvider)),
             opts,
         )
         .unwrap();

@@ -1,0 +1,84 @@
+//! The front ends' one door to runs: the CLI, the desktop shell and the tests start, resume
+//! and configure runs here, without reaching into the engine's crates one by one.
+//!
+//! - [`machine_for`], [`start`], [`session`]: a document and a [`RunRequest`] become the
+//!   dialect's machine (`sherma` or `loki`) inside a `runtime` session.
+//! - [`provider`]: the one decision of where a run's LLM answers come from ([`LlmChoice`]:
+//!   none, scripted, replay, live; `record` wraps any), with the one key resolver for live
+//!   calls ([`live_config`]: provider file, OS keyring, environment).
+//! - [`durable`]: durable runs in the SQLite run store: start, resume, list.
+
+pub mod durable;
+mod provider;
+
+pub use provider::{
+    default_cassette, default_script, live_config, llm_choice, provider, provider_for, provider_from_choice,
+    scripted,
+};
+pub use runtime::request::{LlmChoice, RunRequest};
+
+use model::doc::{Dialect, Document};
+use runtime::session::{Machine, RunOptions, RunSession};
+use serde_json::Value;
+use sherma::{ShermaMachine, ShermaOptions};
+use std::sync::Arc;
+
+/// The machine for `doc` (either dialect).
+pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) -> Result<Box<dyn Machine>, String> {
+    match doc.dialect() {
+        Some(Dialect::Sherma) => {
+            let mut input = req.state.clone().unwrap_or(Value::Null);
+            if let Some(text) = &req.input {
+                let msg = sherma::state::message("human", Value::String(text.clone()));
+                match &mut input {
+                    Value::Object(m) => {
+                        let list = m.entry(sherma::state::MESSAGES).or_insert_with(|| Value::Array(Vec::new()));
+                        match list {
+                            Value::Array(a) => a.push(msg),
+                            _ => return Err("`messages` in the initial state must be a list".into()),
+                        }
+                    }
+                    Value::Null => input = serde_json::json!({ "messages": [msg] }),
+                    _ => return Err("the initial state must be a JSON object".into()),
+                }
+            }
+            let mut opts = sherma;
+            opts.python_path.extend(req.python_path.iter().cloned());
+            Ok(Box::new(ShermaMachine::new(doc, req.agent.as_deref(), input, opts)?))
+        }
+        Some(Dialect::Loki) => Ok(Box::new(loki::LokiMachine::new(
+            doc,
+            req.input.as_deref().unwrap_or(""),
+            req.state.clone(),
+        )?)),
+        None => Err(format!(
+            "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); \
+             `switchyard validate` says why",
+            doc.path.display()
+        )),
+    }
+}
+
+/// Start a session: machine + the provider the request asks for (its script, or the default
+/// `replies.yaml`) + options.
+pub fn start(doc: Arc<Document>, req: &RunRequest, mut options: RunOptions) -> Result<RunSession, String> {
+    options.provider = provider_for(&doc, req)?;
+    session(doc, req, options)
+}
+
+/// Start a session with the provider already in `options` (front ends that let the user pick it).
+pub fn session(doc: Arc<Document>, req: &RunRequest, options: RunOptions) -> Result<RunSession, String> {
+    let machine = machine_for(doc, req, ShermaOptions::default())?;
+    Ok(RunSession::new(machine, input_of(req), options))
+}
+
+/// The run's input as the `run_started` event shows it.
+pub fn input_of(req: &RunRequest) -> Value {
+    match (&req.input, &req.state) {
+        (Some(t), None) => Value::String(t.clone()),
+        (None, Some(s)) => s.clone(),
+        (Some(t), Some(s)) => serde_json::json!({"input": t, "state": s}),
+        (None, None) => Value::Null,
+    }
+}
+
