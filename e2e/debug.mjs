@@ -3,7 +3,7 @@
 // run.mjs; each test gets a fresh app on a scratch copy of its agent.
 import fs from 'node:fs';
 import path from 'node:path';
-import { E2E, eventually, fixture, nodeSel, screenshot, testid, tmpDir, waitForView } from './lib.mjs';
+import { E2E, T, eventually, fixture, nodeSel, screenshot, testid, tmpDir, waitForView } from './lib.mjs';
 
 function loopFixture() {
   const dir = path.join(tmpDir(), 'loop');
@@ -16,7 +16,7 @@ async function dbg(b) {
   return b.execute(() => (window.__switchyard && window.__switchyard.debug) || null);
 }
 
-async function waitDbg(b, pred, what, timeout = 15000) {
+async function waitDbg(b, pred, what, timeout = T.ui) {
   let last = null;
   await b.waitUntil(async () => {
     last = await dbg(b);
@@ -44,7 +44,7 @@ async function press(b, ...keys) {
 
 async function click(b, sel) {
   const el = await b.$(sel);
-  await el.waitForClickable({ timeout: 10000 });
+  await el.waitForClickable({ timeout: T.ui });
   await el.click();
 }
 
@@ -71,18 +71,18 @@ async function showTab(b, tab) {
 async function editState(b, key, json, assert) {
   await showTab(b, 'state');
   const row = await b.$(`[data-testid="state-row"][data-path="${key}"]`);
-  await row.waitForExist({ timeout: 10000 });
+  await row.waitForExist({ timeout: T.ui });
   await row.moveTo();
   const btn = await row.$(testid('state-edit'));
-  await btn.waitForClickable({ timeout: 5000 });
+  await btn.waitForClickable({ timeout: T.ui });
   await btn.click();
   const input = await b.$(testid('state-edit-input'));
-  await input.waitForDisplayed({ timeout: 5000 });
+  await input.waitForDisplayed({ timeout: T.ui });
   await input.clearValue();
   await input.setValue(json);
   await click(b, testid('state-edit-save'));
   await b.waitUntil(async () => !(await (await b.$(testid('state-edit-input'))).isExisting()), {
-    timeout: 5000, timeoutMsg: 'the state editor did not close after saving',
+    timeout: T.ui, timeoutMsg: 'the state editor did not close after saving',
   });
   const err = await b.$(testid('state-edit-error'));
   assert(!(await err.isExisting()), 'no state edit error');
@@ -101,7 +101,7 @@ async function answerDialog(b, kind) {
       return d && d.getClientRects().length > 0 ? d.getAttribute('data-kind') : null;
     });
     return seen === kind;
-  }, { timeout: 15000, interval: 100, timeoutMsg: `no ${kind} dialog after 15 s` }).catch(async (e) => {
+  }, { timeout: T.ui, interval: 100, timeoutMsg: `no ${kind} dialog after ${T.ui / 1000} s` }).catch(async (e) => {
     throw new Error(`${e.message} (showing: ${seen ?? 'no dialog'}; debugger: ${JSON.stringify(await dbg(b))})`);
   });
   return b.$(`[data-testid="interrupt-dialog"][data-kind="${kind}"]`);
@@ -109,7 +109,7 @@ async function answerDialog(b, kind) {
 
 async function typeAnswer(b, text) {
   const input = await b.$(testid('interrupt-answer'));
-  await input.waitForDisplayed({ timeout: 5000 });
+  await input.waitForDisplayed({ timeout: T.ui });
   await input.clearValue();
   if (text) await input.setValue(text);
   await click(b, testid('interrupt-submit'));
@@ -136,14 +136,14 @@ export function registerDebugTests(test, { assert, assertEq }) {
     await press(b, 'F11');
     await waitDbg(b, (d) => d.nested && d.nested.due && d.nested.due[0] === 'lint', 'paused inside the nested run before lint');
     const view = await b.$(testid('nested-view'));
-    await view.waitForDisplayed({ timeout: 10000 });
+    await view.waitForDisplayed({ timeout: T.ui });
     assertEq(await view.getAttribute('data-agent'), 'child', 'the nested agent');
     assert((await view.getAttribute('data-file')).endsWith(path.join('child', 'graph.yaml')), 'the nested agent file');
     const crumbs = await (await b.$(testid('nested-path'))).getText();
     assertEq(crumbs.replace(/\s+/g, ' ').trim(), 'parent › delegate › child', 'the breadcrumb');
     // The nested agent's graph, with the node about to run marked current.
     const current = await b.$('[data-testid="nested-view"] [data-testid="nested-node"][data-current="true"]');
-    await current.waitForExist({ timeout: 10000 });
+    await current.waitForExist({ timeout: T.ui });
     assertEq(await current.getAttribute('data-node-id'), 'lint', 'lint is current in the nested graph');
     const ids = await b.execute(() => [...document.querySelectorAll('[data-testid="nested-view"] [data-testid="nested-node"]')].map((n) => n.getAttribute('data-node-id')).sort());
     assertEq(ids, ['done', 'lint', 'tests'], 'every node of the nested agent is drawn');
@@ -151,48 +151,48 @@ export function registerDebugTests(test, { assert, assertEq }) {
     await press(b, 'F10');
     await waitDbg(b, (d) => d.nested && d.nested.due && d.nested.due[0] === 'tests', 'paused inside the nested run before tests');
     await b.waitUntil(async () => (await attr(b, '[data-testid="nested-view"] [data-testid="nested-node"][data-node-id="lint"]', 'data-run')) === 'visited',
-      { timeout: 5000, timeoutMsg: 'lint is not marked visited in the nested graph' });
+      { timeout: T.ui, timeoutMsg: 'lint is not marked visited in the nested graph' });
     await showTab(b, 'state');
-    await (await b.$(testid('state-nested-title'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('state-nested-title'))).waitForDisplayed({ timeout: T.ui });
     await b.waitUntil(async () => ((await stateRow(b, 'lint')) || { text: '' }).text.includes('clean'),
-      { timeout: 5000, timeoutMsg: 'the nested state does not show lint = clean' });
+      { timeout: T.ui, timeoutMsg: 'the nested state does not show lint = clean' });
     // An edit of the nested state goes into the nested run.
     await editState(b, 'lint', '"patched in the debugger"', assert);
     await b.waitUntil(async () => ((await stateRow(b, 'lint')) || { text: '' }).text.includes('patched in the debugger'),
-      { timeout: 5000, timeoutMsg: 'the nested state does not show the edit' });
+      { timeout: T.ui, timeoutMsg: 'the nested state does not show the edit' });
     await screenshot(b, 'debugger-nested');
     // Shift+F11: the nested run ends and the parent pauses before its next node.
     await press(b, 'Shift', 'F11');
     const d = await waitDbg(b, (d) => d.state === 'paused' && !d.nested, 'paused in the parent after stepping out');
     assertEq(d.step, 1, 'the agent node was the parent\'s first step');
     assert(!(await (await b.$(testid('nested-view'))).isExisting()), 'the nested view is gone');
-    await b.waitUntil(async () => (await attr(b, nodeSel('wrap_up'), 'data-run')) === 'current', { timeout: 5000, timeoutMsg: 'wrap_up is not current' });
+    await b.waitUntil(async () => (await attr(b, nodeSel('wrap_up'), 'data-run')) === 'current', { timeout: T.ui, timeoutMsg: 'wrap_up is not current' });
     await press(b, 'F5');
     await waitDbg(b, (d) => d.state === 'finished', 'finished');
     assertEq(await attr(b, testid('dbg-status'), 'data-finished'), 'completed', 'completed');
     // The parent got the nested run's output, the edit made inside it included.
     await showTab(b, 'state');
     await b.waitUntil(async () => ((await stateRow(b, 'report')) || { text: '' }).text.includes('lint=patched in the debugger tests=green'),
-      { timeout: 5000, timeoutMsg: `the parent's state lacks the nested output: ${JSON.stringify(await stateRow(b, 'report'))}` });
+      { timeout: T.ui, timeoutMsg: `the parent's state lacks the nested output: ${JSON.stringify(await stateRow(b, 'report'))}` });
   }, nested);
 
   test('debugger: a breakpoint (click and F9) and F5 runs to it', async ({ b }) => {
     await waitForView(b, (v) => v.nodes.some((n) => n.id === 'check'));
     const dot = await bpDot(b, 'check');
-    await dot.waitForExist({ timeout: 10000 });
+    await dot.waitForExist({ timeout: T.ui });
     await dot.click();
-    await b.waitUntil(async () => (await dot.getAttribute('data-active')) === 'true', { timeout: 5000, timeoutMsg: 'breakpoint dot not active' });
+    await b.waitUntil(async () => (await dot.getAttribute('data-active')) === 'true', { timeout: T.ui, timeoutMsg: 'breakpoint dot not active' });
     // F9 on the selected node toggles a breakpoint too (here: on, then off again).
     await (await b.$(nodeSel('done'))).click();
     await press(b, 'F9');
-    await b.waitUntil(async () => (await (await bpDot(b, 'done')).getAttribute('data-active')) === 'true', { timeout: 5000, timeoutMsg: 'F9 did not set a breakpoint' });
+    await b.waitUntil(async () => (await (await bpDot(b, 'done')).getAttribute('data-active')) === 'true', { timeout: T.ui, timeoutMsg: 'F9 did not set a breakpoint' });
     await press(b, 'F9');
-    await b.waitUntil(async () => (await (await bpDot(b, 'done')).getAttribute('data-active')) !== 'true', { timeout: 5000, timeoutMsg: 'F9 did not clear the breakpoint' });
+    await b.waitUntil(async () => (await (await bpDot(b, 'done')).getAttribute('data-active')) !== 'true', { timeout: T.ui, timeoutMsg: 'F9 did not clear the breakpoint' });
     await press(b, 'F5');
     const d = await waitDbg(b, (d) => d.state === 'paused', 'paused at the breakpoint');
     assertEq(await attr(b, testid('dbg-status'), 'data-reason'), 'breakpoint', 'pause reason');
     assertEq(d.step, 2, 'setup and inc ran before check');
-    await b.waitUntil(async () => (await attr(b, nodeSel('check'), 'data-run')) === 'current', { timeout: 5000, timeoutMsg: 'check is not highlighted as current' });
+    await b.waitUntil(async () => (await attr(b, nodeSel('check'), 'data-run')) === 'current', { timeout: T.ui, timeoutMsg: 'check is not highlighted as current' });
     assertEq(await attr(b, nodeSel('inc'), 'data-run'), 'visited', 'inc visited');
     assertEq(await attr(b, nodeSel('inc'), 'data-steps'), '2', 'inc ran at step 2');
     const rows = await timelineNodes(b);
@@ -209,7 +209,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     }
     assertEq((await timelineNodes(b)).map((r) => r[1]), ['setup', 'inc', 'check'], 'the steps in order');
     // After check (count 1 < 5) the loop goes back to inc: inc is current, check visited.
-    await b.waitUntil(async () => (await attr(b, nodeSel('inc'), 'data-run')) === 'current', { timeout: 5000, timeoutMsg: 'inc is not current' });
+    await b.waitUntil(async () => (await attr(b, nodeSel('inc'), 'data-run')) === 'current', { timeout: T.ui, timeoutMsg: 'inc is not current' });
     assertEq(await attr(b, nodeSel('check'), 'data-run'), 'visited', 'check visited');
     const reasons = await b.execute(() => [...document.querySelectorAll('[data-testid="edge-reason"][data-taken="true"]')].map((e) => e.textContent));
     assert(reasons.some((r) => r.includes('branch 2') && r.includes('state.count < 5')), `the taken branch is labelled: ${JSON.stringify(reasons)}`);
@@ -222,7 +222,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     await press(b, 'F10');
     await waitDbg(b, (d) => d.state === 'paused' && d.step === 2, 'step 2');
     await showTab(b, 'state');
-    await b.waitUntil(async () => (await stateRow(b, 'count'))?.diff === 'changed', { timeout: 8000, timeoutMsg: 'count is not marked changed after inc' });
+    await b.waitUntil(async () => (await stateRow(b, 'count'))?.diff === 'changed', { timeout: T.ui, timeoutMsg: 'count is not marked changed after inc' });
     const note = await stateRow(b, 'note');
     assert(note && note.diff === '', `note unchanged at step 2: ${JSON.stringify(note)}`);
     assert((await stateRow(b, 'count')).text.includes('1'), 'count is 1');
@@ -230,7 +230,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     await showTab(b, 'timeline');
     await click(b, '[data-testid="timeline-row"][data-step="1"]');
     await showTab(b, 'state');
-    await b.waitUntil(async () => (await stateRow(b, 'note'))?.diff === 'changed', { timeout: 8000, timeoutMsg: 'note not marked changed at step 1' });
+    await b.waitUntil(async () => (await stateRow(b, 'note'))?.diff === 'changed', { timeout: T.ui, timeoutMsg: 'note not marked changed at step 1' });
     await screenshot(b, 'debugger-state-diff');
   }, loop);
 
@@ -240,7 +240,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     await press(b, 'F5');
     await waitDbg(b, (d) => d.state === 'paused', 'paused at check');
     await editState(b, 'mode', '"ask"', assert);
-    await b.waitUntil(async () => ((await stateRow(b, 'mode'))?.text || '').includes('ask'), { timeout: 5000, timeoutMsg: 'the edited value is not shown' });
+    await b.waitUntil(async () => ((await stateRow(b, 'mode'))?.text || '').includes('ask'), { timeout: T.ui, timeoutMsg: 'the edited value is not shown' });
     await click(b, testid('dbg-continue'));
     await answerDialog(b, 'interrupt');
     const prompt = await (await b.$(testid('interrupt-prompt'))).getText();
@@ -254,7 +254,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     assertEq(rows, ['setup', 'inc', 'check', 'ask', 'done'], 'the edited state routed to ask');
     await showTab(b, 'state');
     await b.waitUntil(async () => b.execute(() => [...document.querySelectorAll('[data-testid="message"]')].some((m) => m.textContent.includes('yes please'))),
-      { timeout: 8000, timeoutMsg: 'the answer is not in the conversation' });
+      { timeout: T.ui, timeoutMsg: 'the answer is not in the conversation' });
   }, loop);
 
   test('debugger: rewind to step 2 and run a fork; the earlier run is kept', async ({ b }) => {
@@ -278,23 +278,23 @@ export function registerDebugTests(test, { assert, assertEq }) {
   test('debugger: a conditional breakpoint stops only on the third iteration', async ({ b }) => {
     await waitForView(b, (v) => v.nodes.some((n) => n.id === 'inc'));
     const dot = await bpDot(b, 'inc');
-    await dot.waitForExist({ timeout: 10000 });
+    await dot.waitForExist({ timeout: T.ui });
     await dot.doubleClick();
     const input = await b.$(testid('bp-condition'));
-    await input.waitForDisplayed({ timeout: 5000 });
+    await input.waitForDisplayed({ timeout: T.ui });
     await input.setValue('state.count ==');
     await b.keys('Enter');
-    await (await b.$(testid('bp-error'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('bp-error'))).waitForDisplayed({ timeout: T.ui });
     await input.clearValue();
     await input.setValue('state.count == 2');
     await b.keys('Enter');
-    await b.waitUntil(async () => (await (await bpDot(b, 'inc')).getAttribute('data-conditional')) === 'true', { timeout: 5000, timeoutMsg: 'the dot does not show a condition' });
+    await b.waitUntil(async () => (await (await bpDot(b, 'inc')).getAttribute('data-conditional')) === 'true', { timeout: T.ui, timeoutMsg: 'the dot does not show a condition' });
     await press(b, 'F5');
     const d = await waitDbg(b, (d) => d.state === 'paused', 'paused at the conditional breakpoint');
     assertEq(d.step, 5, 'setup + 2 × (inc, check) ran first');
     assertEq(await attr(b, nodeSel('inc'), 'data-run'), 'current', 'inc is current');
     await showTab(b, 'state');
-    await b.waitUntil(async () => /\b2\b/.test((await stateRow(b, 'count'))?.text || ''), { timeout: 5000, timeoutMsg: 'count is not 2' });
+    await b.waitUntil(async () => /\b2\b/.test((await stateRow(b, 'count'))?.text || ''), { timeout: T.ui, timeoutMsg: 'count is not 2' });
     await press(b, 'F5');
     await waitDbg(b, (d) => d.state === 'finished', 'finished after continuing');
   }, loop);
@@ -318,12 +318,12 @@ export function registerDebugTests(test, { assert, assertEq }) {
     assertEq(rows.map((r) => r[1]).slice(0, 3), ['setup', 'inc', 'check'], 'rows from the trace');
     await click(b, '[data-testid="timeline-row"][data-step="2"]');
     await showTab(b, 'state');
-    await b.waitUntil(async () => (await stateRow(b, 'count'))?.diff === 'changed', { timeout: 8000, timeoutMsg: 'the state of a trace step is not shown' });
+    await b.waitUntil(async () => (await stateRow(b, 'count'))?.diff === 'changed', { timeout: T.ui, timeoutMsg: 'the state of a trace step is not shown' });
     const bad = path.join(runsDir, 'bad.jsonl');
     fs.writeFileSync(bad, '{"event":"run_started","run":"r","ts_ms":1}\nnot json\n');
     await b.execute((p) => window.__switchyardTest.openTrace(p), bad);
     await b.waitUntil(async () => b.execute(() => [...document.querySelectorAll('[data-testid="toast"]')].some((t) => /bad\.jsonl:2/.test(t.textContent))),
-      { timeout: 5000, timeoutMsg: 'a broken trace does not give a positioned error' });
+      { timeout: T.ui, timeoutMsg: 'a broken trace does not give a positioned error' });
   }, loop);
 
   test('debugger: Loki approval answered with an option; the trace is written', async ({ b, runsDir }) => {
@@ -358,7 +358,7 @@ export function registerDebugTests(test, { assert, assertEq }) {
     const input = await b.$(testid('interrupt-answer'));
     assertEq(await input.getValue(), 'No notes.', 'the default is pre-filled');
     await typeAnswer(b, 'no');
-    await (await b.$(testid('interrupt-error'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('interrupt-error'))).waitForDisplayed({ timeout: T.ui });
     const err = await (await b.$(testid('interrupt-error'))).getText();
     assert(/validation/i.test(err), `the refusal says why: ${err}`);
     assert(await (await b.$(testid('interrupt-dialog'))).isDisplayed(), 'the dialog stays open');
@@ -399,7 +399,7 @@ async function fill(b, values) {
 async function providerRow(b, name) {
   const sel = `[data-testid="settings-provider"][data-name="${name}"]`;
   const row = await b.$(sel);
-  await row.waitForExist({ timeout: 5000 });
+  await row.waitForExist({ timeout: T.ui });
   return row;
 }
 
@@ -409,14 +409,14 @@ export function registerLiveTests(test, { assert, assertEq }) {
     fs.rmSync(file, { force: true });
     await waitForView(b);
     await click(b, testid('settings-button'));
-    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: T.ui });
     await providerRow(b, 'openai');
     await click(b, testid('settings-add'));
-    await (await b.$(testid('settings-form'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('settings-form'))).waitForDisplayed({ timeout: T.ui });
     await fill(b, { 'settings-name': 'e2ebox', 'settings-base-url': 'http://127.0.0.1:9/v1', 'settings-key': 'sk-e2e-secret-key-5678', 'settings-models': 'qwen' });
     await click(b, testid('settings-save'));
     const msg = await b.$(testid('settings-message'));
-    await msg.waitForDisplayed({ timeout: 10000 });
+    await msg.waitForDisplayed({ timeout: T.ui });
     const text = await msg.getText();
     const row = await providerRow(b, 'e2ebox');
     const source = await row.getAttribute('data-key-source');
@@ -436,9 +436,9 @@ export function registerLiveTests(test, { assert, assertEq }) {
     }
     // Closed, opened again with Ctrl+,: listed with the masked key, never the key itself.
     await click(b, testid('settings-close'));
-    await (await b.$(testid('settings-dialog'))).waitForExist({ timeout: 5000, reverse: true });
+    await (await b.$(testid('settings-dialog'))).waitForExist({ timeout: T.ui, reverse: true });
     await press(b, 'Control', ',');
-    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: T.ui });
     const again = await providerRow(b, 'e2ebox');
     const masked = await (await again.$(testid('settings-provider-key'))).getText();
     assertEq(masked, 'sk-…5678', 'the masked key');
@@ -450,25 +450,25 @@ export function registerLiveTests(test, { assert, assertEq }) {
     if (process.env.OPENAI_API_KEY) return; // a real key in the environment would make a real call
     await waitForView(b, (v) => v.nodes.some((n) => n.id === 'answer'));
     await click(b, testid('dbg-config'));
-    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: T.ui });
     await fill(b, { 'run-llm-mode': 'live' });
     const model = await b.$(`[data-testid="run-llm-model"][data-model="openai:gpt-4o-mini"]`);
-    await model.waitForExist({ timeout: 5000 });
+    await model.waitForExist({ timeout: T.ui });
     assertEq(await model.getAttribute('data-ready'), 'false', 'no key: not ready');
     await click(b, testid('run-config-run'));
     const err = await b.$(testid('run-config-error'));
-    await err.waitForDisplayed({ timeout: 10000 });
+    await err.waitForDisplayed({ timeout: T.ui });
     const text = await err.getText();
     assert(text.includes('OPENAI_API_KEY'), `the error names the variable: ${text}`);
     await click(b, testid('run-open-settings'));
-    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('settings-dialog'))).waitForDisplayed({ timeout: T.ui });
   });
 
   test('record a scripted run to a cassette, then replay it with a different input: the divergence is shown', async ({ b, dir }) => {
     await waitForView(b, (v) => v.nodes.some((n) => n.id === 'answer'));
     const cassette = path.join(dir, 'agent.cassette.json');
     await click(b, testid('dbg-config'));
-    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: T.ui });
     await fill(b, { 'run-input': 'Where is my order 1001?' });
     await click(b, testid('run-record'));
     assertEq(await (await b.$(testid('run-record-path'))).getValue(), 'agent.cassette.json', 'the default cassette path');
@@ -482,7 +482,7 @@ export function registerLiveTests(test, { assert, assertEq }) {
     await click(b, testid('interrupt-cancel'));
 
     await click(b, testid('dbg-config'));
-    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: 5000 });
+    await (await b.$(testid('run-config'))).waitForDisplayed({ timeout: T.ui });
     await fill(b, { 'run-llm-mode': 'replay', 'run-input': 'Where is my order 1002?' });
     await click(b, testid('run-record'));
     await click(b, testid('run-config-run'));
@@ -490,12 +490,12 @@ export function registerLiveTests(test, { assert, assertEq }) {
     await answerDialog(b, 'interrupt');
     await click(b, testid('interrupt-cancel'));
     const banner = await b.$(testid('replay-diverged'));
-    await banner.waitForDisplayed({ timeout: 5000 });
+    await banner.waitForDisplayed({ timeout: T.ui });
     assertEq(await banner.getAttribute('data-node'), 'answer', 'diverged at answer');
     const bt = await banner.getText();
     assert(bt.includes('1002') && bt.includes('1001'), `was … now …: ${bt}`);
     await click(b, testid('replay-diverged-select'));
     await b.waitUntil(async () => (await (await b.$(testid('inspector-name'))).isExisting()) && (await (await b.$(testid('inspector-name'))).getValue()) === 'answer',
-      { timeout: 5000, timeoutMsg: 'the node was not selected' });
+      { timeout: T.ui, timeoutMsg: 'the node was not selected' });
   });
 }

@@ -1,12 +1,18 @@
 // Harness for the end-to-end tests and the benchmark: finds the built app and tauri-driver,
 // starts tauri-driver (which starts WebKitWebDriver), opens WebDriver sessions on fresh app
 // processes, and offers small helpers over the DOM hooks of docs/app-contract.md §4.
+// Every wait polls a condition under a deadline of ready.mjs's `T` (README: "Readiness rules").
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { remote } from 'webdriverio';
+import {
+  Fatal, SESSION_ATTEMPTS, T, WaitTimeout, describeProcs, descendants, oneLine, poll, retry, signal, tagged, waitGone, waitGoneOrKill, waitPortFree,
+} from './ready.mjs';
+
+export { T, poll } from './ready.mjs';
 
 export const E2E = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(E2E, '..');
@@ -62,72 +68,259 @@ export function tmpDir(prefix = 'switchyard-e2e-') {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-/** Starts tauri-driver; resolves once it answers /status. Recent files etc. go to a scratch config dir. */
+/** GET /status of tauri-driver (forwarded to WebKitWebDriver): `{up, ready, message}`; `ready` is
+ * false while WebKitWebDriver holds a session (it serves one session at a time). */
+async function driverStatus(timeout = 10000) {
+  try {
+    const r = await fetch(`http://127.0.0.1:${PORT}/status`, { signal: AbortSignal.timeout(timeout) });
+    const body = await r.json().catch(() => ({}));
+    if (!r.ok) return { up: false, error: `HTTP ${r.status}` };
+    const v = (body && body.value) || {};
+    return { up: true, ready: v.ready !== false, message: v.message || '' };
+  } catch (e) {
+    return { up: false, error: (e.cause && e.cause.code) || e.name || oneLine(e) };
+  }
+}
+
+const describeStatus = (s) =>
+  !s ? 'no answer yet' : s.up ? `WebKitWebDriver ${s.ready ? 'has no session' : `still has a session (${s.message})`}` : `GET /status failed (${s.error})`;
+
+/** The running driver (startDriver), which `launch` uses. */
+let active = null;
+
+/**
+ * Starts tauri-driver (which starts WebKitWebDriver); resolves once GET /status answers with no
+ * session. Recent files etc. go to a scratch config dir. Every process it starts, apps included,
+ * carries SWITCHYARD_E2E_TAG in its environment: the harness knows which processes are its own
+ * even after a kill -9 re-parents them.
+ */
 export async function startDriver() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const log = fs.openSync(path.join(ARTIFACTS, 'tauri-driver.log'), 'w');
+  const logPath = path.join(ARTIFACTS, 'tauri-driver.log');
+  fs.writeFileSync(logPath, '');
   const config = tmpDir('switchyard-e2e-config-');
   // Run traces of the debugger go here (the app reads SWITCHYARD_RUNS_DIR).
   const runsDir = tmpDir('switchyard-e2e-runs-');
   // Recovery files of dirty documents (never the user's own ~/.local/state).
   const recoveryDir = tmpDir('switchyard-e2e-recovery-');
+  const tag = `${process.pid}-${Date.now()}`;
   // The provider file (Settings) goes to the scratch config dir too: $XDG_CONFIG_HOME/switchyard/.
-  const env = { ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir, SWITCHYARD_RECOVERY_DIR: recoveryDir };
+  const env = {
+    ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir, SWITCHYARD_RECOVERY_DIR: recoveryDir, SWITCHYARD_E2E_TAG: tag,
+  };
   delete env.SWITCHYARD_PROVIDERS;
-  const child = spawn(findDriver(), ['--port', String(PORT), '--native-port', String(NATIVE_PORT)], {
-    stdio: ['ignore', log, log],
-    env,
-  });
+
+  let child = null;
   let exited = null;
-  child.on('exit', (code) => (exited = code));
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    if (exited !== null) throw new Error(`tauri-driver exited with ${exited}; see ${ARTIFACTS}/tauri-driver.log`);
-    try {
-      const r = await fetch(`http://127.0.0.1:${PORT}/status`);
-      if (r.ok) break;
-    } catch {
-      /* not up yet */
+  let restarts = 0;
+  const ours = () => tagged('SWITCHYARD_E2E_TAG', tag);
+  // Processes of apps (the app, its WebKit helpers, what it ran): everything of ours but the drivers.
+  const appSide = () => ours().filter((p) => p.pid !== child?.pid && p.comm !== 'tauri-driver' && p.comm !== 'WebKitWebDriver');
+
+  async function spawnDriver() {
+    for (const port of [PORT, NATIVE_PORT]) {
+      await waitPortFree(port, { what: `port ${port} to be free for tauri-driver (another tauri-driver running? set E2E_PORT)` });
     }
-    if (Date.now() > deadline) {
-      child.kill();
-      throw new Error(`tauri-driver did not answer on port ${PORT} within 20 s; see ${ARTIFACTS}/tauri-driver.log`);
-    }
-    await sleep(100);
+    const log = fs.openSync(logPath, 'a');
+    const me = spawn(findDriver(), ['--port', String(PORT), '--native-port', String(NATIVE_PORT)], { stdio: ['ignore', log, log], env });
+    fs.closeSync(log);
+    child = me;
+    exited = null;
+    me.on('exit', (code, sig) => {
+      if (child === me) exited = code ?? sig;
+    });
+    let last = null;
+    await poll(async () => {
+      if (exited !== null) throw new Fatal(`tauri-driver exited with ${exited} while starting; see ${logPath}`);
+      last = await driverStatus();
+      return last.up && last.ready;
+    }, { what: `tauri-driver to answer GET /status on port ${PORT} (with WebKitWebDriver on ${NATIVE_PORT}) with no session`, timeout: T.driver, describe: () => `${describeStatus(last)}; see ${logPath}` });
   }
-  return {
+
+  /** Stops tauri-driver; no process of ours (WebKitWebDriver, apps) outlives it; both ports free. */
+  async function shutdown() {
+    if (child && exited === null) {
+      child.kill('SIGTERM'); // tauri-driver kills WebKitWebDriver and exits
+      try {
+        await poll(() => exited !== null, { what: 'tauri-driver to exit after SIGTERM', timeout: T.exit });
+      } catch (e) {
+        if (!(e instanceof WaitTimeout)) throw e;
+        child.kill('SIGKILL');
+        await poll(() => exited !== null, { what: 'tauri-driver to exit after SIGKILL', timeout: T.exit });
+      }
+    }
+    const left = ours();
+    signal(left.map((p) => p.pid), 'SIGKILL');
+    await waitGone(left, { what: 'the processes tauri-driver started (WebKitWebDriver, apps) to exit' });
+    for (const port of [PORT, NATIVE_PORT]) await waitPortFree(port, { what: `port ${port} to be free after tauri-driver stopped` });
+  }
+
+  async function restart(why) {
+    if (++restarts > 3) throw new Fatal(`tauri-driver needed a restart more than 3 times (now: ${why}); see ${logPath}`);
+    console.error(`e2e: restarting tauri-driver: ${why}`);
+    fs.appendFileSync(logPath, `\n--- e2e: restarting tauri-driver: ${why}\n`);
+    try {
+      await shutdown();
+      await spawnDriver();
+    } catch (e) {
+      throw e instanceof Fatal ? e : new Fatal(`restarting tauri-driver failed: ${oneLine(e)}`);
+    }
+  }
+
+  /**
+   * Waits until the driver can take a new session: GET /status says WebKitWebDriver has no session,
+   * and no process of an earlier app is left (after a session ends or the app is killed, the app's
+   * WebKit helpers exit by themselves). Recovers what cannot clear by itself: app processes still
+   * there after T.grace (at once with `abandon`, after a failed session attempt) are SIGKILLed; a
+   * session whose app is gone (a POST /session the client gave up on) makes it restart the driver.
+   */
+  async function settle(what = 'the driver to be free for a new session', { abandon = false } = {}) {
+    const t0 = Date.now();
+    let killed = false;
+    let staleSince = null;
+    let last = { status: null, procs: [] };
+    await poll(async () => {
+      if (exited !== null) await restart(`tauri-driver exited with ${exited}`);
+      const status = await driverStatus();
+      const procs = appSide();
+      last = { status, procs };
+      if (status.up && status.ready && procs.length === 0) return true;
+      if (procs.length && !killed && (abandon || Date.now() - t0 >= T.grace)) {
+        killed = true;
+        console.error(`e2e: SIGKILL to processes left by an earlier app: ${describeProcs(procs)}`);
+        signal(procs.map((p) => p.pid), 'SIGKILL');
+      }
+      if (status.up && !status.ready && procs.length === 0) {
+        staleSince ??= Date.now();
+        if (Date.now() - staleSince >= T.stale) {
+          await restart(`WebKitWebDriver keeps a session whose app is gone (${status.message})`);
+          staleSince = null;
+        }
+      } else {
+        staleSince = null;
+      }
+      return false;
+    }, {
+      what,
+      timeout: T.settle,
+      describe: () => `${describeStatus(last.status)}; app processes left: ${last.procs.length ? describeProcs(last.procs) : 'none'}`,
+    });
+  }
+
+  await spawnDriver();
+  const driver = {
     config,
     runsDir,
     recoveryDir,
+    settle,
+    /** Live processes of apps started through this driver. */
+    appProcesses: appSide,
     async stop() {
-      if (exited === null) {
-        child.kill('SIGTERM');
-        await new Promise((r) => (exited !== null ? r() : child.once('exit', r)));
+      if (active === driver) active = null;
+      try {
+        await shutdown();
+      } finally {
+        fs.rmSync(config, { recursive: true, force: true });
+        fs.rmSync(runsDir, { recursive: true, force: true });
+        fs.rmSync(recoveryDir, { recursive: true, force: true });
       }
-      fs.rmSync(config, { recursive: true, force: true });
-      fs.rmSync(runsDir, { recursive: true, force: true });
-      fs.rmSync(recoveryDir, { recursive: true, force: true });
     },
   };
+  active = driver;
+  return driver;
 }
 
-/** A fresh app process (one WebDriver session), started with `args`. */
-export async function launch(args = []) {
-  const browser = await remote({
-    hostname: '127.0.0.1',
-    port: PORT,
-    logLevel: process.env.E2E_LOG || 'error',
-    connectionRetryCount: 0,
-    connectionRetryTimeout: 60000,
-    waitforTimeout: 10000,
-    capabilities: {
-      'tauri:options': { application: APP, args },
-      'wdio:enforceWebDriverClassic': true,
-    },
+/** Session-creation failures worth another attempt (the machine busy, the driver between sessions). */
+const TRANSIENT_SESSION_ERROR = /timed out|timeout|ECONNREFUSED|ECONNRESET|EPIPE|UND_ERR|socket|fetch failed|Unable to connect|Failed to create session|session not created|Failed to connect to browser|Maximum number of active sessions|Request failed with error code|other side closed|Response has empty body|Could not parse response body/i;
+/** …unless the app cannot start at all. */
+const PERMANENT_SESSION_ERROR = /No such file or directory|Permission denied|Exec format error|Failed to match capabilities|Invalid capabilities|invalid argument/i;
+
+export function transientSessionError(e) {
+  if (e instanceof WaitTimeout || e instanceof Fatal) return false;
+  const m = oneLine(e);
+  return TRANSIENT_SESSION_ERROR.test(m) && !PERMANENT_SESSION_ERROR.test(m);
+}
+
+/**
+ * A fresh app process (one WebDriver session), started with `args`, ready for a test:
+ * 1. waits until the driver is free (no session, no process of the previous app left: `settle`);
+ * 2. creates the session (POST /session starts the app) with a T.request timeout, retrying a
+ *    transient failure (timeout, connection refused/reset, "Failed to connect to browser", …) after
+ *    cleaning up what the failed attempt left, up to SESSION_ATTEMPTS attempts within T.session;
+ * 3. unless `{ready: false}`, waits for the app's readiness marker (`waitForReady`).
+ */
+export async function launch(args = [], { ready = true } = {}) {
+  const driver = active;
+  if (!driver) throw new Error('launch(): start the driver first (startDriver)');
+  const browser = await retry(async (n) => {
+    if (n === 1) await driver.settle('no WebDriver session and no process of the previous app left, before creating a session');
+    return remote({
+      hostname: '127.0.0.1',
+      port: PORT,
+      logLevel: process.env.E2E_LOG || 'error',
+      // Retries are ours (above): a retried POST /session must not leave a second app behind.
+      connectionRetryCount: 0,
+      connectionRetryTimeout: T.request,
+      waitforTimeout: T.ui,
+      capabilities: {
+        'tauri:options': { application: APP, args },
+        'wdio:enforceWebDriverClassic': true,
+      },
+    });
+  }, {
+    what: `creating a WebDriver session (starting ${path.basename(APP)}${args.length ? ` ${args.join(' ')}` : ''})`,
+    attempts: SESSION_ATTEMPTS,
+    deadline: T.session,
+    transient: transientSessionError,
+    between: () => driver.settle('the failed session attempt cleaned up (its app gone, no session left)', { abandon: true }),
+    log: (m) => console.error(`e2e: ${m}`),
   });
+  if (ready) {
+    try {
+      await waitForReady(browser);
+    } catch (e) {
+      await screenshot(browser, 'launch-not-ready');
+      await browser.deleteSession().catch(() => {});
+      throw e;
+    }
+  }
   return browser;
 }
 
+/**
+ * The app's DOM readiness marker: `window.__switchyard.ready` (docs/app-contract.md §4), set once the
+ * UI has its first view from the engine, asked for a recovery offer and loaded the recent files.
+ */
+export async function waitForReady(browser, timeout = T.ready) {
+  let last = null;
+  await poll(async () => {
+    last = await browser.execute(() => ({
+      readyState: document.readyState,
+      app: !!document.querySelector('[data-testid="app"]'),
+      hook: window.__switchyard ? { ready: window.__switchyard.ready, view: !!window.__switchyard.view } : null,
+    }));
+    return last.app && last.hook !== null && last.hook.ready === true;
+  }, {
+    what: 'the app to be ready ([data-testid="app"] rendered and window.__switchyard.ready)',
+    timeout,
+    describe: () => `last seen: ${JSON.stringify(last)}`,
+  });
+}
+
+/**
+ * Sends `sig` (SIGKILL) to the app process `pid` and waits until it is dead, then until its WebKit
+ * helper processes (web and network processes, which notice the dead peer by themselves) have
+ * exited too; any still there after T.grace are SIGKILLed.
+ */
+export async function killApp(pid, sig = 'SIGKILL') {
+  const helpers = descendants(pid);
+  process.kill(pid, sig);
+  await waitGone([{ pid, comm: 'switchyard-app' }], { what: `the app (pid ${pid}) to die after ${sig}` });
+  const killed = await waitGoneOrKill(helpers, { what: `the helper processes of the killed app (pid ${pid}) to exit` });
+  if (killed.length) console.error(`e2e: SIGKILL to helpers of the killed app still running after ${T.grace / 1000} s: ${describeProcs(killed)}`);
+}
+
+/** Only for benchmarks and screenshots (letting a gesture or animation play); tests wait for conditions. */
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** `window.__switchyard` (the UI's test hook): `{ready, view}` or null before the first render. */
@@ -136,7 +329,7 @@ export async function hook(browser) {
 }
 
 /** Waits until the UI is ready and (optionally) shows a document satisfying `pred(view)`. */
-export async function waitForView(browser, pred = () => true, what = 'the document', timeout = 15000) {
+export async function waitForView(browser, pred = () => true, what = 'the document', timeout = T.ui) {
   let last = null;
   await browser.waitUntil(
     async () => {
@@ -147,7 +340,7 @@ export async function waitForView(browser, pred = () => true, what = 'the docume
       });
       return last !== null && pred(last);
     },
-    { timeout, interval: 100, timeoutMsg: `timed out waiting for ${what}` },
+    { timeout, interval: 100, timeoutMsg: `timed out after ${timeout / 1000} s waiting for ${what}` },
   );
   return last;
 }
@@ -161,15 +354,12 @@ export function nodeSel(id) {
 }
 
 /** Waits until `read()` passes `pred`; returns the last value. For files on disk. */
-export async function eventually(read, pred, what, timeout = 8000) {
-  const deadline = Date.now() + timeout;
+export async function eventually(read, pred, what, timeout = T.disk) {
   let v;
-  for (;;) {
+  return poll(() => {
     v = read();
-    if (pred(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value:\n${String(v).slice(0, 2000)}`);
-    await sleep(100);
-  }
+    return pred(v) ? { v } : false;
+  }, { what, timeout, describe: () => `last value:\n${String(v).slice(0, 2000)}` }).then((r) => r.v);
 }
 
 /** `switchyard graph FILE --format json` (the CLI the engine build produces). */

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  ROOT, cliGraph, eventually, fixture, hook, windowTitles, launch, nodeSel, preflight, screenshot, sleep, startDriver, testid, tmpDir, waitForView,
+  ROOT, T, cliGraph, eventually, fixture, hook, killApp, windowTitles, launch, nodeSel, preflight, screenshot, startDriver, testid, tmpDir, waitForView,
 } from './lib.mjs';
 import { registerDebugTests, registerLiveTests } from './debug.mjs';
 
@@ -28,17 +28,17 @@ const sherma = () => {
 
 async function selectNode(b, id) {
   const n = await b.$(nodeSel(id));
-  await n.waitForDisplayed({ timeout: 10000 });
+  await n.waitForDisplayed({ timeout: T.ui });
   await n.click();
   await b.waitUntil(async () => (await (await b.$(testid('inspector-name'))).isExisting()) &&
     (await (await b.$(testid('inspector-name'))).getValue()) === id, {
-    timeout: 5000, timeoutMsg: `the inspector did not show node ${id}`,
+    timeout: T.ui, timeoutMsg: `the inspector did not show node ${id}`,
   });
 }
 
 async function typeAndEnter(b, sel, text) {
   const el = await b.$(sel);
-  await el.waitForEnabled({ timeout: 5000 });
+  await el.waitForEnabled({ timeout: T.ui });
   await el.click();
   await el.clearValue();
   await el.setValue(text);
@@ -52,7 +52,7 @@ async function domNodeIds(b) {
 /** The OS window title (set by the shell after every command). Skipped without xwininfo. */
 async function expectTitle(title) {
   if (windowTitles() === null) return;
-  await eventually(() => windowTitles(), (t) => t.includes(title), `window title "${title}"`, 5000);
+  await eventually(() => windowTitles(), (t) => t.includes(title), `window title "${title}"`, T.ui);
 }
 
 async function clickSave(b) {
@@ -62,17 +62,17 @@ async function clickSave(b) {
 // ---------------------------------------------------------------------------------------------
 
 test('smoke: the window opens without a document and shows the empty state', async ({ b }) => {
-  await (await b.$(testid('app'))).waitForExist({ timeout: 15000 });
-  await (await b.$(testid('empty-state'))).waitForExist({ timeout: 10000 });
+  await (await b.$(testid('app'))).waitForExist({ timeout: T.ui });
+  await (await b.$(testid('empty-state'))).waitForExist({ timeout: T.ui });
   const h = await hook(b);
   assert(h && h.view === null, 'no view without a document');
 }, { args: [] });
 
 test('Open… shows the native file dialog (rfd / GTK) without blocking the window', async ({ b }) => {
-  await (await b.$(testid('open-button'))).waitForExist({ timeout: 15000 });
+  await (await b.$(testid('open-button'))).waitForExist({ timeout: T.ui });
   await (await b.$(testid('open-button'))).click();
   if (windowTitles() === null) return;
-  await eventually(() => windowTitles(), (t) => t.includes('Open an agent'), 'the file dialog window', 8000);
+  await eventually(() => windowTitles(), (t) => t.includes('Open an agent'), 'the file dialog window', T.ui);
   // The webview keeps answering while the dialog is up (the command is async).
   assert((await hook(b)) !== null, 'the page still answers');
 }, { args: [] });
@@ -80,7 +80,7 @@ test('Open… shows the native file dialog (rfd / GTK) without blocking the wind
 test('open the sherma example: every node of `switchyard graph` is on the canvas', async ({ b, file }) => {
   const view = await waitForView(b, (v) => v.nodes.length > 0, 'the example agent');
   await b.waitUntil(async () => (await domNodeIds(b)).length === view.nodes.length, {
-    timeout: 10000, timeoutMsg: 'not every node of the view was rendered',
+    timeout: T.ui, timeoutMsg: 'not every node of the view was rendered',
   });
   const dom = (await domNodeIds(b)).sort();
   assertEq(dom, view.nodes.map((n) => n.id).sort(), 'DOM nodes = view nodes');
@@ -95,7 +95,7 @@ test('open a Loki agent folder: every node of `switchyard graph` is on the canva
   const view = await waitForView(b, (v) => v.nodes.length > 0, 'the Loki agent');
   assert(view.dialect === 'loki', `dialect loki, got ${view.dialect}`);
   await b.waitUntil(async () => (await domNodeIds(b)).length === view.nodes.length, {
-    timeout: 10000, timeoutMsg: 'not every node of the view was rendered',
+    timeout: T.ui, timeoutMsg: 'not every node of the view was rendered',
   });
   const g = cliGraph(loki);
   if (g) assertEq((await domNodeIds(b)).sort(), g.nodes.map((n) => n.id).sort(), 'DOM nodes = CLI graph nodes');
@@ -108,7 +108,7 @@ test('open a Loki agent folder: every node of `switchyard graph` is on the canva
       return { toggles: toggles.bottom, canvas: canvas.bottom, top: Math.min(...tops.map((t) => t.top)), bottom: Math.max(...tops.map((t) => t.bottom)) };
     });
     return r.top >= r.toggles && r.bottom <= r.canvas;
-  }, { timeout: 5000, timeoutMsg: 'the fitted graph is hidden under the pane toggles or runs off the canvas' });
+  }, { timeout: T.ui, timeoutMsg: 'the fitted graph is hidden under the pane toggles or runs off the canvas' });
 }, { loki: true });
 
 test('rename a node in the inspector and save: references renamed, comments kept', async ({ b, file }) => {
@@ -118,7 +118,7 @@ test('rename a node in the inspector and save: references renamed, comments kept
   await typeAndEnter(b, testid('inspector-name'), 'tally');
   const v = await waitForView(b, (v) => v.nodes.some((n) => n.id === 'tally'), 'the renamed node');
   assert(v.dirty, 'dirty after rename');
-  await (await b.$(nodeSel('tally'))).waitForExist({ timeout: 5000 });
+  await (await b.$(nodeSel('tally'))).waitForExist({ timeout: T.ui });
   await expectTitle('agent.yaml • — Switchyard');
   await clickSave(b);
   const after = await eventually(() => read(file), (t) => t.includes('name: tally'), 'the rename on disk');
@@ -160,12 +160,12 @@ test('a broken CEL condition shows an error badge on the node', async ({ b }) =>
   await input.clearValue();
   await input.setValue('state.turns >= ');
   // Checked as you type (check_expr), before it is committed.
-  await (await b.$(testid('branch-error-1'))).waitForExist({ timeout: 5000 });
+  await (await b.$(testid('branch-error-1'))).waitForExist({ timeout: T.ui });
   await b.keys('Enter');
   await waitForView(b, (v) => v.nodes.find((n) => n.id === 'confirm')?.errors > 0, 'a validation error on confirm');
   const node = await b.$(nodeSel('confirm'));
-  await b.waitUntil(async () => Number(await node.getAttribute('data-errors')) > 0, { timeout: 5000, timeoutMsg: 'data-errors' });
-  await (await node.$(testid('node-badge'))).waitForExist({ timeout: 5000 });
+  await b.waitUntil(async () => Number(await node.getAttribute('data-errors')) > 0, { timeout: T.ui, timeoutMsg: 'data-errors' });
+  await (await node.$(testid('node-badge'))).waitForExist({ timeout: T.ui });
   const problems = await b.$$(testid('problem'));
   assert(problems.length > 0, 'the problems list shows the error');
 });
@@ -175,11 +175,11 @@ test('outside change on a clean document reloads it', async ({ b, file }) => {
   const changed = read(file).replace('model_name: gpt-4o-mini', 'model_name: gpt-4.1-nano');
   fs.writeFileSync(file + '.tmp', changed);
   fs.renameSync(file + '.tmp', file); // an atomic save, as editors do
-  const v = await waitForView(b, (v) => v.text === changed, 'the reloaded text', 10000);
+  const v = await waitForView(b, (v) => v.text === changed, 'the reloaded text', T.ui);
   assert(!v.dirty, 'clean after reload');
   const summary = () => b.execute((sel) => document.querySelector(sel)?.textContent ?? '', nodeSel('answer'));
   await b.waitUntil(async () => (await summary()).includes('gpt-4.1-nano'), {
-    timeout: 5000, timeoutMsg: 'the node summary follows the file',
+    timeout: T.ui, timeoutMsg: 'the node summary follows the file',
   });
   assert(!(await (await b.$(testid('conflict-dialog'))).isExisting()), 'no conflict dialog for a clean document');
 });
@@ -191,9 +191,9 @@ test('outside change on a dirty document shows the conflict dialog; Keep mine th
   await waitForView(b, (v) => v.dirty && v.nodes.some((n) => n.id === 'tally'));
   const theirs = read(file).replace('# Support triage', '# Changed elsewhere. Support triage');
   fs.writeFileSync(file, theirs);
-  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: 10000 });
+  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: T.ui });
   await (await b.$(testid('conflict-keep'))).click();
-  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: 5000, reverse: true });
+  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: T.ui, reverse: true });
   await clickSave(b);
   const after = await eventually(() => read(file), (t) => t.includes('name: tally'), 'our version on disk');
   assert(!after.includes('Changed elsewhere'), 'their change was overwritten by choice');
@@ -219,7 +219,7 @@ test('conflict dialog: Reload takes the disk version', async ({ b, file }) => {
   await waitForView(b, (v) => v.dirty);
   const theirs = read(file).replace('# Support triage', '# Changed elsewhere. Support triage');
   fs.writeFileSync(file, theirs);
-  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: 10000 });
+  await (await b.$(testid('conflict-dialog'))).waitForExist({ timeout: T.ui });
   await (await b.$(testid('conflict-reload'))).click();
   const v = await waitForView(b, (v) => v.text === theirs, 'the disk version');
   assert(!v.dirty && v.nodes.some((n) => n.id === 'count'), 'clean, old name back');
@@ -242,7 +242,7 @@ test('undo back to the original bytes and save: the file is identical to the ori
     const h = await hook(b);
     if (!h.view.can_undo) break;
     await undo.click();
-    await b.waitUntil(async () => (await hook(b)).view.revision !== h.view.revision, { timeout: 5000 });
+    await b.waitUntil(async () => (await hook(b)).view.revision !== h.view.revision, { timeout: T.ui });
   }
   const v = await waitForView(b, (v) => !v.can_undo, 'the start of the undo history');
   assertEq(v.text, original, 'undo restores the text exactly');
@@ -274,34 +274,29 @@ test('kill -9 with unsaved changes: the next launch offers them; Restore brings 
   await typeAndEnter(b, testid('inspector-name'), 'tally');
   await waitForView(b, (v) => v.dirty && v.nodes.some((n) => n.id === 'tally'));
   const recovered = () => fs.readdirSync(recoveryDir).filter((f) => f.endsWith('.yaml')).map((f) => read(path.join(recoveryDir, f))).join('');
-  await eventually(recovered, (t) => t.includes('name: tally'), 'the recovery file (written ~1.5 s after the edit)', 10000);
+  await eventually(recovered, (t) => t.includes('name: tally'), 'the recovery file (written ~1.5 s after the edit)', T.disk);
   const pid = appPid(file);
   assert(pid, 'found the app process');
-  process.kill(pid, 'SIGKILL');
-  const alive = () => {
-    try {
-      return !read(`/proc/${pid}/stat`).includes(') Z');
-    } catch {
-      return false;
-    }
-  };
-  await eventually(alive, (a) => !a, 'the app gone', 5000);
+  // SIGKILL, then wait until the app and its WebKit helper processes are really gone.
+  await killApp(pid, 'SIGKILL');
   assertEq(read(file), original, 'the file on disk is untouched');
   await b.deleteSession().catch(() => {});
 
+  // launch() waits until WebKitWebDriver holds no session and no process of the killed app is
+  // left, retries a session creation that fails on a busy machine, and waits for the UI's ready.
   const b2 = await launch([file]);
   try {
     await waitForView(b2, (v) => v.path === file && v.nodes.some((n) => n.id === 'count'), 'the disk version');
     const banner = await b2.$(testid('recovery-banner'));
-    await banner.waitForDisplayed({ timeout: 10000 });
+    await banner.waitForDisplayed({ timeout: T.ui });
     assert(!(await (await b2.$(testid('recovery-warning'))).isExisting()), 'no warning: the disk is the version the edits were made on');
     await (await b2.$(testid('recovery-restore'))).click();
     const v = await waitForView(b2, (v) => v.dirty && v.nodes.some((n) => n.id === 'tally'), 'the restored edits');
     assert(v.can_undo, 'restoring is undoable');
-    await (await b2.$(testid('recovery-banner'))).waitForExist({ timeout: 5000, reverse: true });
+    await (await b2.$(testid('recovery-banner'))).waitForExist({ timeout: T.ui, reverse: true });
     await clickSave(b2);
     await eventually(() => read(file), (t) => t.includes('name: tally'), 'the restored edits saved');
-    await eventually(recovered, (t) => t === '', 'the recovery file removed after the save', 5000);
+    await eventually(recovered, (t) => t === '', 'the recovery file removed after the save', T.disk);
   } finally {
     await b2.deleteSession().catch(() => {});
   }
@@ -312,10 +307,10 @@ test('recent files: a file opened before is listed on the empty screen', async (
   const b2 = await relaunch([]);
   // The list is fetched after the empty screen mounts: wait for its content, not just the element.
   const list = await b2.$(testid('recent-list'));
-  await list.waitForExist({ timeout: 10000 });
+  await list.waitForExist({ timeout: T.ui });
   let text = '';
   await b2
-    .waitUntil(async () => (text = await b2.execute((el) => el.textContent || '', list)).includes('agent.yaml'), { timeout: 10000, interval: 100 })
+    .waitUntil(async () => (text = await b2.execute((el) => el.textContent || '', list)).includes('agent.yaml'), { timeout: T.ui, interval: 100 })
     .catch(() => {});
   assert(text.includes('agent.yaml'), `recent list names the file: ${text}`);
   const items = await b2.$$(testid('recent-item'));
@@ -351,7 +346,8 @@ test('bad input: hostile files open with positioned problems and the window stay
   for (const f of files) {
     const t0 = Date.now();
     // As the Open… dialog does once a file is picked.
-    const r = await b.executeAsync((p, done) => {
+    // The in-page wait ends before WebKitWebDriver's 30 s script timeout, with the page's toasts.
+    const r = await b.executeAsync((p, deadline, done) => {
       const name = p.split('/').pop();
       const t0 = performance.now();
       window.__switchyardTest.openPath(p).then(() => {
@@ -359,14 +355,14 @@ test('bad input: hostile files open with positioned problems and the window stay
         const check = () => {
           const v = window.__switchyard.view;
           if (v && v.path.endsWith(name)) return done({ ok: true, path: v.path, n: v.diagnostics.length });
-          if (performance.now() - t0 > 5000) {
+          if (performance.now() - t0 > deadline) {
             return done({ ok: false, err: [...document.querySelectorAll('[data-testid="toast"]')].map((t) => t.textContent).join(' | ') });
           }
           requestAnimationFrame(check);
         };
         check();
       }, (e) => done({ ok: false, err: e?.message ?? String(e) }));
-    }, f);
+    }, f, 20000);
     const took = Date.now() - t0;
     const label = path.relative(ROOT, f);
     if (!r.ok) {
@@ -380,7 +376,7 @@ test('bad input: hostile files open with positioned problems and the window stay
       locs = await b.execute((p) => window.__switchyard.view?.path === p &&
         [...document.querySelectorAll('[data-testid="problem"] .loc')].map((e) => e.textContent), r.path);
       return Array.isArray(locs) && locs.length > 0;
-    }, { timeout: 10000, interval: 50, timeoutMsg: `${label}: the problems were never listed` }).catch(async (e) => {
+    }, { timeout: T.ui, interval: 50, timeoutMsg: `${label}: the problems were never listed` }).catch(async (e) => {
       const seen = await b.execute(() => ({ path: window.__switchyard.view?.path, locs: [...document.querySelectorAll('[data-testid="problem"] .loc')].map((x) => x.textContent) }));
       throw new Error(`${e.message}; the window shows ${JSON.stringify(seen).slice(0, 500)}, expected ${r.path}`);
     });
@@ -451,8 +447,8 @@ async function main() {
         if (b) await screenshot(b, slug);
         if (extra) await screenshot(extra, slug + '-2');
       } finally {
+        // The next launch() waits until these apps are gone (no session, no process left).
         for (const x of [b, extra]) if (x) await x.deleteSession().catch(() => {});
-        await sleep(200);
       }
     }
   } finally {

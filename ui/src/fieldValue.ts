@@ -17,7 +17,7 @@ function fmtScalar(x: Scalar): string {
   } catch {
     /* plain text */
   }
-  const quote = readsAsJson || x === '' || x.trim() !== x || /^['"\[{#-]/.test(x) || x.includes('\n');
+  const quote = readsAsJson || x === '' || x.trim() !== x || /^['"[{#-]/.test(x) || x.includes('\n');
   return quote ? JSON.stringify(x) : x;
 }
 
@@ -31,7 +31,7 @@ export function structToText(v: unknown): string {
   if (Array.isArray(v) && v.length > 0 && v.every(isScalar)) return v.map((x) => `- ${fmtScalar(x)}`).join('\n');
   if (typeof v === 'object' && !Array.isArray(v)) {
     const entries = Object.entries(v as Record<string, unknown>);
-    if (entries.length > 0 && entries.every(([k, x]) => isScalar(x) && /^[^:\s#'"{[\-][^:]*$/.test(k) && k.trim() === k)) {
+    if (entries.length > 0 && entries.every(([k, x]) => isScalar(x) && /^[^:\s#'"{[-][^:]*$/.test(k) && k.trim() === k)) {
       return entries.map(([k, x]) => `${k}: ${fmtScalar(x as Scalar)}`).join('\n');
     }
   }

@@ -1,7 +1,7 @@
 // Global keyboard shortcuts → store actions.
 import type { AppState } from './store';
 import { nestedPause, type DebugState } from './debug/store';
-import { bpEditor } from './components/debug/canvasOverlay';
+import { bpEditor } from './debug/bpEditor';
 
 export type ShortcutAction = 'undo' | 'redo' | 'save' | 'open' | 'search' | 'delete' | 'deselect' | 'settings' | null;
 

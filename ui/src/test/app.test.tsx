@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { App } from '../App';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
-import { demoView, lokiView } from '../demo';
+import { demoView, lokiView } from '../fake/demo';
 
 async function renderApp(view = demoView() as ReturnType<typeof demoView> | null, recent: string[] = []) {
   const backend = createFakeBackend(view, recent);
@@ -159,7 +159,7 @@ describe('<App>', () => {
 
 describe('<App> rendering cost', () => {
   it('selecting a node re-renders only the nodes whose selection changed', async () => {
-    const { bigView } = await import('../demo');
+    const { bigView } = await import('../fake/demo');
     const { nodeRenders } = await import('../components/NodeCard');
     const { store } = await renderApp(bigView(120));
     await waitFor(() => expect(screen.getAllByTestId('node')).toHaveLength(120));

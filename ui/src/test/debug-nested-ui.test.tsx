@@ -3,13 +3,13 @@
 // State tab, against the fake backend and real stores.
 import { describe, expect, it } from 'vitest';
 import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
-import type { FakeBackend } from '../backend';
+import type { FakeBackend } from '../fake/backend';
 import type { DebugEvent } from '../debug/types';
 import { debugShortcutFor } from '../shortcuts';
 import { statusText } from '../components/debug/DebugToolbar';
 import { nestedCrumbs } from '../components/debug/NestedView';
 import { emptyModel, foldEvents } from '../debug/model';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 import type { View } from '../types';
 import { feed, nextTs, renderApp, type Ev } from './harness';
 

@@ -2,12 +2,12 @@
 // `nested_resumed` / the nested run's own events, and the store's controls and state around it.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { waitFor } from '@testing-library/react';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
 import { createDebugStore, nestedPause, shownNestedPause } from '../debug/store';
 import { emptyModel, endNestedPause, foldEvents, ModelFolder, nestedDiff, type RunModel } from '../debug/model';
 import type { DebugEvent, RunStatusInfo } from '../debug/types';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 
 type Ev = { [k: string]: unknown; event: string; run?: string };
 

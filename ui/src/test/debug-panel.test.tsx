@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
-import { createFakeBackend, type FakeBackend } from '../backend';
+import { createFakeBackend, type FakeBackend } from '../fake/backend';
 import { StoreContext, createAppStore } from '../store';
 import { DebugContext, createDebugStore } from '../debug/store';
 import { emptyModel, foldEvents } from '../debug/model';
 import type { DebugEvent, RunStatusInfo } from '../debug/types';
 import { DebugPanel } from '../components/debug/DebugPanel';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 
 type Ev = { [k: string]: unknown; event: string };
 

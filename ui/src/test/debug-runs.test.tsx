@@ -3,11 +3,11 @@
 import { describe, expect, it } from 'vitest';
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { App } from '../App';
-import { createFakeBackend, type FakeBackend } from '../backend';
+import { createFakeBackend, type FakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
 import { createDebugStore } from '../debug/store';
 import type { DurableRun } from '../debug/types';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 import { formatUpdated, isResumable, shortFile } from '../components/debug/RunsDialog';
 
 function durable(id: string, status: string, file: string, extra: Partial<DurableRun> = {}): DurableRun {

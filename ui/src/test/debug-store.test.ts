@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '@testing-library/react';
-import { createFakeBackend, type FakeBackend } from '../backend';
+import { createFakeBackend, type FakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
 import { createDebugStore, currentPending, shownModel } from '../debug/store';
 import type { DebugEvent, RunBatch, RunStatusInfo } from '../debug/types';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 
 type Body = DebugEvent extends infer E ? (E extends DebugEvent ? Omit<E, 'run' | 'ts_ms'> : never) : never;
 

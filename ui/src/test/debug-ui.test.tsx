@@ -3,12 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { App } from '../App';
-import { createFakeBackend, type FakeBackend } from '../backend';
+import { createFakeBackend, type FakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
 import { createDebugStore } from '../debug/store';
 import type { DebugEvent, Pending, RunStatusInfo } from '../debug/types';
 import { debugShortcutFor } from '../shortcuts';
-import { demoView, lokiView } from '../demo';
+import { demoView, lokiView } from '../fake/demo';
 import { labelMatchesEdge, parseSteps, stepChip, stepsSummary, stepsTitle } from '../components/debug/canvasOverlay';
 import { statusText } from '../components/debug/DebugToolbar';
 import { answersText, parseAnswers, parseStateText } from '../components/debug/RunConfigPanel';
@@ -326,7 +326,7 @@ describe('run overlay on the canvas', () => {
   });
 
   it('a batch re-renders only the nodes whose marks changed', { timeout: 20000 }, async () => {
-    const { bigView } = await import('../demo');
+    const { bigView } = await import('../fake/demo');
     const { nodeRenders } = await import('../components/NodeCard');
     const backend = createFakeBackend(bigView(120));
     const store = createAppStore(backend);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HANDLE_SIZE, createFlowMapper, edgeLabel, edgeStroke, nodeHandles, toFlowEdge, toFlowNode } from '../flow';
-import { demoView, lokiView } from '../demo';
+import { demoView, lokiView } from '../fake/demo';
 
 describe('View → React Flow mapping', () => {
   it('maps nodes with kind, position, size and derived/marker flags', () => {

@@ -3,11 +3,11 @@
 import { expect } from 'vitest';
 import { act, render, screen, waitFor } from '@testing-library/react';
 import { App } from '../App';
-import { createFakeBackend, type FakeBackend } from '../backend';
+import { createFakeBackend, type FakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
 import { createDebugStore } from '../debug/store';
 import type { DebugEvent, RunStatusInfo } from '../debug/types';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 import type { View } from '../types';
 
 /** A run event as a test writes it: `run` is relative to the top-level run (`'/research'`). */

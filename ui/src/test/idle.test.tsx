@@ -4,9 +4,9 @@ import { EditorView } from '@codemirror/view';
 import { forEachDiagnostic } from '@codemirror/lint';
 import { whenIdle } from '../idle';
 import { App } from '../App';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
-import { bigView } from '../demo';
+import { bigView } from '../fake/demo';
 import { DEFER_EDITOR_CHARS } from '../components/SourceView';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

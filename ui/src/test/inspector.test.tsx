@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/react';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { StoreContext, createAppStore } from '../store';
 import { Inspector } from '../components/Inspector';
-import { demoView, lokiView } from '../demo';
+import { demoView, lokiView } from '../fake/demo';
 import type { View } from '../types';
 
 async function renderInspector(view: View, nodeId: string) {

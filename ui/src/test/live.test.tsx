@@ -3,7 +3,7 @@
 // streamed text, failed calls and replay divergence in the debugger.
 import { describe, expect, it } from 'vitest';
 import { act, configure, fireEvent, screen, waitFor, within } from '@testing-library/react';
-import { maskKey } from '../backend';
+import { maskKey } from '../fake/backend';
 import type { RunStatusInfo } from '../debug/types';
 import { baseUrlProblem, emptyForm, formFromProvider, parseModels, toInput, validateForm } from '../settings/form';
 import { defaultCassette, needsSettings } from '../components/debug/RunConfigPanel';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { App } from '../App';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 import { describeAge } from '../components/RecoveryBanner';
 import type { RecoveryOffer } from '../types';
 

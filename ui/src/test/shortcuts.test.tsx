@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { App } from '../App';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
 import { shortcutFor } from '../shortcuts';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 
 const ev = (key: string, mods: Partial<{ ctrlKey: boolean; shiftKey: boolean; metaKey: boolean; altKey: boolean }> = {}, target: EventTarget | null = document.body) => ({
   key,

@@ -3,9 +3,9 @@ import { act, render, screen, waitFor } from '@testing-library/react';
 import { EditorView } from '@codemirror/view';
 import { forEachDiagnostic } from '@codemirror/lint';
 import { App } from '../App';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 
 async function setup() {
   const backend = createFakeBackend(demoView());

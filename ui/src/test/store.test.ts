@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
-import { demoView, lokiView } from '../demo';
+import { demoView, lokiView } from '../fake/demo';
 
 function setup(view = demoView(), recent: string[] = []) {
   const backend = createFakeBackend(view, recent);

@@ -6,7 +6,7 @@ import { lineColToOffset, minimalChange, toCmDiagnostics } from '../components/S
 import { buildSvg } from '../exportDiagram';
 import { freshName } from '../components/Palette';
 import { errorMessage, isConflictError } from '../backend';
-import { demoView, lokiView } from '../demo';
+import { demoView, lokiView } from '../fake/demo';
 
 describe('line diff', () => {
   it('marks removed and added lines', () => {

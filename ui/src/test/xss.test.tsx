@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, within } from '@testing-library/react';
 import type { ReactElement } from 'react';
-import { createFakeBackend } from '../backend';
+import { createFakeBackend } from '../fake/backend';
 import { StoreContext, createAppStore } from '../store';
 import { DebugContext, createDebugStore } from '../debug/store';
 import { emptyModel, foldEvents } from '../debug/model';
@@ -21,7 +21,7 @@ import { Timeline } from '../components/debug/Timeline';
 import { Problems } from '../components/Problems';
 import { Toasts } from '../components/Toasts';
 import { Markdown } from '../components/Markdown';
-import { demoView } from '../demo';
+import { demoView } from '../fake/demo';
 import { MASK, SECRET_TITLE, hidesAnything, isSecretName, maskSecrets, redact, safeUrl } from '../untrusted';
 import { XSS_CORPUS } from './xss-corpus';
 

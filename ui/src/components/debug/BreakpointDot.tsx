@@ -6,7 +6,8 @@ import '../../debug/debug.css';
 import { DebugContext, type DebugState } from '../../debug/store';
 import { useApp } from '../../store';
 import type { StoreApi } from 'zustand';
-import { bpEditor, breakpointCondition, breakpointMark, useBpEditorOpen, useDebugSafe } from './canvasOverlay';
+import { bpEditor } from '../../debug/bpEditor';
+import { breakpointCondition, breakpointMark, useBpEditorOpen, useDebugSafe } from './canvasOverlay';
 
 const stop = (e: React.SyntheticEvent) => e.stopPropagation();
 /** Keys stay inside the editor, except the debugger's function keys. */

@@ -5,6 +5,7 @@ import { useContext } from 'react';
 import { createStore, useStore, type StoreApi } from 'zustand';
 import { DebugContext, shownModel, type DebugState } from '../../debug/store';
 import { rowAt, type CanvasOverlay, type EdgeMark } from '../../debug/model';
+import { bpEditor } from '../../debug/bpEditor';
 
 const NO_STORE = createStore<DebugState | null>(() => null) as unknown as StoreApi<DebugState>;
 
@@ -204,22 +205,7 @@ export function parseEdgeTaken(key: string): { last: boolean; reason: string; st
 }
 
 // ------------------------------------------------------------------------------------------------
-// The in-place breakpoint condition editor: which node's editor is open (one at a time).
-
-export interface BpEditorState {
-  node: string | null;
-  /** The text the editor starts with (null: the breakpoint's current condition). */
-  initial: string | null;
-  open(node: string, initial?: string | null): void;
-  close(): void;
-}
-
-export const bpEditor: StoreApi<BpEditorState> = createStore<BpEditorState>()((set) => ({
-  node: null,
-  initial: null,
-  open: (node, initial = null) => set({ node, initial }),
-  close: () => set({ node: null, initial: null }),
-}));
+// The in-place breakpoint condition editor (its store is `src/debug/bpEditor.ts`).
 
 export function useBpEditorOpen(id: string): boolean {
   return useStore(bpEditor, (s) => s.node === id);

@@ -1,5 +1,5 @@
 // A demo document (support-triage, sherma) used by `npm run dev` outside Tauri and by the tests.
-import type { SchemaObj, SchemaType, View } from './types';
+import type { SchemaObj, SchemaType, View } from '../types';
 
 const REF: SchemaType = { kind: 'object', object: { name: 'registry ref', fields: [{ name: 'id', type: { kind: 'string' }, required: true, doc: 'id' }, { name: 'version', type: { kind: 'string' }, required: false, doc: 'version' }], open: false } };
 const PROMPT_ITEM: SchemaObj = {

@@ -1,0 +1,438 @@
+// In-memory fake backend for the tests and for running the UI in a plain browser (`npm run dev`).
+// It does not edit YAML; it records every call and applies simple structural changes to the view
+// so the UI can be exercised end to end. Dev/test only: production code must not import this
+// folder (eslint.config.js), and `npm run check:bundle` fails if it reaches the production bundle.
+import type { Backend } from '../backend';
+import type { DocumentChanged, EditOp, ExprError, RecoveryOffer, View } from '../types';
+import type { DurableRun, RunBatch, RunInfo, TraceFile } from '../debug/types';
+import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Settings, SettingsChange } from '../settings/types';
+
+export interface FakeCall {
+  cmd: string;
+  args?: unknown;
+}
+
+export interface FakeBackend extends Backend {
+  calls: FakeCall[];
+  view: View | null;
+  /** Make the next call of `cmd` reject with `error`. */
+  failNext(cmd: string, error: unknown): void;
+  /** Emit a `document-changed` event. */
+  emit(e: DocumentChanged): void;
+  /** Emit an OS file drop. */
+  drop(paths: string[]): void;
+  disk: string | null;
+  /** What `recovery_offer` answers (restore and discard clear it). */
+  recovery: RecoveryOffer | null;
+  exprErrors: (kind: string, text: string) => ExprError[];
+
+  // Scripted debugger runs (tests drive a run by pushing batches).
+  /** Push a `run-events` batch to the subscribers. */
+  emitRun(batch: RunBatch): void;
+  /** States served by `runStateAt(step)`; a missing step is refused like the engine does. */
+  runStates: Record<number, Record<string, unknown>>;
+  /** What `openTrace` returns (null = the dialog was cancelled). */
+  trace: TraceFile | null;
+  /** Fields laid over the `RunInfo` returned by `runStart` (the run id is `fake-run-<n>`). */
+  runInfo: Partial<RunInfo>;
+  /** The id of the latest run started. */
+  lastRun: string | null;
+  /** The durable runs `runsList` serves (`runsDelete` removes from it). */
+  durableRuns: DurableRun[];
+  /** Agent files whose durable runs `runResume` refuses as changed (unless forced). */
+  changedFiles: string[];
+  /** What `nestedView(file, agent)` serves: keyed `<file>#<agent>`, else by file; a file missing
+   *  here is refused like an unreadable one. */
+  nestedViews: Record<string, View>;
+
+  // Settings: an in-memory provider file and key store.
+  settings: Settings;
+  /** Keys by provider (never returned; masked in `settings`). */
+  keys: Record<string, { key: string; source: KeySource }>;
+  /** Whether the fake OS keyring answers (false: keys go to the "file"). */
+  keyringAvailable: boolean;
+  /** What `settingsTestProvider` answers. */
+  probe: ProbeResult;
+  /** What `llmModels` answers. */
+  models: ModelsInfo;
+}
+
+/** The masked form of a key the shell sends (mirrors `settings::mask_key`). */
+export function maskKey(key: string): string {
+  const c = Array.from(key.trim());
+  const n = c.length;
+  if (n < 8) return '…';
+  if (n < 16) return `…${c.slice(n - 2).join('')}`;
+  const dash = c.slice(0, 5).indexOf('-');
+  const prefix = dash >= 0 ? c.slice(0, dash + 1).join('') : '';
+  return `${prefix}…${c.slice(n - 4).join('')}`;
+}
+
+const FAKE_BUILTINS: [string, 'openai' | 'anthropic', string, string, boolean][] = [
+  ['anthropic', 'anthropic', 'https://api.anthropic.com', 'ANTHROPIC_API_KEY', false],
+  ['ollama', 'openai', 'http://localhost:11434/v1', 'OLLAMA_API_KEY', true],
+  ['openai', 'openai', 'https://api.openai.com/v1', 'OPENAI_API_KEY', false],
+];
+
+function fakeSettings(): Settings {
+  return {
+    path: '/home/user/.config/switchyard/providers.yaml',
+    file_error: null,
+    default_model: null,
+    default_model_env: null,
+    keyring: { available: true, message: null },
+    providers: FAKE_BUILTINS.map(([name, wire, base_url, key_var, key_optional]) => ({
+      name,
+      builtin: true,
+      configured: false,
+      wire,
+      base_url,
+      base_url_env: null,
+      key_var,
+      key_source: null,
+      key_masked: null,
+      key_optional,
+      models: [],
+      timeout_s: null,
+      error: null,
+    })),
+  };
+}
+
+function clone<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v)) as T;
+}
+
+export function createFakeBackend(initial: View | null = null, recent: string[] = []): FakeBackend {
+  const listeners = new Set<(e: DocumentChanged) => void>();
+  const dropListeners = new Set<(p: string[]) => void>();
+  const runListeners = new Set<(b: RunBatch) => void>();
+  let runSeq = 0;
+  const failures = new Map<string, unknown>();
+  const undoStack: View[] = [];
+  const redoStack: View[] = [];
+
+  const fake: FakeBackend = {
+    calls: [],
+    view: initial ? clone(initial) : null,
+    disk: null,
+    recovery: null,
+    exprErrors: (_kind, text) => {
+      // A tiny syntax check so the inspector's inline errors can be exercised.
+      let depth = 0;
+      for (const ch of text) {
+        if (ch === '(' || ch === '[' || ch === '{') depth++;
+        if (ch === ')' || ch === ']' || ch === '}') depth--;
+        if (depth < 0) return [{ message: 'unbalanced bracket', start: 0, end: text.length }];
+      }
+      return depth === 0 ? [] : [{ message: 'unclosed bracket', start: 0, end: text.length }];
+    },
+    failNext(cmd, error) {
+      failures.set(cmd, error);
+    },
+    emit(e) {
+      fake.view = clone(e.view);
+      listeners.forEach((l) => l(e));
+    },
+    drop(paths) {
+      dropListeners.forEach((l) => l(paths));
+    },
+    runStates: {},
+    trace: null,
+    runInfo: {},
+    lastRun: null,
+    durableRuns: [],
+    changedFiles: [],
+    nestedViews: {},
+    emitRun(batch) {
+      const b = clone(batch);
+      runListeners.forEach((l) => l(b));
+    },
+    openPath: (path) => run('open_path', { path }, () => requireView()),
+    openDialog: () => run('open_dialog', undefined, () => fake.view),
+    recentFiles: () => run('recent_files', undefined, () => recent.slice()),
+    getView: () => run('get_view', undefined, () => fake.view),
+    selectAgent: (name) =>
+      run('select_agent', { name }, () => {
+        const v = requireView();
+        v.agent = name;
+        return v;
+      }),
+    applyEdit: (op) => run('apply_edit', { op }, () => edit(op)),
+    setText: (text) =>
+      run('set_text', { text }, () => {
+        const v = mutate();
+        v.text = text;
+        return v;
+      }),
+    undo: () =>
+      run('undo', undefined, () => {
+        const prev = undoStack.pop();
+        if (prev && fake.view) {
+          redoStack.push(clone(fake.view));
+          fake.view = prev;
+        }
+        return finish(requireView());
+      }),
+    redo: () =>
+      run('redo', undefined, () => {
+        const next = redoStack.pop();
+        if (next && fake.view) {
+          undoStack.push(clone(fake.view));
+          fake.view = next;
+        }
+        return finish(requireView());
+      }),
+    save: (force) =>
+      run('save', { force }, () => {
+        const v = requireView();
+        v.dirty = false;
+        return v;
+      }),
+    reload: () => run('reload', undefined, () => requireView()),
+    keepMine: () => run('keep_mine', undefined, () => requireView()),
+    diskText: () => run('disk_text', undefined, () => fake.disk),
+    setPositions: (positions) =>
+      run('set_positions', { positions }, () => {
+        if (fake.view) {
+          for (const n of fake.view.nodes) {
+            const p = positions[n.id];
+            if (p) {
+              n.x = p.x;
+              n.y = p.y;
+            }
+          }
+        }
+        return null;
+      }),
+    checkExpr: (kind, text) => run('check_expr', { kind, text }, () => fake.exprErrors(kind, text)),
+    exportDiagram: (format, data) => run('export_diagram', { format, data }, () => `/tmp/diagram.${format}`),
+    relayout: () => run('relayout', undefined, () => requireView()),
+    recoveryOffer: () => run('recovery_offer', undefined, () => fake.recovery),
+    recoveryRestore: () =>
+      run('recovery_restore', undefined, () => {
+        const r = fake.recovery;
+        if (!r) throw { message: 'there are no recovered changes to restore' };
+        fake.recovery = null;
+        const v = mutate();
+        v.text = r.text;
+        return v;
+      }),
+    recoveryDiscard: () =>
+      run('recovery_discard', undefined, () => {
+        fake.recovery = null;
+        return null;
+      }),
+    async onDocumentChanged(cb) {
+      listeners.add(cb);
+      return () => listeners.delete(cb);
+    },
+    async onFileDrop(cb) {
+      dropListeners.add(cb);
+      return () => dropListeners.delete(cb);
+    },
+    runStart: (config) =>
+      run('run_start', { config }, () => {
+        runSeq += 1;
+        const info: RunInfo = {
+          run: `fake-run-${runSeq}`,
+          trace: null,
+          agent: config.agent ?? fake.view?.agent ?? 'agent',
+          dialect: fake.view?.dialect === 'loki' ? 'loki' : 'sherma',
+          llm: 'scripted: replies.yaml',
+          ...fake.runInfo,
+        };
+        fake.lastRun = info.run;
+        return info;
+      }),
+    runControl: (action) => run('run_control', { action }, () => null),
+    runsList: () => run('runs_list', undefined, () => ({ db: '/fake/runs.sqlite', runs: fake.durableRuns })),
+    runsDelete: (ids) =>
+      run('runs_delete', { ids }, () => {
+        const missing = ids.filter((id) => !fake.durableRuns.some((r) => r.id === id));
+        if (missing.length) throw { message: `no such run in /fake/runs.sqlite: ${missing.join(', ')}` };
+        fake.durableRuns = fake.durableRuns.filter((r) => !ids.includes(r.id));
+        return null;
+      }),
+    runResume: (id, force, breakpoints, breakOnError) =>
+      run('run_resume', { id, force, breakpoints, breakOnError }, () => {
+        const r = fake.durableRuns.find((x) => x.id === id);
+        if (!r) throw { message: `no run \`${id}\` in the run store /fake/runs.sqlite` };
+        if (!['ready', 'paused', 'interrupted'].includes(r.status)) {
+          throw { message: `run ${id} has ended (${r.status}); only ready, paused or interrupted runs can be resumed` };
+        }
+        if (!force && fake.changedFiles.includes(r.file)) {
+          throw { message: `run ${id}: ${r.file} changed since the run started; resuming could put the saved state into a different graph. Resume anyway with --force (the app asks), or start a new run` };
+        }
+        const info: RunInfo = { run: id, trace: null, agent: r.agent, dialect: r.dialect === 'loki' ? 'loki' : 'sherma', llm: 'scripted', durable: '/fake/runs.sqlite' };
+        fake.lastRun = id;
+        return info;
+      }),
+    nestedView: (file, agent) =>
+      run('nested_view', { file, agent }, () => {
+        const v = fake.nestedViews[`${file}#${agent ?? ''}`] ?? fake.nestedViews[file];
+        if (!v) throw { message: `cannot read ${file}: no such file or directory` };
+        return v;
+      }),
+    runBreakpoints: (breakpoints, breakOnError) => run('run_breakpoints', { breakpoints, breakOnError }, () => null),
+    runAnswer: (id, value) => run('run_answer', { id, value }, () => null),
+    runEditState: (key, value) => run('run_edit_state', { key, value }, () => null),
+    runStateAt: (step) =>
+      run('run_state_at', { step }, () => {
+        const st = fake.runStates[step];
+        if (!st) throw { message: `no checkpoint after step ${step}` };
+        return st;
+      }),
+    runRewind: (step) => run('run_rewind', { step }, () => null),
+    openTrace: (path) => run('open_trace', { path }, () => fake.trace),
+    async onRunEvents(cb) {
+      runListeners.add(cb);
+      return () => runListeners.delete(cb);
+    },
+    settings: fakeSettings(),
+    keys: {},
+    keyringAvailable: true,
+    probe: { status: 'reachable', message: 'http://localhost/v1/models answered 200', models: [] },
+    models: { models: [], default_model: null, choices: [] },
+    settingsGet: () => run('settings_get', undefined, () => refreshSettings()),
+    settingsSave: (change) => run('settings_save', { change }, () => saveSettings(change)),
+    settingsTestProvider: (provider) => run('settings_test_provider', { provider }, () => fake.probe),
+    llmModels: () => run('llm_models', undefined, () => fake.models),
+  };
+
+  function refreshSettings(): Settings {
+    const s = fake.settings;
+    s.keyring = fake.keyringAvailable ? { available: true, message: null } : { available: false, message: 'no secret service' };
+    for (const p of s.providers) {
+      const k = fake.keys[p.name];
+      p.key_source = k ? k.source : null;
+      p.key_masked = k ? maskKey(k.key) : null;
+    }
+    return s;
+  }
+
+  function saveSettings(change: SettingsChange): SaveResult {
+    const s = fake.settings;
+    let keyStored: KeySource | null = null;
+    let message: string | null = null;
+    const p = change.provider;
+    if (p) {
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(p.name)) throw { message: `provider name \`${p.name}\`: use letters, digits, \`-\`, \`_\` or \`.\`` };
+      let info: ProviderInfo | undefined = s.providers.find((x) => x.name === p.name);
+      if (!info) {
+        if (!p.base_url) throw { message: `provider \`${p.name}\` needs a base URL (it is not built in)` };
+        info = { name: p.name, builtin: false, configured: true, wire: p.wire, base_url: null, base_url_env: null, key_var: `${p.name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY`, key_source: null, key_masked: null, key_optional: true, models: [], timeout_s: null, error: null };
+        s.providers.push(info);
+        s.providers.sort((a, b) => a.name.localeCompare(b.name));
+      }
+      info.configured = true;
+      info.wire = p.wire;
+      if (p.base_url) info.base_url = p.base_url.replace(/\/+$/, '');
+      info.models = p.models.slice();
+      info.timeout_s = p.timeout_s;
+      if (p.api_key) {
+        keyStored = fake.keyringAvailable ? 'keyring' : 'file';
+        fake.keys[p.name] = { key: p.api_key, source: keyStored };
+        message = fake.keyringAvailable
+          ? `The key of \`${p.name}\` was saved in the OS keyring.`
+          : `The OS keyring is not available (no secret service); the key of \`${p.name}\` was saved in ${s.path}, readable by you only.`;
+      } else if (p.clear_key) delete fake.keys[p.name];
+    }
+    for (const name of change.remove ?? []) {
+      delete fake.keys[name];
+      const i = s.providers.findIndex((x) => x.name === name);
+      if (i >= 0) {
+        if (s.providers[i].builtin) {
+          const b = FAKE_BUILTINS.find((x) => x[0] === name)!;
+          Object.assign(s.providers[i], { configured: false, wire: b[1], base_url: b[2], models: [], timeout_s: null });
+        } else s.providers.splice(i, 1);
+      }
+    }
+    if (change.default_model !== undefined) s.default_model = change.default_model.trim() || null;
+    return { settings: refreshSettings(), key_stored: keyStored, message };
+  }
+
+  function requireView(): View {
+    if (!fake.view) throw { message: 'no document is open' };
+    return fake.view;
+  }
+
+  function finish(v: View): View {
+    v.can_undo = undoStack.length > 0;
+    v.can_redo = redoStack.length > 0;
+    return v;
+  }
+
+  /** Snapshot for undo, then return the view to change. */
+  function mutate(): View {
+    const v = requireView();
+    undoStack.push(clone(v));
+    redoStack.length = 0;
+    v.dirty = true;
+    v.revision += 1;
+    return finish(v);
+  }
+
+  function edit(op: EditOp): View {
+    const v = mutate();
+    switch (op.op) {
+      case 'add_node': {
+        if (v.nodes.some((n) => n.id === op.name)) throw { message: `a node named \`${op.name}\` already exists` };
+        const maxY = v.nodes.reduce((m, n) => Math.max(m, n.y), 0);
+        v.nodes.push({ id: op.name, kind: op.kind, derived: false, summary: '', x: 0, y: maxY + 100, w: 220, h: 64, data: { name: op.name, type: op.kind }, errors: 0, warnings: 0 });
+        break;
+      }
+      case 'delete_node':
+        v.nodes = v.nodes.filter((n) => n.id !== op.name);
+        v.edges = v.edges.filter((e) => e.from !== op.name && e.to !== op.name);
+        break;
+      case 'rename_node':
+        for (const n of v.nodes) if (n.id === op.from) n.id = op.to;
+        for (const e of v.edges) {
+          if (e.from === op.from) e.from = op.to;
+          if (e.to === op.from) e.to = op.to;
+        }
+        break;
+      case 'add_edge':
+        v.edges.push({ id: `e${v.revision}_${v.edges.length}`, from: op.from, to: op.to, kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: v.edges.length });
+        break;
+      case 'remove_edge':
+        v.edges = v.edges.filter((e) => !(e.from === op.from && e.to === op.to && e.kind === op.kind && (op.index === undefined || e.index === op.index)));
+        break;
+      case 'set_field': {
+        const n = v.nodes.find((x) => x.id === op.node);
+        if (n) {
+          const data = (n.data && typeof n.data === 'object' ? n.data : {}) as Record<string, unknown>;
+          let cur: Record<string, unknown> = data;
+          op.path.slice(0, -1).forEach((k) => {
+            const key = String(k);
+            if (typeof cur[key] !== 'object' || cur[key] === null) cur[key] = {};
+            cur = cur[key] as Record<string, unknown>;
+          });
+          const last = String(op.path[op.path.length - 1]);
+          if (op.value === null) delete cur[last];
+          else cur[last] = op.value;
+          n.data = data;
+        }
+        break;
+      }
+      default:
+        break; // branch ops and doc fields are only recorded
+    }
+    return v;
+  }
+
+  async function run<T>(cmd: string, args: unknown, body: () => T): Promise<T> {
+    fake.calls.push(args === undefined ? { cmd } : { cmd, args: clone(args) });
+    await Promise.resolve();
+    if (failures.has(cmd)) {
+      const err = failures.get(cmd);
+      failures.delete(cmd);
+      throw err;
+    }
+    const out = body();
+    return (out && typeof out === 'object' ? clone(out) : out) as T;
+  }
+
+  return fake;
+}
