@@ -6,7 +6,7 @@
 //! `gnome-keyring-daemon` in a scratch home (`run_keyring_tests`). It uses a provider of its own
 //! (`sytest`), so a developer's real keys are never touched.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //!   the node and the cause, in both dialects;
 //! - a sub-agent that fails is an error of the parent's node (or its fallback), never a crash.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,7 +3,7 @@
 //! retrieval with embeddings from the fake OpenAI server on 127.0.0.1, URL documents from a
 //! loopback server, and the errors a user can meet.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

@@ -134,7 +134,7 @@ fn save_survives_sigkill_at_any_moment() {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
-                "child_save_loop",
+                "save_kill::child_save_loop",
                 "--nocapture",
                 "--test-threads=1",
             ])

@@ -7,7 +7,7 @@
 //! (nothing accumulates across runs). The numbers are printed (`cargo test --test load --
 //! --nocapture`).
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::collections::BTreeMap;

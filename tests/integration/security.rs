@@ -7,7 +7,7 @@
 //! - a script path cannot lead out of the agent directory;
 //! - the desktop shell grants the webview only the app's own commands, under a strict CSP.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

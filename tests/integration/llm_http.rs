@@ -3,7 +3,7 @@
 //! loops, structured output, streaming events, every failure class with its retry/fallback
 //! behaviour, cancellation mid-stream, and record → replay.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
