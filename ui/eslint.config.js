@@ -14,8 +14,8 @@
 //   components/settings/ ► components/*.tsx, settings/, the top-level modules; never anything
 //                         of the debugger (components/debug/, debug/)
 //   data layer: the top-level .ts modules (backend, store, types, untrusted, flow, shortcuts, …),
-//   debug/ and settings/ ──► each other, never components/, App or main; debug/ and settings/
-//                         never import each other
+//   debug/ and settings/ ──► the data layer only (never components/, App or main), and debug/
+//                         and settings/ not each other
 //
 // No production file may import test/, fake/, vitest or Testing Library. `no-restricted-imports`
 // only sees static imports and re-exports, so relative `import()` is refused outside main.tsx.
