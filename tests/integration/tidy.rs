@@ -172,6 +172,68 @@ fn every_source_file_is_in_the_code_map() {
     assert!(gone.is_empty(), "the code map names paths that do not exist: {gone:?}");
 }
 
+/// No module cycles inside a crate: the top-level modules of each crate, with an edge for every
+/// `crate::other` path outside tests, form a graph without cycles (a child module using its
+/// parent through `super` is part of the parent, not an edge).
+#[test]
+fn no_module_cycles_inside_a_crate() {
+    let mut cycles = Vec::new();
+    for e in std::fs::read_dir(Path::new(ROOT).join("crates")).unwrap().flatten() {
+        let src = e.path().join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for f in &files {
+            let rel = f.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+            let top = rel.split('/').next().unwrap().trim_end_matches(".rs").to_string();
+            if top == "lib" {
+                continue;
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            let deps = edges.entry(top.clone()).or_default();
+            for (i, _) in code.match_indices("crate::") {
+                let name: String = code[i + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                if !name.is_empty() && name != top {
+                    deps.insert(name);
+                }
+            }
+        }
+        // Depth-first search for a back edge.
+        fn visit(
+            n: &str,
+            edges: &BTreeMap<String, BTreeSet<String>>,
+            state: &mut BTreeMap<String, u8>,
+            path: &mut Vec<String>,
+            out: &mut Vec<String>,
+        ) {
+            state.insert(n.to_string(), 1);
+            path.push(n.to_string());
+            for m in edges.get(n).into_iter().flatten() {
+                match state.get(m.as_str()).copied().unwrap_or(0) {
+                    0 => visit(m, edges, state, path, out),
+                    1 => {
+                        let at = path.iter().position(|p| p == m).unwrap();
+                        out.push(format!("{} → {m}", path[at..].join(" → ")));
+                    }
+                    _ => {}
+                }
+            }
+            path.pop();
+            state.insert(n.to_string(), 2);
+        }
+        let mut state = BTreeMap::new();
+        let mut found = Vec::new();
+        for n in edges.keys() {
+            if !state.contains_key(n.as_str()) {
+                visit(n, &edges, &mut state, &mut Vec::new(), &mut found);
+            }
+        }
+        cycles.extend(found.into_iter().map(|c| format!("{}: {c}", e.file_name().to_string_lossy())));
+    }
+    assert!(cycles.is_empty(), "module cycles:\n{}", cycles.join("\n"));
+}
+
 /// The event types are the engine's contract with the UI: `docs/app-contract.md` records the
 /// digest of the code that defines them, so a change to them fails here until the contract
 /// (and the digest) is updated in the same commit.

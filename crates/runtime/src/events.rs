@@ -4,7 +4,7 @@
 //! e.g. `{"event":"node_enter","run":"r1","ts_ms":1700000000000,"step":3,"node":"x","kind":"set_state"}`.
 //! The `event` key always comes first, then `run` and `ts_ms`, then the kind's own fields.
 
-use crate::provider::{ErrorKind, TokenUsage, ToolCall};
+use crate::wire::{ErrorKind, TokenUsage, ToolCall};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -15,7 +15,7 @@
 //! out and lowers it for continue (see `run::driver`).
 
 use crate::events::{EventBody, PauseReason};
-use crate::session::{Cx, Machine};
+use super::{Cx, Machine};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::mpsc::Sender;

@@ -1,567 +1,20 @@
-//! sherma declarative agents (`manifest_version: 1`): schema, typed model with spans.
-//!
-//! Upstream ignores unknown keys; we warn about them (with "did you mean"). Environment
-//! placeholders (`${NAME}`, `${NAME:-default}`, `$$`) are interpolated into the model's strings,
-//! while the YAML tree keeps the original text, so nothing from the environment is ever written
-//! back into the file.
+//! Building the sherma model from the YAML tree: environment interpolation, schema checks and
+//! the structure of agents, nodes and edges; problems become diagnostics.
 
-use super::Sp;
-use super::env;
-use super::schema::{Checker, Field, Obj, Ty, opt, req};
+use super::model::{
+    AgentDef, Branch, CallLlm, EdgeDef, Entity, Expr, NodeArgs, NodeDef, OnError, PromptItem, RegistryRef, Retry,
+    ShermaDoc, StateField, SubAgentsAsTools,
+};
+use super::schema::{
+    AGENT_DEF, EDGE_DEF, EDGES_TY, GRAPH_DEF, NODE_DEF, NODES_TY, STATE_DEF, STATE_FIELD, STATE_FIELDS_TY, STATE_TYPES, TOP_LEVEL,
+    args_schema,
+};
+use crate::doc::schema::Checker;
+use crate::doc::{Sp, env};
+use std::path::{Path, PathBuf};
 use syntax::diag::Diagnostic;
 use syntax::source::{SourceFile, Span};
 use syntax::yaml::{YKind, YNode};
-use std::path::{Path, PathBuf};
-
-pub const NODE_TYPES: &[&str] =
-    &["call_llm", "tool_node", "call_agent", "data_transform", "set_state", "interrupt", "load_skills", "custom"];
-pub const STATE_TYPES: &[&str] = &["str", "int", "float", "bool", "list", "dict"];
-pub const BUILTIN_CONDITIONS: &[&str] = &["has_tool_calls", "has_error_fallback"];
-
-// ---------------------------------------------------------------------------------------------
-// Schema
-// ---------------------------------------------------------------------------------------------
-
-pub static REGISTRY_REF: Obj = Obj {
-    name: "registry reference",
-    fields: &[
-        req("id", Ty::Str, "id of the registered entity"),
-        opt("version", Ty::Str, "version or PEP 440 specifier such as `==1.0.0`; default `*`"),
-    ],
-    open: false,
-};
-const REF: Ty = Ty::Obj(&REGISTRY_REF);
-
-pub static LLM_DEF: Obj = Obj {
-    name: "llm",
-    fields: &[
-        req("id", Ty::Str, "id used by `llm:` references and `default_llm`"),
-        opt("version", Ty::Str, "version, default `*`"),
-        opt("provider", Ty::Enum(&["openai", "anthropic"]), "model provider, default `openai`"),
-        req("model_name", Ty::Str, "the provider's model name, e.g. gpt-4o-mini"),
-    ],
-    open: false,
-};
-pub static TOOL_DEF: Obj = Obj {
-    name: "tool",
-    fields: &[
-        req("id", Ty::Str, "tool id (the model sees the tool's own name)"),
-        opt("version", Ty::Str, "version, default `*`"),
-        opt("import_path", Ty::Str, "dotted Python path of a LangChain tool object"),
-        opt("url", Ty::Str, "parsed but ignored by sherma"),
-        opt("protocol", Ty::Str, "parsed but ignored by sherma"),
-    ],
-    open: false,
-};
-pub static PROMPT_DEF: Obj = Obj {
-    name: "prompt",
-    fields: &[
-        req("id", Ty::Str, "prompt id, read in CEL as prompts[\"<id>\"][\"instructions\"]"),
-        opt("version", Ty::Str, "version, default `*`"),
-        opt("instructions", Ty::Str, "the prompt text (exactly one of instructions / instructions_path)"),
-        opt("instructions_path", Ty::Path, "file holding the prompt text, relative to this YAML"),
-    ],
-    open: false,
-};
-pub static SKILL_DEF: Obj = Obj {
-    name: "skill",
-    fields: &[
-        req("id", Ty::Str, "skill id"),
-        opt("version", Ty::Str, "concrete version (sherma cannot look up `*` here)"),
-        opt("skill_card_path", Ty::Path, "local skill card JSON, relative to this YAML"),
-        opt("url", Ty::Str, "URL of a remote skill card"),
-    ],
-    open: false,
-};
-pub static HOOK_MCP: Obj = Obj {
-    name: "hook MCP server",
-    fields: &[
-        opt("command", Ty::Str, "stdio server command"),
-        opt("args", Ty::List(&Ty::Str), "stdio server arguments"),
-        opt("env", Ty::Map(&Ty::Str), "stdio server environment"),
-        opt("url", Ty::Str, "HTTP server URL"),
-        opt("transport", Ty::Enum(&["streamable_http", "sse"]), "HTTP transport"),
-        opt("headers", Ty::Map(&Ty::Str), "HTTP headers"),
-    ],
-    open: false,
-};
-pub static HOOK_DEF: Obj = Obj {
-    name: "hook",
-    fields: &[
-        opt("import_path", Ty::Str, "dotted Python path of a hook executor class"),
-        opt("url", Ty::Str, "JSON-RPC 2.0 endpoint of a remote hook executor"),
-        opt("mcp", Ty::Obj(&HOOK_MCP), "MCP server exposing `hooks.<name>` tools"),
-        opt("timeout", Ty::Float { min: Some(0.0) }, "Switchyard extension: per hook call, in seconds (default 30)"),
-    ],
-    open: false,
-};
-pub static SUB_AGENT_DEF: Obj = Obj {
-    name: "sub-agent",
-    fields: &[
-        req("id", Ty::Str, "sub-agent id (also the tool name when used as a tool)"),
-        opt("version", Ty::Str, "concrete version (sherma cannot look up `*` here)"),
-        opt("url", Ty::Str, "remote A2A agent URL"),
-        opt("import_path", Ty::Str, "dotted Python path of an Agent instance"),
-        opt("yaml_path", Ty::Path, "another declarative agent YAML, relative to this file"),
-    ],
-    open: false,
-};
-pub static MCP_SERVER_DEF: Obj = Obj {
-    name: "MCP server",
-    fields: &[
-        req("id", Ty::Str, "server id"),
-        opt("version", Ty::Str, "version, default `*`"),
-        opt("transport", Ty::Enum(&["streamable_http", "sse", "stdio"]), "default `streamable_http`"),
-        opt("url", Ty::Str, "server URL (HTTP transports)"),
-        opt("headers", Ty::Map(&Ty::Str), "HTTP headers"),
-        opt("command", Ty::Str, "command (stdio)"),
-        opt("args", Ty::List(&Ty::Str), "arguments (stdio)"),
-        opt("env", Ty::Map(&Ty::Str), "environment (stdio)"),
-        opt("tool_prefix", Ty::Str, "prefix added to every tool name of this server"),
-        opt("timeout", Ty::Float { min: Some(0.0) }, "Switchyard extension: per-call timeout in seconds (default 60)"),
-        opt("cwd", Ty::Str, "Switchyard extension: working directory of a stdio server, relative to this file (default: its folder)"),
-        opt("allowed_tools", Ty::List(&Ty::Str), "Switchyard extension: register only these tools of the server"),
-    ],
-    open: false,
-};
-pub static CHECKPOINTER_DEF: Obj = Obj {
-    name: "checkpointer",
-    fields: &[
-        req("type", Ty::Enum(&["memory", "sqlite"]), "`memory`, or `sqlite` (Switchyard extension: durable runs)"),
-        opt("path", Ty::Path, "SQLite database file (type sqlite), relative to this YAML"),
-    ],
-    open: false,
-};
-pub static STATE_FIELD: Obj = Obj {
-    name: "state field",
-    fields: &[
-        req("name", Ty::Str, "field name; `messages` gets append/replace-by-id semantics"),
-        opt("type", Ty::Str, "str, int, float, bool, list or dict (not enforced)"),
-        opt("default", Ty::Any, "initial value (Switchyard applies it; sherma ignores it)"),
-    ],
-    open: false,
-};
-pub static STATE_DEF: Obj =
-    Obj { name: "state", fields: &[req("fields", Ty::List(&Ty::Obj(&STATE_FIELD)), "declared state fields")], open: false };
-pub static PROMPT_ITEM: Obj = Obj {
-    name: "prompt item",
-    fields: &[
-        req("role", Ty::Enum(&["system", "human", "ai", "messages"]), "message role; `messages` splices a list"),
-        req("content", Ty::Cel, "CEL expression producing the content"),
-    ],
-    open: false,
-};
-pub static RESPONSE_FORMAT: Obj = Obj {
-    name: "response_format",
-    fields: &[
-        req("name", Ty::Str, "schema name"),
-        opt("description", Ty::Str, "schema description"),
-        req("schema", Ty::Any, "JSON Schema of the structured output"),
-    ],
-    open: false,
-};
-pub static CALL_LLM_ARGS: Obj = Obj {
-    name: "call_llm args",
-    fields: &[
-        opt("llm", REF, "the llm to call; default `default_llm`"),
-        req("prompt", Ty::List(&Ty::Obj(&PROMPT_ITEM)), "messages sent to the model, in order"),
-        opt("tools", Ty::List(&REF), "tools bound to the model"),
-        opt("use_tools_from_registry", Ty::Bool, "bind every registered tool"),
-        opt("use_tools_from_loaded_skills", Ty::Bool, "bind the tools of skills loaded so far"),
-        opt(
-            "use_sub_agents_as_tools",
-            Ty::OneOf(&[Ty::Bool, Ty::Enum(&["all"]), Ty::List(&REF)]),
-            "bind sub-agents as tools: true/`all`, or a list",
-        ),
-        opt("response_format", Ty::Obj(&RESPONSE_FORMAT), "structured output schema"),
-        req("state_updates", Ty::Map(&Ty::Cel), "field -> CEL over the state and `llm_response`"),
-    ],
-    open: false,
-};
-pub static TOOL_NODE_ARGS: Obj = Obj {
-    name: "tool_node args",
-    fields: &[opt("tools", Ty::List(&REF), "tools this node may run; default: every registered tool")],
-    open: false,
-};
-pub static CALL_AGENT_ARGS: Obj = Obj {
-    name: "call_agent args",
-    fields: &[req("agent", REF, "sub-agent to call"), req("input", Ty::Cel, "CEL producing the message text")],
-    open: false,
-};
-pub static DATA_TRANSFORM_ARGS: Obj = Obj {
-    name: "data_transform args",
-    fields: &[req("expression", Ty::Cel, "CEL producing a map of state updates")],
-    open: false,
-};
-pub static SET_STATE_ARGS: Obj = Obj {
-    name: "set_state args",
-    fields: &[req("values", Ty::Map(&Ty::Cel), "field -> CEL (string literals need inner quotes)")],
-    open: false,
-};
-pub static INTERRUPT_ARGS: Obj = Obj {
-    name: "interrupt args",
-    fields: &[req("value", Ty::Cel, "CEL producing the value shown to the user")],
-    open: false,
-};
-pub static LOAD_SKILLS_ARGS: Obj = Obj {
-    name: "load_skills args",
-    fields: &[req("skill_ids", Ty::Cel, "CEL producing a list of {id, version} maps")],
-    open: false,
-};
-pub static CUSTOM_ARGS: Obj = Obj {
-    name: "custom args",
-    fields: &[opt("metadata", Ty::Map(&Ty::Any), "free data for the node_execute hook")],
-    open: false,
-};
-pub static RETRY_DEF: Obj = Obj {
-    name: "retry",
-    fields: &[
-        opt("max_attempts", Ty::Int { min: Some(1) }, "attempts in all, default 3"),
-        opt("strategy", Ty::Enum(&["fixed", "exponential"]), "default exponential"),
-        opt("delay", Ty::Float { min: Some(0.0) }, "seconds before the first retry, default 1.0"),
-        opt("max_delay", Ty::Float { min: Some(0.0) }, "cap on the delay, default 30.0"),
-    ],
-    open: false,
-};
-pub static ON_ERROR_DEF: Obj = Obj {
-    name: "on_error",
-    fields: &[
-        opt("retry", Ty::Obj(&RETRY_DEF), "retry the model call (call_llm only)"),
-        opt("fallback", Ty::NodeRef, "node to route to when the node fails"),
-    ],
-    open: false,
-};
-pub static NODE_DEF: Obj = Obj {
-    name: "node",
-    fields: &[
-        req("name", Ty::Str, "node name, unique in the agent"),
-        req("type", Ty::Enum(NODE_TYPES), "node type"),
-        opt("args", Ty::Any, "type-specific arguments"),
-        opt("on_error", Ty::Obj(&ON_ERROR_DEF), "retry and fallback"),
-    ],
-    open: false,
-};
-pub static BRANCH_DEF: Obj = Obj {
-    name: "branch",
-    fields: &[
-        req("condition", Ty::CelCondition, "CEL condition, or has_tool_calls / has_error_fallback"),
-        req("target", Ty::NodeRef, "node to go to when the condition holds"),
-    ],
-    open: false,
-};
-pub static EDGE_DEF: Obj = Obj {
-    name: "edge",
-    fields: &[
-        req("source", Ty::NodeRef, "source node, or __start__"),
-        opt("target", Ty::NodeRef, "target node, or __end__ (ignored when branches are given)"),
-        opt("branches", Ty::List(&Ty::Obj(&BRANCH_DEF)), "conditions tested in order; the first true wins"),
-        opt("default", Ty::NodeRef, "target when no branch holds; default __end__"),
-    ],
-    open: false,
-};
-pub static GRAPH_DEF: Obj = Obj {
-    name: "graph",
-    fields: &[
-        opt("entry_point", Ty::NodeRef, "first node (or use an edge from __start__)"),
-        req("nodes", Ty::List(&Ty::Obj(&NODE_DEF)), "the nodes"),
-        req("edges", Ty::List(&Ty::Obj(&EDGE_DEF)), "the edges (may be empty)"),
-    ],
-    open: false,
-};
-pub static LANGGRAPH_CONFIG: Obj = Obj {
-    name: "langgraph_config",
-    fields: &[
-        opt("recursion_limit", Ty::Int { min: Some(1) }, "maximum steps of one run, default 25"),
-        opt("max_concurrency", Ty::Int { min: Some(1) }, "parallel branches"),
-        opt("tags", Ty::List(&Ty::Str), "run tags"),
-        opt("metadata", Ty::Map(&Ty::Any), "run metadata"),
-    ],
-    open: false,
-};
-pub static AGENT_DEF: Obj = Obj {
-    name: "agent",
-    fields: &[
-        req("state", Ty::Obj(&STATE_DEF), "state fields"),
-        req("graph", Ty::Obj(&GRAPH_DEF), "nodes and edges"),
-        opt("langgraph_config", Ty::Obj(&LANGGRAPH_CONFIG), "run configuration"),
-        opt("input_schema", Ty::Any, "JSON Schema of structured input (A2A)"),
-        opt("output_schema", Ty::Any, "JSON Schema of structured output (A2A)"),
-    ],
-    open: false,
-};
-pub static TOP_LEVEL: Obj = Obj {
-    name: "sherma file",
-    fields: &[
-        req("manifest_version", Ty::Int { min: None }, "format version; must be 1"),
-        opt("prompts", Ty::List(&Ty::Obj(&PROMPT_DEF)), "prompts"),
-        opt("llms", Ty::List(&Ty::Obj(&LLM_DEF)), "language models"),
-        opt("tools", Ty::List(&Ty::Obj(&TOOL_DEF)), "tools"),
-        opt("skills", Ty::List(&Ty::Obj(&SKILL_DEF)), "skills"),
-        opt(
-            "agent_skills",
-            Ty::OneOf(&[Ty::Enum(&["*"]), Ty::List(&Ty::Str)]),
-            "Agent Skills offered through the `activate_skill` tool (Switchyard extension): names found in `.agents/skills` / `.claude/skills` of the project and the user's home, SKILL.md URLs, or `*` for every skill found",
-        ),
-        opt("hooks", Ty::List(&Ty::Obj(&HOOK_DEF)), "hook executors"),
-        opt("sub_agents", Ty::List(&Ty::Obj(&SUB_AGENT_DEF)), "sub-agents"),
-        opt("mcp_servers", Ty::List(&Ty::Obj(&MCP_SERVER_DEF)), "MCP servers whose tools are registered"),
-        opt("default_llm", REF, "llm used by call_llm nodes without `llm`"),
-        opt("checkpointer", Ty::Obj(&CHECKPOINTER_DEF), "checkpointer"),
-        opt("data", Ty::Map(&Ty::Any), "free data, read in CEL as `data`"),
-        opt("agents", Ty::Map(&Ty::Obj(&AGENT_DEF)), "agents, by name"),
-    ],
-    open: false,
-};
-
-const STATE_FIELDS_TY: Ty = Ty::List(&Ty::Obj(&STATE_FIELD));
-const NODES_TY: Ty = Ty::List(&Ty::Obj(&NODE_DEF));
-const EDGES_TY: Ty = Ty::List(&Ty::Obj(&EDGE_DEF));
-
-/// The args schema of a node type.
-pub fn args_schema(node_type: &str) -> Option<&'static Obj> {
-    Some(match node_type {
-        "call_llm" => &CALL_LLM_ARGS,
-        "tool_node" => &TOOL_NODE_ARGS,
-        "call_agent" => &CALL_AGENT_ARGS,
-        "data_transform" => &DATA_TRANSFORM_ARGS,
-        "set_state" => &SET_STATE_ARGS,
-        "interrupt" => &INTERRUPT_ARGS,
-        "load_skills" => &LOAD_SKILLS_ARGS,
-        "custom" => &CUSTOM_ARGS,
-        _ => return None,
-    })
-}
-
-/// Every object schema of the dialect, for the editor.
-pub fn schema_objects() -> Vec<&'static Obj> {
-    vec![
-        &TOP_LEVEL, &AGENT_DEF, &NODE_DEF, &EDGE_DEF, &BRANCH_DEF, &ON_ERROR_DEF, &RETRY_DEF, &CALL_LLM_ARGS,
-        &TOOL_NODE_ARGS, &CALL_AGENT_ARGS, &DATA_TRANSFORM_ARGS, &SET_STATE_ARGS, &INTERRUPT_ARGS,
-        &LOAD_SKILLS_ARGS, &CUSTOM_ARGS, &PROMPT_ITEM, &RESPONSE_FORMAT, &REGISTRY_REF, &LLM_DEF, &TOOL_DEF,
-        &PROMPT_DEF, &SKILL_DEF, &HOOK_DEF, &SUB_AGENT_DEF, &MCP_SERVER_DEF, &CHECKPOINTER_DEF, &STATE_FIELD,
-        &LANGGRAPH_CONFIG,
-    ]
-}
-
-// ---------------------------------------------------------------------------------------------
-// Model
-// ---------------------------------------------------------------------------------------------
-
-/// A CEL expression: its text after environment interpolation, and the YAML scalar it came from
-/// (for mapping error offsets back to the file).
-#[derive(Clone, Debug)]
-pub struct Expr {
-    pub text: String,
-    pub node: YNode,
-    /// True when interpolation changed the text (offsets then map to the scalar start).
-    pub interpolated: bool,
-}
-
-impl Expr {
-    pub fn span(&self) -> Span {
-        self.node.span
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct RegistryRef {
-    pub id: Option<Sp<String>>,
-    pub version: Option<Sp<String>>,
-    pub span: Span,
-}
-
-impl RegistryRef {
-    pub fn id_str(&self) -> &str {
-        self.id.as_ref().map(|s| s.value.as_str()).unwrap_or("")
-    }
-    pub fn version_str(&self) -> &str {
-        self.version.as_ref().map(|s| s.value.as_str()).unwrap_or("*")
-    }
-}
-
-/// A top-level registry entry (llm, tool, prompt, skill, sub-agent, MCP server).
-#[derive(Clone, Debug, Default)]
-pub struct Entity {
-    pub id: Option<Sp<String>>,
-    pub version: Option<Sp<String>>,
-    /// Other scalar fields, interpolated (provider, model_name, import_path, url, ...).
-    pub fields: Vec<(String, Sp<String>)>,
-    /// The whole entry, for anything else (headers, args, env, mcp ...).
-    pub node: YNode,
-    pub span: Span,
-    /// Resolved file for path fields (instructions_path, skill_card_path, yaml_path).
-    pub resolved_path: Option<PathBuf>,
-}
-
-impl Entity {
-    pub fn id_str(&self) -> &str {
-        self.id.as_ref().map(|s| s.value.as_str()).unwrap_or("")
-    }
-    pub fn get(&self, key: &str) -> Option<&Sp<String>> {
-        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-    }
-    pub fn get_str(&self, key: &str) -> Option<&str> {
-        self.get(key).map(|s| s.value.as_str())
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct StateField {
-    pub name: Sp<String>,
-    pub ty: Option<Sp<String>>,
-    pub default: Option<serde_json::Value>,
-}
-
-#[derive(Clone, Debug)]
-pub struct PromptItem {
-    pub role: Sp<String>,
-    pub content: Option<Expr>,
-}
-
-#[derive(Clone, Debug, Default)]
-pub enum SubAgentsAsTools {
-    #[default]
-    No,
-    All,
-    List(Vec<RegistryRef>),
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct CallLlm {
-    pub llm: Option<RegistryRef>,
-    pub prompt: Vec<PromptItem>,
-    pub tools: Option<Vec<RegistryRef>>,
-    pub use_tools_from_registry: bool,
-    pub use_tools_from_loaded_skills: bool,
-    pub use_sub_agents_as_tools: SubAgentsAsTools,
-    pub response_format: Option<serde_json::Value>,
-    pub response_format_span: Option<Span>,
-    pub state_updates: Vec<(Sp<String>, Expr)>,
-}
-
-impl CallLlm {
-    /// Does the node bind tools in any way (which triggers the auto tool node)?
-    pub fn binds_tools(&self) -> bool {
-        self.tools.as_ref().is_some_and(|t| !t.is_empty())
-            || self.use_tools_from_registry
-            || self.use_tools_from_loaded_skills
-            || !matches!(self.use_sub_agents_as_tools, SubAgentsAsTools::No)
-    }
-}
-
-#[derive(Clone, Debug)]
-pub enum NodeArgs {
-    CallLlm(Box<CallLlm>),
-    ToolNode { tools: Option<Vec<RegistryRef>> },
-    CallAgent { agent: Option<RegistryRef>, input: Option<Expr> },
-    DataTransform { expression: Option<Expr> },
-    SetState { values: Vec<(Sp<String>, Expr)> },
-    Interrupt { value: Option<Expr> },
-    LoadSkills { skill_ids: Option<Expr> },
-    Custom { metadata: serde_json::Value },
-    /// Unknown or missing type.
-    Unknown,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct Retry {
-    pub max_attempts: i64,
-    pub strategy: String,
-    pub delay: f64,
-    pub max_delay: f64,
-    pub span: Span,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct OnError {
-    pub retry: Option<Retry>,
-    pub fallback: Option<Sp<String>>,
-    pub span: Span,
-}
-
-#[derive(Clone, Debug)]
-pub struct NodeDef {
-    pub name: Sp<String>,
-    pub kind: Sp<String>,
-    pub args: NodeArgs,
-    pub on_error: Option<OnError>,
-    pub span: Span,
-    /// The node's YAML mapping.
-    pub node: YNode,
-}
-
-#[derive(Clone, Debug)]
-pub struct Branch {
-    pub condition: Option<Expr>,
-    pub target: Option<Sp<String>>,
-    pub span: Span,
-}
-
-#[derive(Clone, Debug)]
-pub struct EdgeDef {
-    pub source: Option<Sp<String>>,
-    pub target: Option<Sp<String>>,
-    /// `Some` when the key `branches` is present (even empty): the edge is conditional.
-    pub branches: Option<Vec<Branch>>,
-    pub default: Option<Sp<String>>,
-    pub span: Span,
-}
-
-#[derive(Clone, Debug)]
-pub struct AgentDef {
-    pub name: Sp<String>,
-    pub state_fields: Vec<StateField>,
-    pub entry_point: Option<Sp<String>>,
-    pub nodes: Vec<NodeDef>,
-    pub edges: Vec<EdgeDef>,
-    pub recursion_limit: Option<i64>,
-    pub input_schema: Option<serde_json::Value>,
-    pub output_schema: Option<serde_json::Value>,
-    pub span: Span,
-    /// Span of the `graph:` mapping (or of the agent when absent).
-    pub graph_span: Span,
-}
-
-impl AgentDef {
-    pub fn node(&self, name: &str) -> Option<&NodeDef> {
-        self.nodes.iter().find(|n| n.name.value == name)
-    }
-    pub fn has_field(&self, name: &str) -> bool {
-        self.state_fields.iter().any(|f| f.name.value == name)
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct ShermaDoc {
-    pub manifest_version: Option<Sp<i64>>,
-    pub prompts: Vec<Entity>,
-    pub llms: Vec<Entity>,
-    pub tools: Vec<Entity>,
-    pub skills: Vec<Entity>,
-    pub hooks: Vec<Entity>,
-    pub sub_agents: Vec<Entity>,
-    pub mcp_servers: Vec<Entity>,
-    pub default_llm: Option<RegistryRef>,
-    pub checkpointer: Option<Entity>,
-    pub data: serde_json::Value,
-    pub agents: Vec<AgentDef>,
-    /// Prompt texts by id (inline or read from `instructions_path`).
-    pub prompt_texts: Vec<(String, String)>,
-    /// Skill cards of `skills` entries with a local `skill_card_path`, by skill id.
-    pub skill_cards: Vec<(String, crate::skills::LoadedCard)>,
-    /// `agent_skills` (a Switchyard extension): the Agent Skills `activate_skill` offers.
-    pub agent_skills: crate::skills::AgentSkills,
-}
-
-impl ShermaDoc {
-    pub fn agent(&self, name: &str) -> Option<&AgentDef> {
-        self.agents.iter().find(|a| a.name.value == name)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Building the model
-// ---------------------------------------------------------------------------------------------
 
 struct Builder<'a> {
     /// Spans of scalars whose text interpolation changed.
@@ -679,7 +132,7 @@ pub fn build(
         None => {
             b.diags.push(
                 Diagnostic::error("manifest-version-missing", "missing `manifest_version`")
-                    .at(file, super::schema::head_span(file, root))
+                    .at(file, crate::doc::schema::head_span(file, root))
                     .hint("add `manifest_version: 1` as the first line. Files without it were written for sherma before 1.0, which also read state fields by bare name (still accepted here)"),
             );
         }
@@ -748,7 +201,7 @@ pub fn build(
             };
             b.diags.push(
                 Diagnostic::error("prompt-source", format!("{msg} (prompt `{id}`)"))
-                    .at(file, super::schema::head_span(file, &p.node))
+                    .at(file, crate::doc::schema::head_span(file, &p.node))
                     .hint("give exactly one: inline `instructions: ...` or a file in `instructions_path: ...`"),
             );
         }
@@ -769,7 +222,7 @@ pub fn build(
         if n != 1 {
             b.diags.push(
                 Diagnostic::error("hook-source", "a hook needs exactly one of `import_path`, `url` or `mcp`")
-                    .at(file, super::schema::head_span(file, &h.node)),
+                    .at(file, crate::doc::schema::head_span(file, &h.node)),
             );
         }
     }
@@ -779,7 +232,7 @@ pub fn build(
         if sk.id.is_some() && sk.get("skill_card_path").is_none() && sk.get("url").is_none() {
             b.diags.push(
                 Diagnostic::error("skill-source", format!("skill `{}` has neither `skill_card_path` nor `url`", sk.id_str()))
-                    .at(file, super::schema::head_span(file, &sk.node))
+                    .at(file, crate::doc::schema::head_span(file, &sk.node))
                     .hint("sherma registers nothing for it, so loading it fails: add `skill_card_path:` (a local card) or `url:` (a remote card)"),
             );
         }
@@ -787,7 +240,7 @@ pub fn build(
     for sa in &doc.sub_agents {
         let given: Vec<&str> = ["url", "import_path", "yaml_path"].into_iter().filter(|k| sa.get(k).is_some()).collect();
         if given.len() > 1 {
-            let at = sa.get(given[1]).map(|v| v.span).unwrap_or_else(|| super::schema::head_span(file, &sa.node));
+            let at = sa.get(given[1]).map(|v| v.span).unwrap_or_else(|| crate::doc::schema::head_span(file, &sa.node));
             b.diags.push(
                 Diagnostic::error("sub-agent-source", format!("sub-agent `{}` has both `{}` and `{}`", sa.id_str(), given[0], given[1]))
                     .at(file, at)
@@ -816,10 +269,10 @@ pub fn build(
         if let Some(p) = problem {
             b.diags.push(
                 Diagnostic::error("mcp-server", format!("{p} (server `{}`)", m.id_str()))
-                    .at(file, super::schema::head_span(file, &m.node)),
+                    .at(file, crate::doc::schema::head_span(file, &m.node)),
             );
         } else if transport == "sse" {
-            let at = m.get("transport").map(|t| t.span).unwrap_or_else(|| super::schema::head_span(file, &m.node));
+            let at = m.get("transport").map(|t| t.span).unwrap_or_else(|| crate::doc::schema::head_span(file, &m.node));
             b.diags.push(
                 Diagnostic::warning(
                     "mcp-sse",
@@ -849,7 +302,7 @@ pub fn build(
         }
     }
     if doc.agents.is_empty() && !b.diags.iter().any(|d| d.is_error()) {
-        let span = root.entry("agents").map(|e| e.key.span).unwrap_or_else(|| super::schema::head_span(file, root));
+        let span = root.entry("agents").map(|e| e.key.span).unwrap_or_else(|| crate::doc::schema::head_span(file, root));
         b.diags.push(
             Diagnostic::warning("no-agents", "the file defines no agents")
                 .at(file, span)
@@ -873,8 +326,8 @@ fn interpolate_tree(
         YKind::Scalar(sc) if sc.value == ScalarValue::Str && sc.text.contains('$') => {
             let (out, missing) = env::interpolate(&sc.text, &process_env);
             for m in missing {
-                let s = super::schema::value_offset_to_source(file, node, m.start);
-                let e = super::schema::value_offset_to_source(file, node, m.end);
+                let s = crate::doc::schema::value_offset_to_source(file, node, m.start);
+                let e = crate::doc::schema::value_offset_to_source(file, node, m.end);
                 diags.push(
                     Diagnostic::error("env-missing", format!("environment variable `{}` is not set", m.name))
                         .at(file, Span::new(s, e.max(s)))
@@ -964,7 +417,7 @@ fn build_agent(b: &mut Builder<'_>, name: Sp<String>, node: &YNode) -> Option<Ag
             Some(other) if !other.is_null() => b.checker().check_value(other, &STATE_FIELDS_TY, "`fields`", true),
             _ => b.diags.push(
                 Diagnostic::error("missing-field", format!("the state of {what} is missing `fields`"))
-                    .at(b.file, super::schema::head_span(b.file, state))
+                    .at(b.file, crate::doc::schema::head_span(b.file, state))
                     .hint("add `fields:` with a list of `- name: ...` entries (a `messages` field for chat agents)"),
             ),
         }
@@ -1001,7 +454,7 @@ fn build_agent(b: &mut Builder<'_>, name: Sp<String>, node: &YNode) -> Option<Ag
         },
         None => b.diags.push(
             Diagnostic::error("missing-field", format!("the graph of {what} is missing required field `nodes`"))
-                .at(b.file, super::schema::head_span(b.file, graph)),
+                .at(b.file, crate::doc::schema::head_span(b.file, graph)),
         ),
     }
     match graph.get("edges") {
@@ -1037,7 +490,7 @@ fn build_agent(b: &mut Builder<'_>, name: Sp<String>, node: &YNode) -> Option<Ag
         },
         None => b.diags.push(
             Diagnostic::error("missing-field", format!("the graph of {what} is missing required field `edges`"))
-                .at(b.file, super::schema::head_span(b.file, graph))
+                .at(b.file, crate::doc::schema::head_span(b.file, graph))
                 .hint("add `edges: []` if the graph has a single node"),
         ),
     }
@@ -1053,7 +506,7 @@ fn build_node(b: &mut Builder<'_>, item: &YNode, agent_what: &str) -> Option<Nod
     if !b.checker().check_obj_except(item, &NODE_DEF, &label, &["args"]) {
         return None;
     }
-    let name = b.sp_str(item.get("name")).unwrap_or_else(|| Sp::new(String::new(), super::schema::head_span(b.file, item)));
+    let name = b.sp_str(item.get("name")).unwrap_or_else(|| Sp::new(String::new(), crate::doc::schema::head_span(b.file, item)));
     let kind = b.sp_str(item.get("type")).unwrap_or_else(|| Sp::new(String::new(), name.span));
     let args_node = item.get("args");
     let empty = YNode { span: Span::at(item.span.end as usize), kind: YKind::Map(Vec::new()) };
@@ -1167,9 +620,4 @@ fn build_node(b: &mut Builder<'_>, item: &YNode, agent_what: &str) -> Option<Nod
         span: oe.span,
     });
     Some(NodeDef { name, kind, args: nargs, on_error, span: item.span, node: item.clone() })
-}
-
-/// Fields of a schema object (for the editor's inspector).
-pub fn fields_of(obj: &'static Obj) -> &'static [Field] {
-    obj.fields
 }

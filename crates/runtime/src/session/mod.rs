@@ -22,8 +22,10 @@
 //! Every event goes to the session's log and, as it happens, to an optional listener (the
 //! desktop shell forwards them to the UI; the CLI narrates and writes the JSONL trace).
 
+pub mod nested;
+
 use crate::events::{Event, EventBody, InterruptKind, PauseReason, RunStatus};
-use crate::nested::{GateDecision, NestedGate};
+use self::nested::{GateDecision, NestedGate};
 use crate::provider::{BoxProvider, CallCtl, LlmProvider, LlmRequest, LlmResponse, ProviderError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
