@@ -8,7 +8,7 @@
 //! events kept (as in the app); median of 7 after 2 warm-ups. `cargo bench --bench llm_calls`.
 //! Under `cargo test --all-targets` it does nothing.
 
-#[path = "../tests/support/fake_llm.rs"]
+#[path = "../tests/integration/support/fake_llm.rs"]
 mod fake_llm;
 
 #[path = "peer.rs"]

@@ -35,26 +35,27 @@ enum Cmd {
     /// Check agent files (sherma YAML files or Loki agent directories / graph.yaml files).
     ///
     /// Exit status: 0 no errors, 1 errors found, 2 usage or I/O problems.
+    #[command(
+        mut_arg("agent", help("Validate only this agent of a multi-agent sherma file")),
+        mut_arg("quiet", help("Do not print warnings"))
+    )]
     Validate {
         /// Files or agent directories.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Validate only this agent of a multi-agent sherma file.
-        #[arg(long)]
-        agent: Option<String>,
+        #[command(flatten)]
+        agent: AgentArg,
         /// Output format.
         #[arg(long, value_enum, default_value = "human")]
         format: DiagFormat,
-        /// Do not print warnings.
-        #[arg(short, long)]
-        quiet: bool,
+        #[command(flatten)]
+        quiet: QuietArg,
     },
     /// Print an agent's graph (declared and derived nodes and edges).
     Graph {
         path: PathBuf,
-        /// The agent of a multi-agent sherma file.
-        #[arg(long)]
-        agent: Option<String>,
+        #[command(flatten)]
+        agent: AgentArg,
         #[arg(long, value_enum, default_value = "mermaid")]
         format: GraphFormat,
     },
@@ -67,39 +68,111 @@ enum Cmd {
     /// Go on with a durable run from its last checkpoint (after an interrupt, a pause, or a
     /// process that died). The agent file is read again; a changed file is refused unless
     /// --force. Exit status as for `run`.
-    Resume {
-        /// The run id (`switchyard runs` lists them).
-        id: String,
-        /// The run store (default as for `run --durable`).
-        #[arg(long, value_name = "FILE.sqlite")]
-        db: Option<PathBuf>,
-        /// The answer to the question the run waits for, then to later ones (repeatable;
-        /// JSON when it looks like an object or list, else text).
-        #[arg(long = "answer", value_name = "TEXT")]
-        answers: Vec<String>,
-        /// An answer given as JSON (any value: "text", 3, {...}); used after the --answer ones.
-        #[arg(long = "answer-json", value_name = "JSON")]
-        answers_json: Vec<String>,
-        /// Resume even though the agent file changed since the run started.
-        #[arg(long)]
-        force: bool,
-        /// Write every event of this part of the run as one JSON object per line.
-        #[arg(long, value_name = "FILE.jsonl")]
-        trace: Option<PathBuf>,
-        /// Read answers from stdin (see `run --answer-stdin`).
-        #[arg(long)]
-        answer_stdin: bool,
-        #[arg(short, long)]
-        quiet: bool,
-    },
+    Resume(ResumeArgs),
     /// List durable runs (id, agent, file, status, updated, step), or delete them.
+    #[command(mut_arg("db", |a| a.global(true)))]
     Runs {
-        /// The run store (default as for `run --durable`).
-        #[arg(long, value_name = "FILE.sqlite", global = true)]
-        db: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArg,
         #[command(subcommand)]
         action: Option<RunsAction>,
     },
+}
+
+// Flags several commands share, one group each (`#[command(flatten)]`). A command whose help
+// text for one differs from the group's says so with `#[command(mut_arg(ID, help(TEXT)))]`.
+
+/// `#[command(mut_arg(ID, help(TEXT)))]`: a shared flag's help text in one command.
+fn help(text: &'static str) -> impl FnOnce(clap::Arg) -> clap::Arg {
+    move |a| a.help(text)
+}
+
+/// `--agent` (`validate`, `graph`, `run`).
+#[derive(clap::Args)]
+struct AgentArg {
+    /// The agent of a multi-agent sherma file.
+    #[arg(long)]
+    agent: Option<String>,
+}
+
+/// `-q, --quiet` (`validate`, `run`, `resume`); what it silences is the command's help text.
+#[derive(clap::Args)]
+struct QuietArg {
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// `--db`: the durable run store (`run`, `resume`, `runs`).
+#[derive(clap::Args)]
+struct DbArg {
+    /// The run store (default as for `run --durable`).
+    #[arg(long, value_name = "FILE.sqlite")]
+    db: Option<PathBuf>,
+}
+
+impl DbArg {
+    /// The store named, else the default one.
+    fn or_default(self) -> PathBuf {
+        self.db.unwrap_or_else(switchyard::run::store::default_db_path)
+    }
+}
+
+/// `--trace` (`run`, `resume`).
+#[derive(clap::Args)]
+struct TraceArg {
+    /// Write every event as one JSON object per line.
+    #[arg(long, value_name = "FILE.jsonl")]
+    trace: Option<PathBuf>,
+}
+
+/// `--answer`, repeatable (`run`, `resume`).
+#[derive(clap::Args)]
+struct AnswerArg {
+    /// An answer for the next interrupt/approval/input, in order (repeatable). Text, or a
+    /// JSON object/list for a structured answer, e.g.
+    /// '{"content": "ok", "additional_kwargs": {"decision": "approve"}}'.
+    #[arg(long = "answer", value_name = "TEXT")]
+    answers: Vec<String>,
+}
+
+impl AnswerArg {
+    /// The answers, each JSON when it looks like an object or list, else text.
+    fn values(&self) -> Vec<serde_json::Value> {
+        self.answers.iter().map(|s| parse_answer(s)).collect()
+    }
+}
+
+/// `--answer-stdin` (`run`, `resume`).
+#[derive(clap::Args)]
+struct AnswerStdinArg {
+    /// Read answers from stdin, one line per question, even when stdin is not a terminal
+    /// (a durable run stays interrupted and resumable when stdin ends).
+    #[arg(long)]
+    answer_stdin: bool,
+}
+
+/// Where `run`'s LLM answers come from.
+#[derive(clap::Args)]
+struct LlmArgs {
+    /// Scripted LLM replies (YAML `replies: [...]`); default: `replies.yaml` beside the
+    /// agent, else `<name>.cassette.json` / `cassette.json` beside it (replayed).
+    #[arg(long, value_name = "FILE")]
+    llm_script: Option<PathBuf>,
+    /// Call the models the agent names over HTTP (OpenAI-compatible or Anthropic). Keys
+    /// and base URLs from OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ... and the
+    /// provider file ~/.config/switchyard/providers.yaml.
+    #[arg(long, conflicts_with_all = ["llm_script", "replay"])]
+    live: bool,
+    /// Answer LLM calls and tool calls from a recorded cassette; the first request that
+    /// differs from the recording is reported.
+    #[arg(long, value_name = "CASSETTE.json", conflicts_with = "llm_script")]
+    replay: Option<PathBuf>,
+    /// With --replay: fail at the first request that differs from the recording.
+    #[arg(long, requires = "replay")]
+    replay_strict: bool,
+    /// Record every LLM and tool exchange of this run into a cassette (for --replay).
+    #[arg(long, value_name = "CASSETTE.json")]
+    record: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -239,65 +312,81 @@ fn parse_answer(text: &str) -> serde_json::Value {
 
 /// `switchyard run`'s argument and flags.
 #[derive(clap::Args)]
+#[command(
+    mut_arg("quiet", help("No narration or summary on stderr")),
+    mut_arg(
+        "db",
+        help(
+            "The run store (implies --durable). Default: the sherma file's `checkpointer.path`, else \
+             $SWITCHYARD_RUNS_DB, else $XDG_DATA_HOME/switchyard/runs.sqlite (~/.local/share/switchyard/runs.sqlite)"
+        )
+    )
+)]
 struct RunArgs {
     /// A sherma YAML file, or a Loki agent directory / graph.yaml.
     path: PathBuf,
-    /// The agent of a multi-agent sherma file.
-    #[arg(long)]
-    agent: Option<String>,
+    #[command(flatten)]
+    agent: AgentArg,
     /// The user's input (sherma: a human message; Loki: the initial prompt).
     #[arg(long)]
     input: Option<String>,
     /// Initial state as a JSON object.
     #[arg(long)]
     state: Option<String>,
-    /// Scripted LLM replies (YAML `replies: [...]`); default: `replies.yaml` beside the
-    /// agent, else `<name>.cassette.json` / `cassette.json` beside it (replayed).
-    #[arg(long, value_name = "FILE")]
-    llm_script: Option<PathBuf>,
-    /// Call the models the agent names over HTTP (OpenAI-compatible or Anthropic). Keys
-    /// and base URLs from OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ... and the
-    /// provider file ~/.config/switchyard/providers.yaml.
-    #[arg(long, conflicts_with_all = ["llm_script", "replay"])]
-    live: bool,
-    /// Answer LLM calls and tool calls from a recorded cassette; the first request that
-    /// differs from the recording is reported.
-    #[arg(long, value_name = "CASSETTE.json", conflicts_with = "llm_script")]
-    replay: Option<PathBuf>,
-    /// With --replay: fail at the first request that differs from the recording.
-    #[arg(long, requires = "replay")]
-    replay_strict: bool,
-    /// Record every LLM and tool exchange of this run into a cassette (for --replay).
-    #[arg(long, value_name = "CASSETTE.json")]
-    record: Option<PathBuf>,
-    /// An answer for the next interrupt/approval/input, in order (repeatable). Text, or a
-    /// JSON object/list for a structured answer, e.g.
-    /// '{"content": "ok", "additional_kwargs": {"decision": "approve"}}'.
-    #[arg(long = "answer", value_name = "TEXT")]
-    answers: Vec<String>,
-    /// Write every event as one JSON object per line.
-    #[arg(long, value_name = "FILE.jsonl")]
-    trace: Option<PathBuf>,
+    #[command(flatten)]
+    llm: LlmArgs,
+    #[command(flatten)]
+    answers: AnswerArg,
+    #[command(flatten)]
+    trace: TraceArg,
     /// Extra Python path entries for sherma `import_path` tools (repeatable).
     #[arg(long = "python-path", value_name = "DIR")]
     python_path: Vec<PathBuf>,
-    /// No narration or summary on stderr.
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: QuietArg,
     /// Make the run durable: every step is written to a SQLite run store, so a run that is
     /// interrupted (or whose process dies) can be resumed with `switchyard resume ID`.
     /// Also on when a sherma file says `checkpointer: {type: sqlite}`.
     #[arg(long)]
     durable: bool,
-    /// The run store (implies --durable). Default: the sherma file's `checkpointer.path`,
-    /// else $SWITCHYARD_RUNS_DB, else $XDG_DATA_HOME/switchyard/runs.sqlite
-    /// (~/.local/share/switchyard/runs.sqlite).
-    #[arg(long, value_name = "FILE.sqlite")]
-    db: Option<PathBuf>,
-    /// Read answers from stdin, one line per question, even when stdin is not a terminal
-    /// (a durable run stays interrupted and resumable when stdin ends).
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    answer_stdin: AnswerStdinArg,
+}
+
+/// `switchyard resume`'s argument and flags.
+#[derive(clap::Args)]
+#[command(
+    mut_arg(
+        "answers",
+        help(
+            "The answer to the question the run waits for, then to later ones (repeatable; JSON when it looks \
+             like an object or list, else text)"
+        )
+    ),
+    mut_arg("trace", help("Write every event of this part of the run as one JSON object per line")),
+    mut_arg("answer_stdin", help("Read answers from stdin (see `run --answer-stdin`)"))
+)]
+struct ResumeArgs {
+    /// The run id (`switchyard runs` lists them).
+    id: String,
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    answers: AnswerArg,
+    /// An answer given as JSON (any value: "text", 3, {...}); used after the --answer ones.
+    #[arg(long = "answer-json", value_name = "JSON")]
+    answers_json: Vec<String>,
+    /// Resume even though the agent file changed since the run started.
     #[arg(long)]
-    answer_stdin: bool,
+    force: bool,
+    #[command(flatten)]
+    trace: TraceArg,
+    #[command(flatten)]
+    answer_stdin: AnswerStdinArg,
+    #[command(flatten)]
+    quiet: QuietArg,
 }
 
 /// Ask on the terminal; `None` when stdin is closed.
@@ -335,9 +424,9 @@ struct Frontend {
 }
 
 impl Frontend {
-    fn new(trace: Option<&PathBuf>, quiet: bool) -> Result<Frontend, String> {
+    fn new(trace: &TraceArg, quiet: &QuietArg) -> Result<Frontend, String> {
         use std::sync::{Arc, Mutex};
-        let trace = match trace {
+        let trace = match &trace.trace {
             None => None,
             Some(p) => match std::fs::File::create(p) {
                 Ok(f) => Some(Arc::new(Mutex::new(std::io::BufWriter::new(f)))),
@@ -346,7 +435,7 @@ impl Frontend {
         };
         Ok(Frontend {
             color: color_for(std::io::stderr().is_terminal()),
-            quiet,
+            quiet: quiet.quiet,
             trace,
             narrator: Arc::new(Mutex::new(switchyard::run::narrate::Narrator::new())),
         })
@@ -423,17 +512,17 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         }
     };
     let req = RunRequest {
-        agent: a.agent,
+        agent: a.agent.agent,
         input: a.input,
         state,
-        llm_script: a.llm_script,
+        llm_script: a.llm.llm_script,
         python_path: a.python_path,
-        replay: a.replay,
-        replay_strict: a.replay_strict,
-        live: a.live,
-        record: a.record,
+        replay: a.llm.replay,
+        replay_strict: a.llm.replay_strict,
+        live: a.llm.live,
+        record: a.llm.record,
     };
-    let fe = match Frontend::new(a.trace.as_ref(), a.quiet) {
+    let fe = match Frontend::new(&a.trace, &a.quiet) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("error: {e}");
@@ -441,10 +530,10 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         }
     };
     let mut options = RunOptions::new(Box::new(NoProvider));
-    options.answers = a.answers.iter().map(|s| parse_answer(s)).collect();
+    options.answers = a.answers.values();
     options.listener = Some(fe.listener());
     let yaml_db = switchyard::run::store::yaml_checkpointer(&d);
-    let db = a.db.clone().or(yaml_db).or_else(|| a.durable.then(switchyard::run::store::default_db_path));
+    let db = a.db.db.or(yaml_db).or_else(|| a.durable.then(switchyard::run::store::default_db_path));
     let doc = Arc::new(d);
     let (session, durable) = match db {
         None => match launch::start(doc, &req, options) {
@@ -473,25 +562,16 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             }
         }
     };
-    drive(session, &fe, a.answer_stdin, durable.as_ref())
+    drive(session, &fe, a.answer_stdin.answer_stdin, durable.as_ref())
 }
 
 /// `switchyard resume`.
-fn cmd_resume(
-    id: &str,
-    db: Option<PathBuf>,
-    answers: &[String],
-    answers_json: &[String],
-    force: bool,
-    trace: Option<&PathBuf>,
-    answer_stdin: bool,
-    quiet: bool,
-) -> ExitCode {
+fn cmd_resume(a: ResumeArgs) -> ExitCode {
     use switchyard::run::provider::NoProvider;
     use switchyard::run::session::{RunOptions, Status};
     use switchyard::run::store::{self, Durable};
-    let mut queued: Vec<serde_json::Value> = answers.iter().map(|s| parse_answer(s)).collect();
-    for j in answers_json {
+    let mut queued = a.answers.values();
+    for j in &a.answers_json {
         match serde_json::from_str(j) {
             Ok(v) => queued.push(v),
             Err(e) => {
@@ -500,18 +580,18 @@ fn cmd_resume(
             }
         }
     }
-    let fe = match Frontend::new(trace, quiet) {
+    let fe = match Frontend::new(&a.trace, &a.quiet) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let db = db.unwrap_or_else(store::default_db_path);
+    let db = a.db.or_default();
     let mut options = RunOptions::new(Box::new(NoProvider));
     options.listener = Some(fe.listener());
-    let d = Durable { db: db.clone(), force };
-    match store::resume(&d, id, None, options) {
+    let d = Durable { db: db.clone(), force: a.force };
+    match store::resume(&d, &a.id, None, options) {
         Ok((mut session, rec)) => {
             eprintln!("resuming run {} of {} at step {} ({})", rec.id, rec.file, rec.step, rec.status);
             let info = DurableInfo { id: rec.id, db };
@@ -532,7 +612,7 @@ fn cmd_resume(
                 }
             }
             session.queue_answers(queued);
-            drive(session, &fe, answer_stdin, Some(&info))
+            drive(session, &fe, a.answer_stdin.answer_stdin, Some(&info))
         }
         Err(e) => {
             eprintln!("error: {e}");
@@ -671,9 +751,9 @@ fn drive(
 }
 
 /// `switchyard runs [list|delete|prune]`.
-fn cmd_runs(db: Option<PathBuf>, action: Option<RunsAction>) -> ExitCode {
+fn cmd_runs(db: DbArg, action: Option<RunsAction>) -> ExitCode {
     use switchyard::run::store::{RunStore, parse_age};
-    let db = db.unwrap_or_else(switchyard::run::store::default_db_path);
+    let db = db.or_default();
     let action = action.unwrap_or(RunsAction::List { json: false });
     if matches!(action, RunsAction::List { .. }) && !db.exists() {
         eprintln!("no durable runs yet (no run store at {})", db.display());
@@ -798,12 +878,10 @@ fn main() -> ExitCode {
         }
     };
     match cli.cmd {
-        Cmd::Validate { paths, agent, format, quiet } => cmd_validate(&paths, agent.as_deref(), format, quiet),
-        Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.as_deref(), format),
+        Cmd::Validate { paths, agent, format, quiet } => cmd_validate(&paths, agent.agent.as_deref(), format, quiet.quiet),
+        Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.agent.as_deref(), format),
         Cmd::Run(args) => cmd_run(args),
-        Cmd::Resume { id, db, answers, answers_json, force, trace, answer_stdin, quiet } => {
-            cmd_resume(&id, db, &answers, &answers_json, force, trace.as_ref(), answer_stdin, quiet)
-        }
+        Cmd::Resume(args) => cmd_resume(args),
         Cmd::Runs { db, action } => cmd_runs(db, action),
     }
 }

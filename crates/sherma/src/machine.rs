@@ -30,9 +30,9 @@
 use model::doc::sherma::{AgentDef, CallLlm, Entity, NodeArgs, NodeDef, ShermaDoc, SubAgentsAsTools};
 use model::doc::{Document, Model};
 use expr::CelEngine;
-use model::graph::lower_sherma::{self, Cond, EffKind, Effective};
+use model::graph::lower_sherma::{self, Effective};
 use model::graph::{END, START};
-use runtime::events::{EventBody, InterruptKind, RouteReason};
+use runtime::events::{EventBody, InterruptKind};
 use connect::mcp::{McpPool, McpServerSpec};
 use runtime::provider::{LlmRequest, ModelRef, ToolCall};
 use runtime::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
@@ -46,7 +46,10 @@ use std::time::{Duration, Instant};
 mod hooked;
 mod durable;
 mod remote;
+mod route;
 mod skills;
+
+use route::{RouteError, Targets};
 
 /// The internal state key sherma keeps its bookkeeping in.
 pub const INTERNAL: &str = "__sherma__";
@@ -423,15 +426,15 @@ impl ShermaMachine {
             invocation: None,
             recursion_override: None,
         };
-        let entry = m.route_from(START);
+        let entry = match m.route_from(START) {
+            Ok(entry) => entry,
+            Err(e) => return Err(format!("agent `{}` cannot start: {e}", m.shared.agent().name.value)),
+        };
         if entry.is_empty() {
             return Err(format!(
                 "agent `{}` has no entry: add `entry_point: <node>` under `graph:`",
                 m.shared.agent().name.value
             ));
-        }
-        if let Some(msg) = entry.iter().find_map(|(to, _)| to.strip_prefix(ROUTE_ERROR)) {
-            return Err(format!("agent `{}` cannot start: {msg}", m.shared.agent().name.value));
         }
         m.queue = entry.into_iter().map(|(to, _)| to).collect();
         m.start_wave();
@@ -440,66 +443,6 @@ impl ShermaMachine {
 
     fn kind(&self, node: &str) -> String {
         self.shared.eff.node(node).map(|n| n.kind.clone()).unwrap_or_else(|| "?".into())
-    }
-
-    /// Where `from` goes next, given the current state, with the reason for each target.
-    /// Clears `__sherma__.error_fallback` when a `has_error_fallback` branch fires.
-    fn route_from(&mut self, from: &str) -> Vec<(String, RouteReason)> {
-        let shared = self.shared.clone();
-        let mut out = Vec::new();
-        for e in shared.eff.outgoing(from) {
-            match &e.kind {
-                EffKind::Static { target } => out.push((target.clone(), RouteReason::Static)),
-                EffKind::Conditional { branches, default, .. } => {
-                    let mut chosen = None;
-                    for (i, b) in branches.iter().enumerate() {
-                        let hit = match &b.condition {
-                            Cond::HasToolCalls => last_has_tool_calls(&self.state),
-                            Cond::HasErrorFallback => self.take_error_fallback(),
-                            Cond::Cel(expr) => match self.eval_bool(&expr.text) {
-                                Ok(v) => v,
-                                Err(e) => {
-                                    let mut msg =
-                                        format!("edge from `{from}`, branch {} (to `{}`): {e}", i + 1, b.target);
-                                    let is_interrupt =
-                                        shared.decl(from).is_some_and(|d| matches!(d.args, NodeArgs::Interrupt { .. }));
-                                    if let (true, Some(key)) = (is_interrupt, missing_key(&e)) {
-                                        msg.push_str(&format!(
-                                            "; the answer to the interrupt `{from}` has no `{key}`: this edge expects a \
-                                             structured answer, a message such as \
-                                             {{\"content\": \"...\", \"additional_kwargs\": {{\"{key}\": ...}}}}, not plain text"
-                                        ));
-                                    }
-                                    // Routing cannot go on: the step fails with this message.
-                                    return vec![(format!("{ROUTE_ERROR}{msg}"), RouteReason::Default)];
-                                }
-                            },
-                            Cond::Missing => false,
-                        };
-                        if hit {
-                            chosen = Some((b.target.clone(), RouteReason::Branch { index: i, condition: b.condition.label() }));
-                            break;
-                        }
-                    }
-                    out.push(chosen.unwrap_or_else(|| (default.clone(), RouteReason::Default)));
-                }
-            }
-        }
-        out
-    }
-
-    fn take_error_fallback(&mut self) -> bool {
-        let Some(internal) = self.state.get(INTERNAL).and_then(Value::as_object) else { return false };
-        let set = internal.get("error_fallback").is_some_and(|v| !v.is_null() && v != &Value::Bool(false) && v != "");
-        if set {
-            let mut m = internal.clone();
-            m.shift_remove("error_fallback");
-            let mut up = Map::new();
-            up.insert(INTERNAL.into(), Value::Object(m));
-            let _ = self.state.apply(&up);
-            self.cleared_fallback = true;
-        }
-        set
     }
 
     fn eval(&self, expr: &str, llm_response: Option<&Value>) -> Result<Value, String> {
@@ -1201,15 +1144,14 @@ impl ShermaMachine {
     }
 }
 
-/// Prefix of the target routing could not be computed for (a CEL error on an edge); the rest
-/// is the error message.
-const ROUTE_ERROR: &str = "\u{0}route-error:";
-
-/// The key a CEL "no such key: <k>" error names.
-fn missing_key(err: &str) -> Option<&str> {
-    let rest = &err[err.find("no such key: ")? + "no such key: ".len()..];
-    let key = rest.split(|c: char| c.is_whitespace() || c == ')' || c == ',' || c == ';').next()?;
-    (!key.is_empty()).then_some(key)
+/// A node that ran and was routed from ([`ShermaMachine::node_and_route`]).
+struct Ran {
+    /// The node's update (already applied to the state it ran on).
+    update: Map<String, Value>,
+    /// Where the run goes next, or why routing failed.
+    targets: Result<Targets, RouteError>,
+    /// Routing changed `__sherma__` (a `has_error_fallback` branch cleared its flag).
+    routing_changed_internal: bool,
 }
 
 enum NodeResult {
@@ -1382,8 +1324,8 @@ impl ShermaMachine {
                 return outcome;
             }
             (Err(outcome), None) => return outcome,
-            (Ok((update, targets, _)), None) => (update, targets),
-            (Ok((update, targets, routing_changed_internal)), Some(live)) => {
+            (Ok(Ran { update, targets, .. }), None) => (update, targets),
+            (Ok(Ran { update, targets, routing_changed_internal }), Some(live)) => {
                 let own = std::mem::replace(&mut self.state, live);
                 for key in update.keys() {
                     if key == MESSAGES || key == INTERNAL {
@@ -1424,11 +1366,14 @@ impl ShermaMachine {
             duration_ms: t0.elapsed().as_millis() as u64,
         });
         self.queue.pop_front();
+        let targets = match targets {
+            Ok(targets) => targets,
+            Err(e) => {
+                return StepOutcome::Failed { node: Some(node.clone()), message: format!("routing after `{node}` failed: {e}") };
+            }
+        };
         // A node without outgoing edges ends the run (sherma): no targets are added.
         for (to, reason) in targets {
-            if let Some(msg) = to.strip_prefix(ROUTE_ERROR) {
-                return StepOutcome::Failed { node: Some(node.clone()), message: format!("routing after `{node}` failed: {msg}") };
-            }
             cx.emit(EventBody::Route { from: node.clone(), to: to.clone(), reason });
             if to != END {
                 self.next.push(to);
@@ -1443,15 +1388,10 @@ impl ShermaMachine {
     }
 
     /// Run `node` (with its hooks, `on_error` fallback and error hooks) on the current state,
-    /// apply its update and route from it: the update, the targets, and whether routing
-    /// changed `__sherma__` (a `has_error_fallback` branch clears its flag). `Err` is the
-    /// step's outcome when the node asks a question or fails.
-    #[allow(clippy::type_complexity)]
-    fn node_and_route(
-        &mut self,
-        node: &str,
-        cx: &Cx<'_>,
-    ) -> Result<(Map<String, Value>, Vec<(String, RouteReason)>, bool), StepOutcome> {
+    /// apply its update and route from it. `Err` is the step's outcome when the node asks a
+    /// question or fails; a routing failure is in [`Ran::targets`] (the step fails after
+    /// `node_exit`).
+    fn node_and_route(&mut self, node: &str, cx: &Cx<'_>) -> Result<Ran, StepOutcome> {
         let node = node.to_string();
         // `node_enter` may change the state this node sees (only this node: it is put back).
         let (result, saved) = match self.hook_node_enter(&node, cx) {
@@ -1511,7 +1451,7 @@ impl ShermaMachine {
         }
         self.cleared_fallback = false;
         let targets = self.route_from(&node);
-        Ok((update, targets, std::mem::take(&mut self.cleared_fallback)))
+        Ok(Ran { update, targets, routing_changed_internal: std::mem::take(&mut self.cleared_fallback) })
     }
 
     /// The run's result: the last AI message's text, else null.
