@@ -273,6 +273,20 @@ export function registerDebugTests(test, { assert, assertEq }) {
     assertEq(fork.step, 6, 'the fork: setup, inc, check(4), inc, check(5), done');
     const options = await b.execute(() => [...document.querySelectorAll('[data-testid="history-select"] option')].map((o) => o.textContent));
     assert(options.length >= 2, `the earlier run is kept to compare: ${JSON.stringify(options)}`);
+    // Its states come from the engine, rebuilt from the run's trace as far as the run had gone
+    // before the rewind (the trace goes on with the fork, where step 4 has count 5).
+    await (await b.$(testid('history-select'))).selectByAttribute('value', '0');
+    await showTab(b, 'timeline');
+    await b.waitUntil(async () => (await timelineNodes(b)).length === 12, { timeout: T.ui, timeoutMsg: 'the earlier run is not shown' });
+    await showTab(b, 'state');
+    await b.waitUntil(async () => /"finished"/.test((await stateRow(b, 'note'))?.text || ''), { timeout: T.ui, timeoutMsg: "the earlier run's last state is not shown" });
+    await showTab(b, 'timeline');
+    await click(b, '[data-testid="timeline-row"][data-step="4"]');
+    await showTab(b, 'state');
+    await b.waitUntil(async () => {
+      const r = await stateRow(b, 'count');
+      return r?.diff === 'changed' && /\b2\b/.test(r.text) && !/\b5\b/.test(r.text);
+    }, { timeout: T.ui, timeoutMsg: "step 4 of the earlier run does not show its own state (count 1 → 2)" });
   }, loop);
 
   test('debugger: a conditional breakpoint stops only on the third iteration', async ({ b }) => {

@@ -9,21 +9,37 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use switchyard::doc::{Dialect, load_str};
+use switchyard::doc::{Dialect, Document, load_str};
 use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, Sink, read_trace};
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::provider::{BoxProvider, NoProvider};
 use switchyard::run::launch::LlmChoice;
 use switchyard::run::session::{Breakpoint, RunOptions, new_run_id};
+use switchyard::run::launch::trace::Trace;
 use switchyard::run::store::{self, Durable, RunRecord, RunStore};
 use tauri::{AppHandle, Emitter, Manager};
 
 type Res<T> = Result<T, CmdError>;
 
-/// The run in progress (if any).
+/// How many runs of this window remember the document they started from.
+const STARTED_MAX: usize = 32;
+
+/// The run in progress (if any), and what reviewing recorded runs needs.
 #[derive(Default)]
 pub struct Debugger {
     driver: Mutex<Option<Arc<Driver>>>,
+    /// The documents runs of this window started from, by the path of their trace (oldest
+    /// first): a recorded run's states are rebuilt with its own graph's reducers.
+    started: Mutex<Vec<(PathBuf, Arc<Document>)>>,
+    /// The trace read last: reviewing a run asks for one step after another.
+    trace: Mutex<Option<CachedTrace>>,
+}
+
+struct CachedTrace {
+    path: PathBuf,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    trace: Arc<Trace>,
 }
 
 impl Debugger {
@@ -32,6 +48,33 @@ impl Debugger {
     }
     fn replace(&self, d: Option<Arc<Driver>>) -> Option<Arc<Driver>> {
         std::mem::replace(&mut *self.driver.lock().unwrap_or_else(|p| p.into_inner()), d)
+    }
+    fn remember(&self, trace: PathBuf, doc: Arc<Document>) {
+        let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        started.retain(|(t, _)| *t != trace);
+        started.push((trace, doc));
+        let over = started.len().saturating_sub(STARTED_MAX);
+        started.drain(..over);
+    }
+    fn started_from(&self, trace: &Path) -> Option<Arc<Document>> {
+        let started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        started.iter().rev().find(|(t, _)| t == trace).map(|(_, d)| d.clone())
+    }
+    /// The trace at `path`, read again only when the file changed since it was last read.
+    fn read_trace(&self, path: &Path) -> Result<Arc<Trace>, String> {
+        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read the trace {}: {e}", path.display()))?;
+        let (len, modified) = (meta.len(), meta.modified().ok());
+        let mut cache = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache.as_ref()
+            && c.path == path
+            && c.len == len
+            && c.modified == modified
+        {
+            return Ok(c.trace.clone());
+        }
+        let trace = Arc::new(Trace::read(path)?);
+        *cache = Some(CachedTrace { path: path.to_path_buf(), len, modified, trace: trace.clone() });
+        Ok(trace)
     }
 }
 
@@ -200,6 +243,7 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     let breakpoints = config.breakpoints.clone();
     let break_on_error = config.break_on_error;
     let trace2 = trace.clone();
+    let started_from = doc.clone();
     let db = config.durable.then(store::default_db_path);
     let db2 = db.clone();
     let d = blocking(move || {
@@ -225,6 +269,9 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         llm: llm_text,
         durable: db.map(|p| p.display().to_string()),
     };
+    if let Some(t) = trace {
+        app.state::<Debugger>().remember(t, started_from);
+    }
     app.state::<Debugger>().replace(Some(Arc::new(d)));
     Ok(info)
 }
@@ -411,6 +458,45 @@ pub async fn open_trace(app: AppHandle, path: Option<String>) -> Res<Option<Trac
     Ok(Some(TraceFile { path: path.display().to_string(), events }))
 }
 
+/// What `trace_state_at` answers: a recorded run's state after a step and after the step
+/// before, and why they may not be what the engine held.
+#[derive(Debug, Serialize)]
+pub struct TraceStateAt {
+    state: Value,
+    prev: Option<Value>,
+    warning: Option<String>,
+}
+
+/// The state of the recorded run in the trace at `path` after `step` steps (and after the step
+/// before), rebuilt by the engine with the dialect's reducers (`launch::trace`). `events`: only
+/// the trace's first `events` events count (an earlier fork of a run whose trace went on). A Loki
+/// graph's reducers come from the document the run started from when this window started it,
+/// else from the open document when it fits the trace; the answer's `warning` says when neither
+/// does.
+#[tauri::command]
+pub async fn trace_state_at(app: AppHandle, path: String, step: u64, events: Option<usize>) -> Res<TraceStateAt> {
+    let path = PathBuf::from(path);
+    let doc = app.state::<Debugger>().started_from(&path).or_else(|| {
+        let state = app.state::<crate::AppState>();
+        let session = state.lock_session();
+        session.as_ref().map(|s| s.document())
+    });
+    let app2 = app.clone();
+    blocking(move || {
+        let trace = app2.state::<Debugger>().read_trace(&path)?;
+        let r = trace.state_at(events, step, doc.as_deref());
+        // Traces are written redacted; what is shown passes the redactor once more all the same.
+        let red = switchyard::secrets::global();
+        let (mut state, mut prev) = (r.state, r.prev);
+        red.value(&mut state);
+        if let Some(p) = prev.as_mut() {
+            red.value(p);
+        }
+        Ok(TraceStateAt { state, prev, warning: r.warning.map(|w| red.str(&w).into_owned()) })
+    })
+    .await
+}
+
 /// Stop the run when the app closes (its scripts must not outlive the window).
 /// A durable run is left as it was in its store (paused, interrupted, or at its last step), to
 /// be resumed from the Runs list.
@@ -436,4 +522,40 @@ fn events_sink(app: &AppHandle) -> Sink {
             eprintln!("switchyard: could not send run events to the window: {e}");
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_trace_is_read_again_only_when_it_changed_and_runs_remember_their_document() {
+        let dir = std::env::temp_dir().join(format!("sy-app-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("loop-r.jsonl");
+        let line = |l: &str| format!("{l}\n");
+        std::fs::write(&path, line(r#"{"event":"run_started","run":"r","ts_ms":1,"agent":"loop","input":null,"state":{"n":0}}"#)).unwrap();
+        let d = Debugger::default();
+        let first = d.read_trace(&path).unwrap();
+        assert!(Arc::ptr_eq(&first, &d.read_trace(&path).unwrap()), "an unchanged trace is not read again");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(line(r#"{"event":"node_enter","run":"r","ts_ms":2,"step":1,"node":"inc","kind":"set_state"}"#).as_bytes()).unwrap();
+        f.write_all(line(r#"{"event":"node_exit","run":"r","ts_ms":3,"step":1,"node":"inc","update":{"n":1},"duration_ms":1}"#).as_bytes()).unwrap();
+        drop(f);
+        let grown = d.read_trace(&path).unwrap();
+        assert_eq!(grown.len(), 3);
+        let at1 = grown.state_at(None, 1, None);
+        assert_eq!((at1.state, at1.prev, at1.warning), (serde_json::json!({"n": 1}), Some(serde_json::json!({"n": 0})), None));
+        assert!(d.read_trace(&dir.join("gone.jsonl")).unwrap_err().contains("cannot read the trace"));
+        // The documents runs started from: the latest ones, by trace.
+        let doc = Arc::new(load_str(&dir.join("loop.yaml"), "manifest_version: 1\n"));
+        for i in 0..STARTED_MAX + 3 {
+            d.remember(dir.join(format!("{i}.jsonl")), doc.clone());
+        }
+        assert!(d.started_from(&dir.join("0.jsonl")).is_none());
+        assert!(d.started_from(&dir.join(format!("{}.jsonl", STARTED_MAX + 2))).is_some());
+        assert_eq!(d.started.lock().unwrap().len(), STARTED_MAX);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

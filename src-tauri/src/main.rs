@@ -187,6 +187,7 @@ fn main() {
             debug::run_state_at,
             debug::run_rewind,
             debug::open_trace,
+            debug::trace_state_at,
             commands::nested_view,
             debug::runs_list,
             debug::runs_delete,

@@ -2,7 +2,7 @@
 // and `npm run dev` can run the UI against the in-memory fake (`src/fake/backend.ts`, which is
 // kept out of the production bundle).
 import type { DocumentChanged, EditOp, ExprError, Pos, RecoveryOffer, View } from './types';
-import type { Breakpoint, RunBatch, RunConfig, RunInfo, RunsList, TraceFile } from './debug/types';
+import type { Breakpoint, RunBatch, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from './debug/types';
 import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 
 /** `run_control` actions (docs/app-contract.md §5.1). `step_into` steps and pauses inside a
@@ -54,6 +54,10 @@ export interface Backend {
   runRewind(step: number): Promise<null>;
   /** Read a JSONL trace (`null` path = file dialog); null when the dialog was cancelled. */
   openTrace(path: string | null): Promise<TraceFile | null>;
+  /** The state of the recorded run in the trace at `path` after `step` steps and after the step
+   *  before, rebuilt by the engine; `events`: only the trace's first `events` events count (the
+   *  events the run's model folded), null = all. */
+  traceStateAt(path: string, step: number, events: number | null): Promise<TraceStateAt>;
   /** Subscribe to `run-events` batches; returns an unsubscribe function. */
   onRunEvents(cb: (b: RunBatch) => void): Promise<() => void>;
   /** The durable runs in the run store, most recently updated first. */
@@ -147,6 +151,7 @@ export function createTauriBackend(): Backend {
     runStateAt: (step) => call('run_state_at', { step }),
     runRewind: (step) => call('run_rewind', { step }),
     openTrace: (path) => call('open_trace', { path }),
+    traceStateAt: (path, step, events) => call('trace_state_at', { path, step, events }),
     async onRunEvents(cb) {
       const { listen } = await import('@tauri-apps/api/event');
       // The app sends each batch as a JSON string (src-tauri/src/debug.rs `events_sink`):

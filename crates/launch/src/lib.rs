@@ -7,9 +7,12 @@
 //!   none, scripted, replay, live; `record` wraps any), with the one key resolver for live
 //!   calls ([`live_config`]: provider file, OS keyring, environment).
 //! - [`durable`]: durable runs in the SQLite run store: start, resume, list.
+//! - [`trace`]: a recorded run (JSONL trace) reviewed: its state at any step, rebuilt with the
+//!   dialect's own reducers.
 
 pub mod durable;
 mod provider;
+pub mod trace;
 
 pub use provider::{
     default_cassette, default_script, live_config, llm_choice, provider, provider_for, provider_from_choice,
@@ -27,21 +30,7 @@ use std::sync::Arc;
 pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) -> Result<Box<dyn Machine>, String> {
     match doc.dialect() {
         Some(Dialect::Sherma) => {
-            let mut input = req.state.clone().unwrap_or(Value::Null);
-            if let Some(text) = &req.input {
-                let msg = sherma::state::message("human", Value::String(text.clone()));
-                match &mut input {
-                    Value::Object(m) => {
-                        let list = m.entry(sherma::state::MESSAGES).or_insert_with(|| Value::Array(Vec::new()));
-                        match list {
-                            Value::Array(a) => a.push(msg),
-                            _ => return Err("`messages` in the initial state must be a list".into()),
-                        }
-                    }
-                    Value::Null => input = serde_json::json!({ "messages": [msg] }),
-                    _ => return Err("the initial state must be a JSON object".into()),
-                }
-            }
+            let input = sherma_input(req.input.as_deref(), req.state.clone())?;
             let mut opts = sherma;
             opts.python_path.extend(req.python_path.iter().cloned());
             Ok(Box::new(ShermaMachine::new(doc, req.agent.as_deref(), input, opts)?))
@@ -57,6 +46,27 @@ pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) 
             doc.path.display()
         )),
     }
+}
+
+/// A sherma run's input as its machine takes it: the initial state (a JSON object, or null), with
+/// the user message `text` appended to its `messages` as a human message.
+pub(crate) fn sherma_input(text: Option<&str>, state: Option<Value>) -> Result<Value, String> {
+    let mut input = state.unwrap_or(Value::Null);
+    if let Some(text) = text {
+        let msg = sherma::state::message("human", Value::String(text.to_string()));
+        match &mut input {
+            Value::Object(m) => {
+                let list = m.entry(sherma::state::MESSAGES).or_insert_with(|| Value::Array(Vec::new()));
+                match list {
+                    Value::Array(a) => a.push(msg),
+                    _ => return Err("`messages` in the initial state must be a list".into()),
+                }
+            }
+            Value::Null => input = serde_json::json!({ "messages": [msg] }),
+            _ => return Err("the initial state must be a JSON object".into()),
+        }
+    }
+    Ok(input)
 }
 
 /// Start a session: machine + the provider the request asks for (its script, or the default

@@ -134,22 +134,7 @@ impl LokiMachine {
                 ));
             }
         }
-        let mut state = LokiState::new();
-        if let Value::Object(m) = &l.initial_state {
-            for (k, v) in m {
-                state.insert(k.clone(), Arc::new(v.clone()));
-            }
-        }
-        match initial_state {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(m)) => {
-                for (k, v) in m {
-                    state.insert(k, Arc::new(v));
-                }
-            }
-            Some(other) => return Err(format!("the initial state must be a JSON object, got {}", type_name(&other))),
-        }
-        state.insert("initial_prompt".into(), Arc::new(Value::String(input.to_string())));
+        let state = initial_state_of(l, input, initial_state)?;
         let agent = l
             .agent_dir
             .file_name()
@@ -444,6 +429,29 @@ impl Machine for LokiMachine {
     fn restore(&mut self, snapshot: &Value) -> Result<(), String> {
         self.durable_restore(snapshot)
     }
+}
+
+/// The state a run of `l` starts from: the graph's `initial_state`, the caller's
+/// `initial_state` (a JSON object) laid over it, and `initial_prompt` = `input`. (Also how a
+/// trace without a recorded initial state is read back: `launch::trace`.)
+pub fn initial_state_of(l: &LokiDoc, input: &str, initial_state: Option<Value>) -> Result<LokiState, String> {
+    let mut state = LokiState::new();
+    if let Value::Object(m) = &l.initial_state {
+        for (k, v) in m {
+            state.insert(k.clone(), Arc::new(v.clone()));
+        }
+    }
+    match initial_state {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                state.insert(k, Arc::new(v));
+            }
+        }
+        Some(other) => return Err(format!("the initial state must be a JSON object, got {}", type_name(&other))),
+    }
+    state.insert("initial_prompt".into(), Arc::new(Value::String(input.to_string())));
+    Ok(state)
 }
 
 /// A breakpoint condition's verdict: false for "", `false`, `0`, `null`, `[]`, `{}` (after

@@ -143,7 +143,7 @@ export interface TokenUsage {
 }
 
 /** Token usage as the engine serialises it in `llm_response` (src/run/provider.rs). The view
- *  models normalise it to `TokenUsage` (`normUsage` in ./model.ts). */
+ *  models normalise it to `TokenUsage` (`normUsage` in ./model/calls.ts). */
 export interface WireTokenUsage {
   input_tokens: number;
   output_tokens: number;
@@ -234,4 +234,15 @@ export type HookOutcome = 'pass' | 'modified' | 'consumed' | 'failed';
 export interface TraceFile {
   path: string;
   events: DebugEvent[];
+}
+
+/** `trace_state_at`: a recorded run's state after a step and after the step before, as the
+ *  engine rebuilds them from the trace with the dialect's reducers. */
+export interface TraceStateAt {
+  state: Record<string, unknown>;
+  /** The state after the step before; null for step 0. */
+  prev: Record<string, unknown> | null;
+  /** Why the states may differ from what the engine held (e.g. a Loki graph's reducers unknown:
+   *  no agent file fits the trace); null when they are exact. */
+  warning: string | null;
 }

@@ -4,7 +4,7 @@
 // folder (eslint.config.js), and `npm run check:bundle` fails if it reaches the production bundle.
 import type { Backend } from '../backend';
 import type { DocumentChanged, EditOp, ExprError, RecoveryOffer, View } from '../types';
-import type { DurableRun, RunBatch, RunInfo, TraceFile } from '../debug/types';
+import type { DebugEvent, DurableRun, RunBatch, RunInfo, TraceFile } from '../debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Settings, SettingsChange } from '../settings/types';
 
 export interface FakeCall {
@@ -33,6 +33,11 @@ export interface FakeBackend extends Backend {
   runStates: Record<number, Record<string, unknown>>;
   /** What `openTrace` returns (null = the dialog was cancelled). */
   trace: TraceFile | null;
+  /** Traces `traceStateAt` reads, by path, besides the opened `trace` and the fake's own runs
+   *  (each run started or resumed writes `/fake/runs/<run>.jsonl`: the events emitted for it). */
+  traces: Record<string, DebugEvent[]>;
+  /** The `warning` `traceStateAt` answers with. */
+  traceWarning: string | null;
   /** Fields laid over the `RunInfo` returned by `runStart` (the run id is `fake-run-<n>`). */
   runInfo: Partial<RunInfo>;
   /** The id of the latest run started. */
@@ -103,10 +108,69 @@ function clone<T>(v: T): T {
   return JSON.parse(JSON.stringify(v)) as T;
 }
 
+function isObj(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * A recorded run's state after `step` steps, for `npm run dev` and the tests. The app asks the
+ * engine (`trace_state_at`), which rebuilds it with the dialect's own reducers
+ * (crates/launch/src/trace.rs); this plain fold only stands in for it: the recorded initial
+ * state (else a string input as the first message), node updates (`messages` appended, a message
+ * with a known `id` replaced, other keys overwritten), edits at the step they were made after,
+ * rewinds, and the recorded final state from the last step on.
+ */
+function foldTrace(events: DebugEvent[], step: number): Record<string, unknown> {
+  const top = events.length ? events[0].run.split('/')[0] : null;
+  let state: Record<string, unknown> = {};
+  let effects: { step: number; update?: unknown; key?: string; value?: unknown }[] = [];
+  let at = 0;
+  let finished: { state: unknown; at: number } | null = null;
+  for (const ev of events) {
+    if (ev.run !== top) continue;
+    if (ev.event === 'run_started') {
+      if (isObj(ev.state)) state = clone(ev.state);
+      else if (typeof ev.input === 'string') state = { messages: [{ type: 'human', content: ev.input }] };
+      else if (isObj(ev.input)) state = clone(ev.input);
+    } else if (ev.event === 'node_exit') {
+      effects.push({ step: ev.step, update: ev.update });
+      at = Math.max(at, ev.step);
+    } else if (ev.event === 'state_edited') effects.push({ step: at, key: ev.key, value: ev.value });
+    else if (ev.event === 'rewound') {
+      effects = effects.filter((e) => e.step <= ev.step);
+      at = ev.step;
+      finished = null;
+    } else if (ev.event === 'run_finished') finished = { state: ev.state, at };
+  }
+  if (finished && step >= finished.at && isObj(finished.state)) return clone(finished.state);
+  for (const e of effects) {
+    if (e.step > step) continue;
+    if (e.key !== undefined) state[e.key] = clone(e.value);
+    else if (isObj(e.update)) {
+      for (const [k, v] of Object.entries(e.update)) {
+        if (k !== 'messages' || !Array.isArray(state.messages)) {
+          state[k] = clone(v);
+          continue;
+        }
+        const list = (state.messages as unknown[]).slice();
+        for (const m of Array.isArray(v) ? v : [v]) {
+          const at = isObj(m) && m.id != null ? list.findIndex((x) => isObj(x) && x.id === m.id) : -1;
+          if (at >= 0) list[at] = clone(m);
+          else list.push(clone(m));
+        }
+        state.messages = list;
+      }
+    }
+  }
+  return state;
+}
+
 export function createFakeBackend(initial: View | null = null, recent: string[] = []): FakeBackend {
   const listeners = new Set<(e: DocumentChanged) => void>();
   const dropListeners = new Set<(p: string[]) => void>();
   const runListeners = new Set<(b: RunBatch) => void>();
+  /** Events emitted for each run (what its trace would hold). */
+  const runEvents: Record<string, DebugEvent[]> = {};
   let runSeq = 0;
   const failures = new Map<string, unknown>();
   const undoStack: View[] = [];
@@ -139,6 +203,8 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     },
     runStates: {},
     trace: null,
+    traces: {},
+    traceWarning: null,
     runInfo: {},
     lastRun: null,
     durableRuns: [],
@@ -146,6 +212,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     nestedViews: {},
     emitRun(batch) {
       const b = clone(batch);
+      if (Array.isArray(b.events)) (runEvents[b.run] ??= []).push(...clone(b.events));
       runListeners.forEach((l) => l(b));
     },
     openPath: (path) => run('open_path', { path }, () => requireView()),
@@ -236,7 +303,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         runSeq += 1;
         const info: RunInfo = {
           run: `fake-run-${runSeq}`,
-          trace: null,
+          trace: `/fake/runs/fake-run-${runSeq}.jsonl`,
           agent: config.agent ?? fake.view?.agent ?? 'agent',
           dialect: fake.view?.dialect === 'loki' ? 'loki' : 'sherma',
           llm: 'scripted: replies.yaml',
@@ -264,7 +331,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         if (!force && fake.changedFiles.includes(r.file)) {
           throw { message: `run ${id}: ${r.file} changed since the run started; resuming could put the saved state into a different graph. Resume anyway with --force (the app asks), or start a new run` };
         }
-        const info: RunInfo = { run: id, trace: null, agent: r.agent, dialect: r.dialect === 'loki' ? 'loki' : 'sherma', llm: 'scripted', durable: '/fake/runs.sqlite' };
+        const info: RunInfo = { run: id, trace: `/fake/runs/${id}.jsonl`, agent: r.agent, dialect: r.dialect === 'loki' ? 'loki' : 'sherma', llm: 'scripted', durable: '/fake/runs.sqlite' };
         fake.lastRun = id;
         return info;
       }),
@@ -285,6 +352,14 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       }),
     runRewind: (step) => run('run_rewind', { step }, () => null),
     openTrace: (path) => run('open_trace', { path }, () => fake.trace),
+    traceStateAt: (path, step, events) =>
+      run('trace_state_at', { path, step, events }, () => {
+        const own = /^\/fake\/runs\/(.+)\.jsonl$/.exec(path);
+        const all = fake.traces[path] ?? (fake.trace?.path === path ? fake.trace.events : null) ?? (own ? runEvents[own[1]] : null);
+        if (!all) throw { message: `cannot read the trace ${path}: No such file or directory (os error 2)` };
+        const evs = events == null ? all : all.slice(0, events);
+        return { state: foldTrace(evs, step), prev: step > 0 ? foldTrace(evs, step - 1) : null, warning: fake.traceWarning };
+      }),
     async onRunEvents(cb) {
       runListeners.add(cb);
       return () => runListeners.delete(cb);

@@ -6,25 +6,11 @@ import {
   emptyModel,
   foldEvents,
   loadedSkills,
-  modelEvents,
   ModelFolder,
-  reconstructState,
   routeLabel,
   type RunModel,
 } from '../debug/model';
 import type { DebugEvent } from '../debug/types';
-
-/** The events a model's log keeps (`keepInLog`): what states are rebuilt from, and the first
- *  `node_enter` that tells the dialect. */
-function logged(evs: DebugEvent[]): DebugEvent[] {
-  let dialect = false;
-  return evs.filter((e) => {
-    if (['run_started', 'node_exit', 'state_edited', 'rewound', 'run_finished'].includes(e.event)) return true;
-    if (e.event !== 'node_enter' || dialect) return false;
-    dialect = true;
-    return true;
-  });
-}
 
 type Body = DebugEvent extends infer E ? (E extends DebugEvent ? Omit<E, 'run' | 'ts_ms'> : never) : never;
 
@@ -179,8 +165,7 @@ describe('foldEvents: a sherma run', () => {
 
   it('is incremental: batches give the same result as one fold, the old model is untouched and untouched rows are shared', () => {
     const all = [...shermaRun(), ...shermaResume()];
-    // The event log is an append-only array shared between versions: a model sees its prefix.
-    const strip = (m: RunModel) => ({ ...m, internal: null, log: modelEvents(m) });
+    const strip = (m: RunModel) => ({ ...m, internal: null });
     const whole = foldEvents(emptyModel(), all);
     const a = foldEvents(emptyModel(), all.slice(0, 10));
     const snapshot = JSON.stringify(strip(a));
@@ -190,8 +175,6 @@ describe('foldEvents: a sherma run', () => {
     expect(strip(c)).toEqual(strip(whole));
     expect(c.steps[0]).toBe(b.steps[0]);
     expect(c.steps).not.toBe(b.steps);
-    expect(modelEvents(c)).toEqual(logged(all));
-    expect(modelEvents(a)).toEqual(logged(all.slice(0, 10)));
   });
 
   it('records state edits on the step they were made after, and errors on the failing node', () => {
@@ -317,7 +300,6 @@ describe('foldEvents: nested runs', () => {
     expect(m.overlay.edges).toEqual({});
     expect(m.finished).toBeNull();
     expect(m.eventCount).toBe(10);
-    expect(modelEvents(m).every((e) => e.run === R)).toBe(true);
   });
 });
 
@@ -353,7 +335,6 @@ describe('foldEvents: rewind', () => {
     expect(fork.overlay.visited.answer_tools).toEqual([3]);
     expect(fork.overlay.edges['answer_tools->answer']).toMatchObject({ steps: [3], last: true });
     expect(fork.overlay.edges['answer->answer_tools'].last).toBe(false);
-    expect(modelEvents(full)).toHaveLength(logged([...shermaRun(), ...shermaResume()]).length);
   });
 
   it('applyStatus shows the nodes due while paused and nothing once finished', () => {
@@ -434,61 +415,6 @@ describe('diffState', () => {
   });
 });
 
-describe('reconstructState', () => {
-  it('rebuilds sherma states from the input and node updates, messages by id, edits and the final state', () => {
-    const evs = events(R, [
-      { event: 'run_started', agent: 'a', input: 'hello' },
-      { event: 'node_enter', step: 1, node: 's', kind: 'set_state' },
-      { event: 'node_exit', step: 1, node: 's', update: { n: 1, messages: [{ id: 'm1', role: 'assistant', content: 'draft' }] }, duration_ms: 1 },
-      { event: 'node_enter', step: 2, node: 'llm', kind: 'call_llm' },
-      { event: 'node_exit', step: 2, node: 'llm', update: { n: 2, messages: [{ id: 'm1', type: 'ai', content: 'final' }, { type: 'ai', content: 'more' }] }, duration_ms: 1 },
-      { event: 'state_edited', key: 'n', value: 7 },
-      { event: 'node_enter', step: 3, node: 'x', kind: 'set_state' },
-      { event: 'node_exit', step: 3, node: 'x', update: { done: true }, duration_ms: 1 },
-      { event: 'run_finished', status: 'completed', state: { exact: true }, output: null },
-    ]);
-    const human = { type: 'human', content: 'hello', additional_kwargs: {} };
-    expect(reconstructState(evs, 0)).toEqual({ messages: [human] });
-    expect(reconstructState(evs, 1)).toEqual({ n: 1, messages: [human, { id: 'm1', type: 'ai', content: 'draft', additional_kwargs: {}, tool_calls: [] }] });
-    const s2 = reconstructState(evs, 2);
-    expect(s2.n).toBe(7);
-    expect((s2.messages as { content: string }[]).map((m) => m.content)).toEqual(['hello', 'final', 'more']);
-    expect(reconstructState(evs, 3)).toEqual({ exact: true });
-  });
-
-  it('starts from the exact initial state when the trace carries one (declared defaults included)', () => {
-    const evs = events(R, [
-      { event: 'run_started', agent: 'loop', input: null, state: { count: 0, mode: 'count', note: '', messages: [] } },
-      { event: 'node_enter', step: 1, node: 'setup', kind: 'set_state' },
-      { event: 'node_exit', step: 1, node: 'setup', update: { note: 'started' }, duration_ms: 1 },
-      { event: 'node_enter', step: 2, node: 'inc', kind: 'set_state' },
-      { event: 'node_exit', step: 2, node: 'inc', update: { count: 1 }, duration_ms: 1 },
-    ]);
-    expect(reconstructState(evs, 0)).toEqual({ count: 0, mode: 'count', note: '', messages: [] });
-    expect(reconstructState(evs, 2)).toEqual({ count: 1, mode: 'count', note: 'started', messages: [] });
-    // So a diff between steps 1 and 2 shows `count` changed, not added.
-    const d = diffState(reconstructState(evs, 1), reconstructState(evs, 2));
-    expect(d).toEqual([{ path: ['count'], kind: 'changed', before: 0, after: 1 }]);
-  });
-
-  it('drops what came after a rewind, and seeds Loki states with initial_prompt', () => {
-    const evs = events(R, [
-      { event: 'run_started', agent: 'g', input: { input: 'v1.2', state: { attempts: 0 } } },
-      { event: 'node_enter', step: 1, node: 'plan', kind: 'script' },
-      { event: 'node_exit', step: 1, node: 'plan', update: { planned: 'yes' }, duration_ms: 1 },
-      { event: 'node_enter', step: 2, node: 'lint', kind: 'script' },
-      { event: 'node_exit', step: 2, node: 'lint', update: { lint: 'bad' }, duration_ms: 1 },
-      { event: 'rewound', step: 1 },
-      { event: 'state_edited', key: 'attempts', value: 3 },
-      { event: 'node_enter', step: 2, node: 'lint', kind: 'script' },
-      { event: 'node_exit', step: 2, node: 'lint', update: { lint: 'good' }, duration_ms: 1 },
-    ]);
-    expect(reconstructState(evs, 0)).toEqual({ attempts: 0, initial_prompt: 'v1.2' });
-    expect(reconstructState(evs, 1)).toEqual({ attempts: 3, initial_prompt: 'v1.2', planned: 'yes' });
-    expect(reconstructState(evs, 2)).toEqual({ attempts: 3, initial_prompt: 'v1.2', planned: 'yes', lint: 'good' });
-  });
-});
-
 describe('foldEvents: long runs', () => {
   it('folds a 10,000-step run streamed in small batches quickly, sharing finished rows', () => {
     const N = 10_000;
@@ -535,12 +461,9 @@ describe('foldEvents: long runs', () => {
     );
     expect(chunked.steps).toHaveLength(300);
     expect(chunked.overlay.visited.inc).toHaveLength(150);
-    // The log keeps what states are rebuilt from: the start, one node_enter, every node_exit.
-    expect(modelEvents(chunked)).toHaveLength(1 + 1 + 300);
     // The base model is untouched: still 100 steps, the same lists.
     expect(JSON.parse(JSON.stringify({ steps: base.steps, overlay: base.overlay, eventCount: base.eventCount }))).toEqual(snapshot);
     expect(base.steps).toHaveLength(100);
-    expect(modelEvents(base)).toHaveLength(1 + 1 + 100);
     // A folder given nothing hands back the model it was given.
     expect(new ModelFolder(base).result()).toBe(base);
   });
@@ -570,8 +493,6 @@ describe('foldEvents: live providers (streaming, failures, replay)', () => {
     // Several deltas in one batch land on the same call too.
     const batch = foldEvents(emptyModel(), events(R, [...start(), { event: 'llm_delta', node: 'answer', text: 'a' }, { event: 'llm_delta', node: 'answer', text: 'b' }]));
     expect(batch.steps[0].calls[0].stream).toBe('ab');
-    // Deltas are not kept in the event log (states are rebuilt without them).
-    expect(modelEvents(m).some((e) => e.event === 'llm_delta')).toBe(false);
 
     m = foldEvents(
       m,

@@ -175,6 +175,29 @@ describe('debug panel', () => {
     expect(stateRow('status')).toBeDefined();
   });
 
+  it("state tab: a recorded run's state shows the engine's warning when it is a best effort", async () => {
+    const { backend, dbg } = await setup();
+    const run = 'rec';
+    const events = [
+      { event: 'run_started', agent: 'fan', input: 'go', state: { items: [], initial_prompt: 'go' } },
+      ...step(1, 'a', 'script', { items: 'A' }),
+    ].map((e) => ({ run, ts_ms: (ts += 10), ...e }) as unknown as DebugEvent);
+    backend.trace = { path: '/runs/fan-rec.jsonl', events };
+    backend.traceWarning = "The graph's `reducers` are unknown (no agent file was given for this trace)";
+    await act(async () => {
+      await dbg.getState().openTrace('/runs/fan-rec.jsonl');
+    });
+    fireEvent.click(screen.getByTestId('tab-state'));
+    await waitFor(() => expect(stateRow('items')?.getAttribute('data-diff')).toBe('changed'));
+    expect(screen.getByTestId('state-warning').textContent).toBe(backend.traceWarning);
+    // An exact answer has no warning.
+    backend.traceWarning = null;
+    await act(async () => {
+      await dbg.getState().selectStep(0);
+    });
+    expect(screen.queryByTestId('state-warning')).toBeNull();
+  });
+
   it('state tab shows the skills loaded at the selected step', async () => {
     const { backend, dbg } = await setup();
     const loaded = { weather: { version: '1.0.0', tools: ['get_weather'] } };

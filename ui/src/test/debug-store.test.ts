@@ -336,10 +336,11 @@ describe('debug store: rewind and history', () => {
     dbg.getState().flush();
     expect(dbg.getState().model.steps.map((r) => r.step)).toEqual([1, 2]);
     expect(dbg.getState().history[0].model.steps).toHaveLength(5);
-    // Viewing the earlier run shows its model; its states are rebuilt from its events.
+    // Viewing the earlier run shows its model; the engine rebuilds its states from its trace.
     dbg.getState().viewHistory(0);
     expect(shownModel(dbg.getState()).steps).toHaveLength(5);
     await waitFor(() => expect(dbg.getState().stateView).toMatchObject({ step: 5, state: { n: 5, messages: expect.any(Array) }, loading: false }));
+    expect(calls(backend, 'trace_state_at').at(-1)?.args).toEqual({ path: dbg.getState().info!.trace, step: 5, events: st.history[0].model.eventCount });
     dbg.getState().viewHistory(null);
     expect(shownModel(dbg.getState()).steps).toHaveLength(2);
   });
@@ -424,6 +425,11 @@ describe('debug store: traces', () => {
     await dbg.getState().selectStep(2);
     expect(dbg.getState().stateView).toMatchObject({ step: 2, diff: [{ path: ['n'], kind: 'changed', before: 1, after: 2 }] });
     expect(calls(backend, 'run_state_at')).toHaveLength(0);
+    // The states are the engine's: asked for with the trace, the step and the events folded.
+    expect(calls(backend, 'trace_state_at').map((c) => c.args)).toEqual([
+      { path: '/runs/support-triage-run-old.jsonl', step: 3, events: events.length },
+      { path: '/runs/support-triage-run-old.jsonl', step: 2, events: events.length },
+    ]);
     // Live batches do not leak into a review.
     backend.emitRun({ run, events: steps(run, 4, 4), status: null });
     dbg.getState().flush();
@@ -536,5 +542,79 @@ describe('debug store: live providers', () => {
     // A new run starts without the old divergence.
     await dbg.getState().start('continue');
     expect(dbg.getState().model.diverged).toBeNull();
+  });
+  it('shows what the engine answers for a recorded run: state, the one before, their diff and its warning', async () => {
+    const { backend, dbg } = await setup();
+    const run = 'run-r';
+    const events = evs(run, [
+      { event: 'run_started', agent: 'a', input: 'hello' },
+      { event: 'node_enter', step: 1, node: 's', kind: 'set_state' },
+      { event: 'node_exit', step: 1, node: 's', update: { n: 1, messages: [{ id: 'm1', type: 'ai', content: 'draft' }] }, duration_ms: 1 },
+      { event: 'node_enter', step: 2, node: 'llm', kind: 'call_llm' },
+      { event: 'node_exit', step: 2, node: 'llm', update: { n: 2, messages: [{ id: 'm1', type: 'ai', content: 'final' }, { type: 'ai', content: 'more' }] }, duration_ms: 1 },
+      { event: 'state_edited', key: 'n', value: 7 },
+      { event: 'node_enter', step: 3, node: 'x', kind: 'set_state' },
+      { event: 'node_exit', step: 3, node: 'x', update: { done: true }, duration_ms: 1 },
+      { event: 'run_finished', status: 'completed', state: { exact: true }, output: null },
+    ]);
+    backend.trace = { path: '/runs/a-run-r.jsonl', events };
+    backend.traceWarning = "The graph's `reducers` are unknown (no agent file was given for this trace)";
+    await dbg.getState().openTrace('/runs/a-run-r.jsonl');
+    // The last step: the recorded final state, as the engine answers it.
+    expect(dbg.getState().stateView).toMatchObject({ step: 3, state: { exact: true }, loading: false, error: null });
+    expect(dbg.getState().stateView?.warning).toBe(backend.traceWarning);
+    await dbg.getState().selectStep(2);
+    const sv = dbg.getState().stateView!;
+    expect(sv.state?.n).toBe(7);
+    expect((sv.state?.messages as { content: string }[]).map((m) => m.content)).toEqual(['hello', 'final', 'more']);
+    expect(sv.prev?.n).toBe(1);
+    expect(sv.diff).toContainEqual({ path: ['n'], kind: 'changed', before: 1, after: 7 });
+    expect(calls(backend, 'trace_state_at').at(-1)?.args).toEqual({ path: '/runs/a-run-r.jsonl', step: 2, events: events.length });
+    // A refusal of the engine (a trace gone from disk) is the state panel's error.
+    backend.failNext('trace_state_at', { message: 'cannot read the trace /runs/a-run-r.jsonl: No such file or directory (os error 2)' });
+    await dbg.getState().selectStep(1);
+    expect(dbg.getState().stateView).toMatchObject({ step: 1, state: null, warning: null, loading: false, error: 'cannot read the trace /runs/a-run-r.jsonl: No such file or directory (os error 2)' });
+  });
+
+  it('diffs the states the engine gives from the exact initial state on (a key changed, not added)', async () => {
+    const { backend, dbg } = await setup();
+    const run = 'run-l';
+    const events = evs(run, [
+      { event: 'run_started', agent: 'loop', input: null, state: { count: 0, mode: 'count', note: '', messages: [] } },
+      { event: 'node_enter', step: 1, node: 'setup', kind: 'set_state' },
+      { event: 'node_exit', step: 1, node: 'setup', update: { note: 'started' }, duration_ms: 1 },
+      { event: 'node_enter', step: 2, node: 'inc', kind: 'set_state' },
+      { event: 'node_exit', step: 2, node: 'inc', update: { count: 1 }, duration_ms: 1 },
+    ]);
+    backend.trace = { path: '/runs/loop-run-l.jsonl', events };
+    await dbg.getState().openTrace('/runs/loop-run-l.jsonl');
+    expect(dbg.getState().stateView).toMatchObject({ step: 2, state: { count: 1, mode: 'count', note: 'started', messages: [] }, warning: null });
+    expect(dbg.getState().stateView?.diff).toEqual([{ path: ['count'], kind: 'changed', before: 0, after: 1 }]);
+    await dbg.getState().selectStep(0);
+    expect(dbg.getState().stateView).toMatchObject({ step: 0, state: { count: 0, mode: 'count', note: '', messages: [] }, prev: null, diff: [] });
+  });
+
+  it('an earlier fork is read from its own part of the trace; a run that wrote no trace says its states are gone', async () => {
+    const ctx = await setup();
+    const { backend, dbg } = ctx;
+    const run = await runTo(ctx, 4);
+    await dbg.getState().rewind(1);
+    const forkEvents = dbg.getState().history[0].model.eventCount;
+    backend.emitRun({ run, events: [...evs(run, [{ event: 'rewound', step: 1 }]), ...steps(run, 2, 3)], status: paused(3) });
+    dbg.getState().flush();
+    expect(dbg.getState().model.eventCount).toBeGreaterThan(forkEvents);
+    dbg.getState().viewHistory(0);
+    await waitFor(() => expect(dbg.getState().stateView).toMatchObject({ step: 4, state: { n: 4 }, loading: false }));
+    expect(calls(backend, 'trace_state_at').at(-1)?.args).toEqual({ path: `/fake/runs/${run}.jsonl`, step: 4, events: forkEvents });
+    dbg.getState().viewHistory(null);
+    // A run without a trace (its runs folder could not be written) keeps its timeline only.
+    backend.runInfo = { trace: null };
+    await runTo(ctx, 2);
+    await runTo(ctx, 1);
+    expect(dbg.getState().history[0].trace).toBeNull();
+    const before = calls(backend, 'trace_state_at').length;
+    dbg.getState().viewHistory(0);
+    await waitFor(() => expect(dbg.getState().stateView).toMatchObject({ step: 2, state: null, loading: false, error: 'no trace of this run was written, so its states can no longer be asked for' }));
+    expect(calls(backend, 'trace_state_at')).toHaveLength(before);
   });
 });

@@ -498,6 +498,11 @@ export function StateTree() {
         ) : editable && sv && sv.step !== latest ? (
           <div className="st-note">Edits change the current state (after step {latest}), not the step shown.</div>
         ) : null}
+        {!nested && sv?.warning && !sv.error ? (
+          <div className="st-note st-warning" data-testid="state-warning" role="note">
+            {sv.warning}
+          </div>
+        ) : null}
         {state && !sv?.error ? <SkillsBar skills={loadedSkills(state, diff ?? [])} /> : null}
         {body}
       </Ctx.Provider>

@@ -1,0 +1,58 @@
+// What the store's slices share: the backend, the app store, the store's own get/set, and the
+// bookkeeping that is not state to render (queued batches, the dialog's memory, load counters).
+import type { StoreApi } from 'zustand';
+import type { Backend } from '../../backend';
+import type { AppState } from '../../store';
+import type { ModelFolder } from '../model';
+import type { RunBatch, RunStatusInfo } from '../types';
+import type { DebugState } from './state';
+
+export interface Kit {
+  backend: Backend;
+  app: StoreApi<AppState>;
+  get: () => DebugState;
+  set: (patch: Partial<DebugState>) => void;
+  /** An error toast in the app. */
+  toast(message: string): void;
+  /** `run-events` batches waiting to be folded. */
+  queue: RunBatch[];
+  /** Batches that arrived while `run_start` was in flight (run id not known yet). */
+  early: RunBatch[];
+  /** The run being replaced by a start: its late batches are dropped. */
+  replaced: string | null;
+  /** The next fold, when one is scheduled. */
+  scheduled: { raf: number | null; timer: ReturnType<typeof setTimeout> } | null;
+  /** The interrupt the user closed the dialog of. */
+  cancelled: string | null;
+  /** The interrupt the dialog was last opened for. */
+  shown: string | null;
+  /** Bumped by every state load, so a late answer to an earlier one is ignored. */
+  viewSeq: number;
+  /** Events folded but not shown yet (a backlog being worked through), with their status. */
+  unshown: { folder: ModelFolder; status: RunStatusInfo | null } | null;
+  /** When the model was last shown. */
+  shownAt: number;
+  /** The state shown is the refusal of a load made while paused inside a nested run: load it
+   *  again once the run is back at the top level. */
+  nestedRefused: boolean;
+}
+
+export function createKit(backend: Backend, app: StoreApi<AppState>, get: () => DebugState, set: (patch: Partial<DebugState>) => void): Kit {
+  return {
+    backend,
+    app,
+    get,
+    set,
+    toast: (message) => app.getState().toast('error', message),
+    queue: [],
+    early: [],
+    replaced: null,
+    scheduled: null,
+    cancelled: null,
+    shown: null,
+    viewSeq: 0,
+    unshown: null,
+    shownAt: 0,
+    nestedRefused: false,
+  };
+}
