@@ -355,6 +355,10 @@ test('bad input: hostile files open with positioned problems and the window stay
         const check = () => {
           const v = window.__switchyard.view;
           if (v && v.path.endsWith(name)) return done({ ok: true, path: v.path, n: v.diagnostics.length });
+          // Refused outright: the error toast says so at once (read it now: toasts fade away).
+          const toasts = [...document.querySelectorAll('[data-testid="toast"]')].map((t) => t.textContent);
+          const refusal = toasts.find((t) => t.includes(name));
+          if (refusal) return done({ ok: false, err: refusal });
           if (performance.now() - t0 > deadline) {
             return done({ ok: false, err: [...document.querySelectorAll('[data-testid="toast"]')].map((t) => t.textContent).join(' | ') });
           }
