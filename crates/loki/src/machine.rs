@@ -727,10 +727,7 @@ struct Exec<'a, 'c> {
 /// Whether the agent's `tools.py` defines `name` at the top level.
 fn python_tool(agent_dir: &std::path::Path, name: &str) -> bool {
     let Ok(text) = std::fs::read_to_string(agent_dir.join("tools.py")) else { return false };
-    text.lines().any(|l| {
-        let rest = l.strip_prefix("def ").or_else(|| l.strip_prefix("async def "));
-        rest.is_some_and(|r| r.trim_start().strip_prefix(name).is_some_and(|t| t.trim_start().starts_with('(')))
-    })
+    loki_tools::python_functions(&text).iter().any(|f| f == name)
 }
 
 impl Exec<'_, '_> {
@@ -1117,7 +1114,7 @@ impl Exec<'_, '_> {
             .iter()
             .filter_map(|t| std::path::Path::new(&t.value).file_stem().map(|s| s.to_string_lossy().into_owned()))
             .collect();
-        universe.extend(model::validate::loki::agent_tool_functions(&self.l.agent_dir).unwrap_or_default());
+        universe.extend(loki_tools::AgentTools::read(&self.l.agent_dir).names);
         let servers: Vec<&str> = self.l.mcp_servers.iter().map(|s| s.value.as_str()).collect();
         let mut out = Vec::new();
         for t in list {

@@ -15,6 +15,7 @@
 mod build;
 mod model;
 mod schema;
+pub mod tools;
 #[cfg(test)]
 mod tests;
 

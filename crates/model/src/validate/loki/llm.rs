@@ -1,9 +1,10 @@
-//! Upstream step 9: the tools and models of llm nodes, and the functions an agent's own tool
-//! files define.
+//! Upstream step 9: the tools and models of llm nodes (tool names checked against the agent's
+//! tool files as `doc::loki::tools` reads them, the parser the interpreter uses).
 
 use super::V;
 use crate::doc::Sp;
 use crate::doc::loki::NodeBody;
+use crate::doc::loki::tools::AgentTools;
 use std::path::Path;
 use syntax::diag::did_you_mean;
 
@@ -22,11 +23,10 @@ impl V<'_> {
                     .unwrap_or_default()
             })
             .collect();
-        let custom = agent_tool_functions(&l.agent_dir);
-        let checkable = !l.global_tools.is_empty() || custom.is_some();
-        let custom = custom.unwrap_or_default();
+        let custom = AgentTools::read(&l.agent_dir);
+        let checkable = !l.global_tools.is_empty() || custom.any_file;
         let mut universe: Vec<&str> = stems.iter().map(String::as_str).collect();
-        universe.extend(custom.iter().map(String::as_str));
+        universe.extend(custom.names.iter().map(String::as_str));
         let servers: Vec<&str> = l.mcp_servers.iter().map(|s| s.value.as_str()).collect();
 
         if let Some(m) = &l.model {
@@ -60,6 +60,15 @@ impl V<'_> {
                     continue;
                 }
                 if universe.contains(&t.value.as_str()) {
+                    continue;
+                }
+                if let Some(why) = custom.catalog.not_a_tool(&t.value) {
+                    // The interpreter refuses this call with the same words.
+                    let d = self
+                        .err("loki-tool", format!("llm node references '{}', which is not a usable tool", t.value), t.span)
+                        .node(n.id.value.clone())
+                        .hint(why);
+                    self.push(d);
                     continue;
                 }
                 if !checkable {
@@ -122,68 +131,4 @@ impl V<'_> {
         }
         self.push(d);
     }
-}
-
-/// Functions defined by the agent's custom tool files (tools.sh, tools.py, tools.ts, tools.js),
-/// or `None` when the agent has none.
-pub fn agent_tool_functions(agent_dir: &Path) -> Option<Vec<String>> {
-    let mut found = false;
-    let mut names: Vec<String> = Vec::new();
-    let ident = |s: &str| -> String {
-        s.chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-            .collect()
-    };
-    for file in ["tools.sh", "tools.py", "tools.ts", "tools.js"] {
-        let Ok(text) = std::fs::read_to_string(agent_dir.join(file)) else {
-            continue;
-        };
-        found = true;
-        for line in text.lines() {
-            let name = if file.ends_with(".sh") {
-                let t = line.trim_start();
-                if let Some(rest) = t.strip_prefix("function ") {
-                    ident(rest.trim_start())
-                } else {
-                    let id = ident(t);
-                    let rest = t[id.len()..].trim_start();
-                    match rest.strip_prefix('(') {
-                        Some(r) if !id.is_empty() && r.trim_start().starts_with(')') => id,
-                        _ => String::new(),
-                    }
-                }
-            } else if file.ends_with(".py") {
-                match line
-                    .strip_prefix("def ")
-                    .or_else(|| line.strip_prefix("async def "))
-                {
-                    Some(rest) => ident(rest.trim_start()),
-                    None => String::new(),
-                }
-            } else {
-                let t = line.trim_start();
-                let exported = t
-                    .strip_prefix("module.exports.")
-                    .or_else(|| t.strip_prefix("exports."))
-                    .or_else(|| {
-                        let c = t.strip_prefix("export ")?.trim_start();
-                        c.strip_prefix("const ").or_else(|| c.strip_prefix("let "))
-                    });
-                if let Some(rest) = exported {
-                    ident(rest.trim_start())
-                } else {
-                    let t = t.strip_prefix("export ").unwrap_or(t);
-                    let t = t.strip_prefix("async ").unwrap_or(t);
-                    match t.strip_prefix("function ") {
-                        Some(rest) => ident(rest.trim_start()),
-                        None => String::new(),
-                    }
-                }
-            };
-            if !name.is_empty() && !name.starts_with('_') && !names.contains(&name) {
-                names.push(name);
-            }
-        }
-    }
-    found.then_some(names)
 }

@@ -27,7 +27,6 @@ mod templates;
 #[cfg(test)]
 mod tests;
 
-pub use llm::agent_tool_functions;
 
 use crate::doc::Document;
 use crate::doc::loki::{LokiDoc, LokiNode, NodeBody};

@@ -742,10 +742,32 @@ fn checks_run_in_upstream_order() {
 }
 
 #[test]
-fn tool_functions_are_found_in_tools_sh() {
-    let f = agent_tool_functions(&fixtures().join("demo")).unwrap();
-    assert_eq!(f, ["classify", "lookup"]);
-    assert!(agent_tool_functions(&fixtures().join("helper")).is_none());
+fn tool_names_come_from_the_interpreters_parser() {
+    use crate::doc::loki::tools::AgentTools;
+    let f = AgentTools::read(&fixtures().join("demo"));
+    assert!(f.any_file);
+    assert_eq!(f.names, ["classify", "lookup"]);
+    assert!(!AgentTools::read(&fixtures().join("helper")).any_file);
+
+    // A tools.sh function without `# @cmd` is not a tool: the validator says so in the words
+    // the interpreter uses when the model calls it.
+    let dir = std::env::temp_dir().join(format!("switchyard-vt-plain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("tools.sh"), "# @cmd Real\nreal() { :; }\n\nplain() { :; }\n").unwrap();
+    std::fs::write(dir.join("tools.py"), "def py_tool(x):\n    return x\n\ndef _private():\n    pass\n").unwrap();
+    let f = AgentTools::read(&dir);
+    assert_eq!(f.names, ["real", "py_tool"]);
+    let graph = "version: \"1.0\"\nname: t\nentry: ask\nnodes:\n  ask:\n    type: llm\n    prompt: hi\n    tools: [real, plain, py_tool, nope]\n    next: done\n  done:\n    type: end\n";
+    std::fs::write(dir.join("graph.yaml"), graph).unwrap();
+    let doc = load_path(&dir.join("graph.yaml"));
+    let d = check_doc(&doc);
+    let tools: Vec<&Diagnostic> = d.iter().filter(|d| d.code == "loki-tool").collect();
+    assert_eq!(tools.len(), 2, "{d:#?}");
+    assert!(tools[0].message.contains("'plain', which is not a usable tool"), "{:?}", tools[0]);
+    assert!(tools[0].hint.as_deref().unwrap_or("").contains("no `# @cmd"), "{:?}", tools[0]);
+    assert!(tools[1].message.contains("unknown tool 'nope'"), "{:?}", tools[1]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // Conformance -------------------------------------------------------------------------
