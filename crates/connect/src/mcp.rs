@@ -1094,8 +1094,21 @@ pub fn loki_config_files(agent_dir: &Path) -> Vec<PathBuf> {
 /// with no definition (or a bad one) is recorded with a message naming the files looked at.
 pub fn loki_pool(agent_dir: &Path, servers: &[String]) -> McpPool {
     let mut pool = McpPool::default();
+    for spec in loki_server_specs(agent_dir, servers) {
+        match spec {
+            Ok(spec) => pool.servers.push(Arc::new(McpServer::new(spec))),
+            Err((name, why)) => pool.add_unavailable(&name, why),
+        }
+    }
+    pool
+}
+
+/// The definitions of the MCP servers a Loki agent names (see [`loki_pool`]), read without
+/// starting anything: each server's spec, or its name and why it cannot be used.
+pub fn loki_server_specs(agent_dir: &Path, servers: &[String]) -> Vec<Result<McpServerSpec, (String, String)>> {
+    let mut out = Vec::new();
     if servers.is_empty() {
-        return pool;
+        return out;
     }
     let files = loki_config_files(agent_dir);
     // Each file that exists: its `mcpServers` entries, or why they cannot be read.
@@ -1129,12 +1142,10 @@ pub fn loki_pool(agent_dir: &Path, servers: &[String]) -> McpPool {
             }
         }
         match found {
-            Some((file, v)) => {
-                match McpServerSpec::from_json(name, &v, agent_dir, Some(&process_env)) {
-                    Ok(spec) => pool.servers.push(Arc::new(McpServer::new(spec))),
-                    Err(e) => pool.add_unavailable(name, format!("{e} (in {})", file.display())),
-                }
-            }
+            Some((file, v)) => out.push(
+                McpServerSpec::from_json(name, &v, agent_dir, Some(&process_env))
+                    .map_err(|e| (name.clone(), format!("{e} (in {})", file.display()))),
+            ),
             None => {
                 let looked: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
                 let mut msg = format!(
@@ -1144,11 +1155,11 @@ pub fn loki_pool(agent_dir: &Path, servers: &[String]) -> McpPool {
                 for p in problems {
                     msg.push_str(&format!("; {p}"));
                 }
-                pool.add_unavailable(name, msg);
+                out.push(Err((name.clone(), msg)));
             }
         }
     }
-    pool
+    out
 }
 
 #[cfg(test)]

@@ -7,12 +7,17 @@
 //!   none, scripted, replay, live; `record` wraps any), with the one key resolver for live
 //!   calls ([`live_config`]: provider file, OS keyring, environment).
 //! - [`durable`]: durable runs in the SQLite run store: start, resume, list.
+//! - [`trust`]: per-folder trust (the project root of a file, the user's trusted folders);
+//!   [`manifest`]: what running a document would execute, contact and read, computed from the
+//!   document alone.
 //! - [`trace`]: a recorded run (JSONL trace) reviewed: its state at any step, rebuilt with the
 //!   dialect's own reducers.
 
 pub mod durable;
+pub mod manifest;
 mod provider;
 pub mod trace;
+pub mod trust;
 
 pub use provider::{
     default_cassette, default_script, live_config, llm_choice, provider, provider_for, provider_from_choice,
