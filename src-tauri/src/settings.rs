@@ -8,7 +8,7 @@
 //! account = the provider name; the CLI reads them from there too. When no keyring answers (no
 //! D-Bus session, as under Xvfb or in CI; or `SWITCHYARD_KEYRING=off`) the key is written to the
 //! provider file instead, which `LlmConfig::save` keeps readable by the user only, and the answer
-//! says where it went. Runs see keyring keys through `LlmConfig::with_keys` ([`llm_config`]); the
+//! says where it went. Runs see keyring keys through `LlmConfig::with_keys` (`launch::live_config`, the one resolver of runs and of the Settings probe); the
 //! environment still wins. The UI never receives a key: only where it comes from and a masked
 //! form (`sk-…9f3a`).
 
@@ -23,7 +23,7 @@ use tauri::AppHandle;
 
 type Res<T> = Result<T, CmdError>;
 
-pub use switchyard::llm::keyring::{KeyStore, llm_config, load_config, os_keyring, stored_keys};
+pub use switchyard::llm::keyring::{KeyStore, load_config, os_keyring, stored_keys};
 
 /// `settings_test_provider`'s request timeout.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -684,42 +684,42 @@ pub async fn settings_save(change: SettingsChange) -> Res<SaveResult> {
 /// back to the saved ones: reachable / auth error / unreachable.
 #[tauri::command]
 pub async fn settings_test_provider(provider: ProviderInput) -> Res<ProbeResult> {
-    blocking(move || {
-        let path = LlmConfig::default_path();
-        let cfg = load_config(path.as_deref(), process_env(), os_keyring())
-            .map(|(c, _)| c)
-            .unwrap_or_default();
-        let name = provider.name.trim().to_string();
-        let ep = cfg.endpoint(&name).ok();
-        let wire = provider
-            .wire
-            .or(ep.as_ref().map(|e| e.wire))
-            .ok_or_else(|| format!("provider `{name}`: choose the wire format first"))?;
-        let base = match provider
-            .base_url
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            Some(u) => check_base_url(u)?,
-            None => ep
-                .as_ref()
-                .map(|e| e.base_url.clone())
-                .ok_or_else(|| format!("provider `{name}`: enter a base URL first"))?,
-        };
-        let key = match provider
-            .api_key
-            .as_deref()
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-        {
-            Some(k) => Some(k.to_string()),
-            None if provider.clear_key => None,
-            None => ep.and_then(|e| e.api_key),
-        };
-        Ok(probe(wire, &base, key.as_deref()))
-    })
-    .await
+    blocking(move || test_provider(provider)).await
+}
+
+/// The Settings probe: the form's values, else the saved ones as every live run resolves them
+/// (`launch::live_config`: the provider file, the OS keyring, the environment).
+fn test_provider(provider: ProviderInput) -> Result<ProbeResult, String> {
+    let cfg = switchyard::run::launch::live_config().unwrap_or_default();
+    let name = provider.name.trim().to_string();
+    let ep = cfg.endpoint(&name).ok();
+    let wire = provider
+        .wire
+        .or(ep.as_ref().map(|e| e.wire))
+        .ok_or_else(|| format!("provider `{name}`: choose the wire format first"))?;
+    let base = match provider
+        .base_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        Some(u) => check_base_url(u)?,
+        None => ep
+            .as_ref()
+            .map(|e| e.base_url.clone())
+            .ok_or_else(|| format!("provider `{name}`: enter a base URL first"))?,
+    };
+    let key = match provider
+        .api_key
+        .as_deref()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    {
+        Some(k) => Some(k.to_string()),
+        None if provider.clear_key => None,
+        None => ep.and_then(|e| e.api_key),
+    };
+    Ok(probe(wire, &base, key.as_deref()))
 }
 
 /// The models the open document names, whether each can be called, and the models to offer
@@ -731,7 +731,7 @@ pub async fn llm_models(app: AppHandle) -> Res<ModelsInfo> {
     })?;
     blocking(move || {
         let doc = switchyard::doc::load_str(&path, &text);
-        let cfg = llm_config()?;
+        let cfg = switchyard::run::launch::live_config()?;
         Ok(models_info(&cfg, &switchyard::llm::models_used(&doc)))
     })
     .await
@@ -1169,5 +1169,69 @@ mod tests {
             info.choices,
             vec!["local:qwen", "openai:gpt-4o", "local:llama"]
         );
+    }
+
+    /// The Settings probe resolves a saved key like every live run: a key only in the OS keyring
+    /// reaches the provider. Needs a running secret service (`./dev test` runs `--ignored` tests
+    /// of this binary under dbus-run-session with gnome-keyring, see `run_keyring_tests`).
+    #[test]
+    #[ignore = "needs a running secret service; ./dev test runs it under dbus-run-session with gnome-keyring"]
+    fn the_settings_probe_uses_a_key_that_is_only_in_the_os_keyring() {
+        use std::io::{Read, Write};
+        const PROVIDER: &str = "syprobe";
+        const KEY: &str = "sk-syprobe-only-in-the-keyring-41c9";
+        const VAR: &str = "SYPROBE_KEYRING_API_KEY";
+        let store = os_keyring();
+        store.delete(PROVIDER).unwrap_or_else(|e| panic!("the OS keyring is not available: {e}"));
+        store.set(PROVIDER, KEY).unwrap();
+
+        let srv = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = srv.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let (mut c, _) = srv.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let n = c.read(&mut buf).unwrap();
+            let req = String::from_utf8_lossy(&buf[..n]).to_string();
+            let body = r#"{"data":[{"id":"m1"}]}"#;
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            req
+        });
+        let dir = std::env::temp_dir().join(format!("switchyard-probe-keyring-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let providers = dir.join("providers.yaml");
+        std::fs::write(
+            &providers,
+            format!("providers:\n  {PROVIDER}:\n    wire: openai\n    base_url: \"http://{addr}/v1\"\n    api_key_env: {VAR}\n    models: [m1]\n"),
+        )
+        .unwrap();
+        // The only test of this binary that runs under `--ignored`, so nothing reads the
+        // environment concurrently.
+        unsafe {
+            std::env::set_var("SWITCHYARD_PROVIDERS", &providers);
+            std::env::remove_var(VAR);
+            std::env::remove_var("SWITCHYARD_KEYRING");
+        }
+        let form = ProviderInput {
+            name: PROVIDER.into(),
+            wire: None,
+            base_url: None,
+            api_key: None,
+            clear_key: false,
+            ..Default::default()
+        };
+        let r = test_provider(form).unwrap();
+        let req = t.join().unwrap();
+        store.delete(PROVIDER).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            req.to_ascii_lowercase().contains(&format!("authorization: bearer {KEY}")),
+            "the probe did not send the keyring's key: {req}"
+        );
+        assert_eq!(r.status, ProbeStatus::Reachable, "{}", r.message);
     }
 }
