@@ -16,6 +16,8 @@
 //   data layer: the top-level .ts modules (backend, store, types, untrusted, flow, shortcuts, …),
 //   debug/ and settings/ ──► the data layer only (never components/, App or main), and debug/
 //                         and settings/ not each other
+//   contract/  (TypeScript generated from the engine's Rust types; anyone may import it)
+//          ──────────────► nothing outside contract/
 //
 // No production file may import test/, fake/, vitest or Testing Library. `no-restricted-imports`
 // only sees static imports and re-exports, so relative `import()` is refused outside main.tsx.
@@ -47,6 +49,10 @@ const NO_DEBUGGER = {
 const NO_SETTINGS = {
   regex: segment('settings'),
   message: 'The debugger data layer (src/debug/) must not depend on settings.',
+};
+const ONLY_CONTRACT = {
+  regex: '^\\.\\./',
+  message: 'src/contract/ is generated from the Rust types: it imports nothing outside itself.',
 };
 const NO_SETTINGS_EXCEPT_TYPES = {
   regex: segment('settings', '(?:/(?!types(?:\\.ts)?$)|$)'),
@@ -94,6 +100,7 @@ export default defineConfig(
   boundary(['src/settings/**/*.{ts,tsx}'], NOT_TEST_CODE, NO_UI, NO_DEBUGGER),
   boundary(['src/components/debug/**/*.{ts,tsx}'], NOT_TEST_CODE, NO_SETTINGS_EXCEPT_TYPES),
   boundary(['src/components/settings/**/*.{ts,tsx}'], NOT_TEST_CODE, NO_DEBUGGER),
+  boundary(['src/contract/**/*.ts'], NOT_TEST_CODE, NO_UI, ONLY_CONTRACT),
   {
     files: ['src/fake/**/*.{ts,tsx}'],
     rules: {

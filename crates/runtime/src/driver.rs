@@ -15,6 +15,7 @@ use crate::session::{Breakpoint, CheckpointInfo, Pending, RunOptions, RunSession
 use crate::nested::{NestedControl, NestedGate, NestedPause};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use ts_rs::TS;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// What a debugger's buttons do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum Control {
     /// Run until the end, a breakpoint, an interrupt, a pause or a stop.
@@ -46,9 +47,10 @@ pub enum Control {
 }
 
 /// The session's status as the debugger shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct StatusInfo {
     /// `running | ready | paused | interrupted | finished`.
+    #[ts(type = r#""running" | "ready" | "paused" | "interrupted" | "finished""#)]
     pub state: String,
     /// Steps completed.
     pub step: u64,
@@ -67,16 +69,18 @@ pub struct StatusInfo {
     pub error: Option<FailureInfo>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct FailureInfo {
     pub node: Option<String>,
     pub message: String,
 }
 
 /// Events (JSON, as in a trace) and, when it changed, the new status.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct Batch {
     pub run: String,
+    /// Events as a trace holds them ([`Event`] as JSON).
+    #[ts(as = "Vec<Event>")]
     pub events: Vec<Value>,
     pub status: Option<StatusInfo>,
 }

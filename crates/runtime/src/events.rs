@@ -8,9 +8,10 @@ use crate::wire::{ErrorKind, TokenUsage, ToolCall};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use std::time::{SystemTime, UNIX_EPOCH};
+use ts_rs::TS;
 
 /// One event: the run it belongs to, when it happened, and what happened.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, TS)]
 pub struct Event {
     pub run: String,
     /// Milliseconds since the Unix epoch.
@@ -20,7 +21,7 @@ pub struct Event {
 }
 
 /// What happened. Serialised with `"event"` naming the variant (snake_case).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventBody {
     RunStarted {
@@ -206,7 +207,7 @@ pub enum EventBody {
 }
 
 /// What a hook executor did with its context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum HookOutcome {
     /// Nothing changed.
@@ -220,7 +221,7 @@ pub enum HookOutcome {
 }
 
 /// Why the run went from `from` to `to`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RouteReason {
     /// An unconditional edge.
@@ -240,7 +241,7 @@ pub enum RouteReason {
     RouteOption { option: String },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum InterruptKind {
     Interrupt,
@@ -248,7 +249,7 @@ pub enum InterruptKind {
     Input,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum PauseReason {
     /// A breakpoint on the node about to run.
@@ -261,7 +262,7 @@ pub enum PauseReason {
     Error,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Completed,

@@ -11,8 +11,10 @@
 //!   of a call.
 //! - [`request`]: what a front end asks a run for; [`store`]: the SQLite store of durable runs.
 //! - [`secrets`]: redaction of every value shown or written for a person.
+//! - [`contract`]: the TypeScript of these types for the UI, generated with `ts-rs`.
 
 pub mod cassette;
+pub mod contract;
 pub mod driver;
 pub mod events;
 pub mod narrate;

@@ -5,9 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::PathBuf;
+use ts_rs::TS;
 
 /// What to run and with what.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
 #[serde(default)]
 pub struct RunRequest {
     /// The agent of a multi-agent sherma file (default: the first).
@@ -34,7 +35,7 @@ pub struct RunRequest {
 /// Where a run's LLM answers come from, as a durable run saves it (JSON tagged by `mode`, the
 /// same shape as the desktop's run configuration) so a resume in another process builds the
 /// same provider. Paths are absolute.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum LlmChoice {
     None,

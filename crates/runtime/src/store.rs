@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use ts_rs::TS;
 
 /// How long a statement waits for another process's lock before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -110,7 +111,7 @@ pub fn content_hash(doc: &Document) -> String {
 }
 
 /// One row of `runs`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct RunRecord {
     pub id: String,
     /// The agent file (absolute).

@@ -4,9 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use ts_rs::TS;
 
 /// One tool call requested by the model.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -14,7 +15,7 @@ pub struct ToolCall {
     pub args: Value,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct TokenUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -22,7 +23,7 @@ pub struct TokenUsage {
 
 /// What kind of failure a provider error is. The transient kinds are retried as the node's
 /// settings say (sherma `on_error.retry`, Loki `max_attempts`); the others fail at once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// No answer in time (connect, first byte, or between stream chunks).

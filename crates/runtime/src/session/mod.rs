@@ -29,6 +29,7 @@ use self::nested::{GateDecision, NestedGate};
 use crate::provider::{BoxProvider, CallCtl, LlmProvider, LlmRequest, LlmResponse, ProviderError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use ts_rs::TS;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,7 +39,7 @@ use std::time::{Duration, Instant};
 pub type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
 
 /// A human is needed before the step can finish.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct Pending {
     /// Unique within the run.
     pub id: String,
@@ -190,7 +191,7 @@ impl ResumePoint {
 }
 
 /// A breakpoint on a node, optionally conditional.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct Breakpoint {
     pub node: String,
     /// CEL (sherma) or a `{{template}}` that renders truthy (Loki); `None` = always.
