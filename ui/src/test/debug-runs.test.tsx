@@ -23,6 +23,10 @@ function durable(id: string, status: string, file: string, extra: Partial<Durabl
     pending: null,
     output: null,
     error: null,
+    input: null,
+    llm: { mode: 'scripted', script: null },
+    request: { agent: null, input: null, state: null, llm_script: null, python_path: [], replay: null, replay_strict: false, live: false, record: null },
+    doc_hash: '0',
     ...extra,
   };
 }
@@ -74,7 +78,7 @@ describe('runs list: store', () => {
         { run: 'r1', ts_ms: 1, event: 'run_started', agent: 'triage', input: 'hi' },
         { run: 'r1', ts_ms: 2, event: 'interrupt', id: 'confirm#1', node: 'confirm', kind: 'interrupt', prompt: 'ok?', options: [], value: 'ok?' },
       ],
-      status: { state: 'interrupted', step: 3, due: ['confirm'], pending: { id: 'confirm#1', node: 'confirm', kind: 'interrupt', prompt: 'ok?', options: [], value: 'ok?' } },
+      status: { state: 'interrupted', step: 3, due: ['confirm'], pending: { id: 'confirm#1', node: 'confirm', kind: 'interrupt', prompt: 'ok?', options: [], value: 'ok?', default: null, validation: null } },
     });
     dbg.getState().flush();
     expect(dbg.getState().status?.state).toBe('interrupted');
@@ -149,7 +153,7 @@ describe('runs list: dialog', () => {
     const view = demoView();
     const backend = createFakeBackend(view);
     backend.durableRuns = [
-      durable('r1', 'interrupted', view.path, { pending: { id: 'c#1', node: 'confirm', kind: 'interrupt', prompt: 'Close it?', options: [], value: null } }),
+      durable('r1', 'interrupted', view.path, { pending: { id: 'c#1', node: 'confirm', kind: 'interrupt', prompt: 'Close it?', options: [], value: null, default: null, validation: null } }),
       durable('r2', 'failed', view.path, { error: 'node `x`: boom' }),
     ];
     const store = createAppStore(backend);

@@ -198,7 +198,7 @@ describe('debug store: starting and receiving', () => {
 describe('debug store: interrupts', () => {
   async function interrupted(ctx: Ctx) {
     const run = await runTo(ctx, 2);
-    const pending = { id: 'approve#1', node: 'approve', kind: 'approval' as const, prompt: 'Ship it?', options: ['ship', 'hold'], value: null };
+    const pending = { id: 'approve#1', node: 'approve', kind: 'approval' as const, prompt: 'Ship it?', options: ['ship', 'hold'], value: null, default: null, validation: null };
     ctx.backend.emitRun({
       run,
       events: evs(run, [{ event: 'interrupt', id: 'approve#1', node: 'approve', kind: 'approval', prompt: 'Ship it?', options: ['ship', 'hold'] }]),
@@ -247,7 +247,7 @@ describe('debug store: interrupts', () => {
     const ctx = await setup();
     const run = await interrupted(ctx);
     ctx.dbg.getState().cancelDialog();
-    const pending = { id: 'note#2', node: 'note', kind: 'input' as const, prompt: 'Notes?', options: [], value: null, default: 'No notes.' };
+    const pending = { id: 'note#2', node: 'note', kind: 'input' as const, prompt: 'Notes?', options: [], value: null, default: 'No notes.', validation: null };
     ctx.backend.emitRun({ run, events: evs(run, [{ event: 'interrupt', ...pending }]), status: { state: 'interrupted', step: 3, due: ['note'], pending } });
     ctx.dbg.getState().flush();
     expect(ctx.dbg.getState().dialogOpen).toBe(true);

@@ -375,7 +375,7 @@ describe('run overlay on the canvas', () => {
 });
 
 describe('interrupt dialog', () => {
-  const pending = (p: Partial<Pending>): Pending => ({ id: 'i1', node: 'confirm', kind: 'interrupt', prompt: '', options: [], value: null, ...p });
+  const pending = (p: Partial<Pending>): Pending => ({ id: 'i1', node: 'confirm', kind: 'interrupt', prompt: '', options: [], value: null, default: null, validation: null, ...p });
 
   async function interrupted(view: View, p: Pending) {
     const ctx = await renderApp(view);

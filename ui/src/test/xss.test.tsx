@@ -236,7 +236,7 @@ function stateOf(p: string): Record<string, unknown> {
 
 function pendingOf(p: string, kind: Pending['kind']): Pending {
   return kind === 'interrupt'
-    ? { id: 'i1', node: 'ask', kind, prompt: p, options: [], value: p }
+    ? { id: 'i1', node: 'ask', kind, prompt: p, options: [], value: p, default: null, validation: null }
     : { id: 'i1', node: 'ask', kind, prompt: p, options: ['ship', p], value: null, default: null, validation: null };
 }
 
@@ -429,7 +429,7 @@ const SURFACES: Surface[] = [
   {
     name: 'InterruptDialog, structured value',
     render: (s, p) => {
-      interrupted(s, { id: 'i1', node: 'ask', kind: 'interrupt', prompt: JSON.stringify({ draft: p }), options: [], value: { draft: p, [p]: 1 } });
+      interrupted(s, { id: 'i1', node: 'ask', kind: 'interrupt', prompt: JSON.stringify({ draft: p }), options: [], value: { draft: p, [p]: 1 }, default: null, validation: null });
       return mount(s, <InterruptDialog />).container;
     },
     check: (root, p, label) => assertShownAsIs(within(root as HTMLElement).getByTestId('interrupt-prompt').textContent ?? '', JSON.stringify(p).slice(1, -1), label),

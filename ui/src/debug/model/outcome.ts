@@ -1,6 +1,6 @@
 // How a run waits and ends: the pending interrupt (the question waiting for an answer), the
 // failures (per node and per step), and the end of the run with its status, output and state.
-import type { DebugEvent, FinishStatus } from '../types';
+import type { DebugEvent, FinishStatus, JsonValue } from '../types';
 import type { Draft } from './draft';
 import { endNested } from './nested';
 import { rowOfNode } from './timeline';
@@ -15,8 +15,8 @@ export interface RunError {
 
 export interface Finished {
   status: FinishStatus;
-  output: unknown;
-  state: unknown;
+  output: JsonValue;
+  state: JsonValue;
 }
 
 /** `interrupt`: the question waits for an answer; its node's row is interrupted. */
