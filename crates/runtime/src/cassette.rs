@@ -21,6 +21,12 @@
 //! ]}
 //! ```
 //!
+//! A cassette is written **redacted** unless the recorder is made with [`Recorder::raw`]: known
+//! secrets and secret-shaped strings become placeholders ([`crate::secrets::scrub_for_file`]),
+//! and a replay scrubs the live request the same way before comparing, so a redacted recording
+//! replays to the same trace. The file is readable by the user only (0600), written to an
+//! exclusive random temp name beside it (never following a planted symlink) and renamed.
+//!
 //! Tool exchanges also hold what a run asks outside its model: an MCP server's tool listing
 //! (node `@mcp:<server>`, name `tools/list`, so a replay never starts the server) and each A2A
 //! exchange with a remote sub-agent (name `a2a:<id>`; args: URL, message, task ids; result:
@@ -128,23 +134,60 @@ impl Cassette {
         Ok(c)
     }
 
-    /// Write atomically (temp file, fsync, rename).
+    /// Write atomically and privately: see [`write_private`].
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let tmp = path.with_extension("cassette.tmp");
-        {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-            f.write_all(text.as_bytes())
-                .and_then(|_| f.write_all(b"\n"))
-                .and_then(|_| f.sync_all())
-                .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        }
-        std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        text.push('\n');
+        write_private(path, text.as_bytes())
     }
+
+    /// The cassette with known secrets and secret-shaped strings replaced by placeholders.
+    pub fn scrubbed(&self) -> Cassette {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        crate::secrets::scrub_for_file(&mut v);
+        serde_json::from_value(v).unwrap_or_else(|_| self.clone())
+    }
+}
+
+/// Write `bytes` to `path` so that a crash leaves the old file or the new one, nobody else can
+/// read it (0600), and nothing planted in the folder is followed: the bytes go to a fresh temp
+/// file beside `path`, created exclusively (`O_CREAT|O_EXCL`, so an existing name or symlink
+/// is refused) under a random name, synced, then renamed over `path`.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut attempt = 0u32;
+    let (tmp, mut f) = loop {
+        let tmp = dir.join(format!(".{name}.{:016x}.tmp", random_u64()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
+            Err(e) => return Err(format!("cannot write in {}: {e}", dir.display())),
+        }
+    };
+    let written = f.write_all(bytes).and_then(|_| f.sync_all());
+    drop(f);
+    if let Err(e) = written.and_then(|_| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("cannot write {}: {e}", path.display()));
+    }
+    Ok(())
+}
+
+/// 64 random bits (the OS's randomness through the standard library's hasher keys, mixed with
+/// the time and a counter), for temp file names.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    h.write_u32(std::process::id());
+    h.finish()
 }
 
 /// Counts calls per node (for matching).
@@ -174,6 +217,8 @@ impl Counter {
 pub struct Recorder {
     inner: BoxProvider,
     path: PathBuf,
+    /// Write secrets as they are (`--raw`); redacted otherwise.
+    raw: bool,
     state: Mutex<RecState>,
 }
 
@@ -188,17 +233,26 @@ struct RecState {
 }
 
 impl Recorder {
-    /// Records into `path` (created or replaced when the first exchange happens).
+    /// Records into `path` (created or replaced when the first exchange happens), redacted.
     pub fn new(inner: BoxProvider, path: &Path) -> Recorder {
         let state = RecState { cassette: Cassette { version: VERSION, exchanges: Vec::new() }, ..RecState::default() };
-        Recorder { inner, path: path.to_path_buf(), state: Mutex::new(state) }
+        Recorder { inner, path: path.to_path_buf(), raw: false, state: Mutex::new(state) }
+    }
+
+    /// Records into `path` with secrets as they are (an explicit opt-in: `--raw`).
+    pub fn raw(inner: BoxProvider, path: &Path) -> Recorder {
+        Recorder { raw: true, ..Recorder::new(inner, path) }
+    }
+
+    fn save(&self, cassette: &Cassette) -> Result<(), String> {
+        if self.raw { cassette.save(&self.path) } else { cassette.scrubbed().save(&self.path) }
     }
 
     fn push(&self, make: impl FnOnce(&mut Counter) -> Exchange) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let ex = make(&mut st.counter);
         st.cassette.exchanges.push(ex);
-        if let Err(e) = st.cassette.save(&self.path)
+        if let Err(e) = self.save(&st.cassette)
             && st.write_error.is_none()
         {
             tracing::warn!("recording: {e}");
@@ -241,7 +295,7 @@ impl LlmProvider for Recorder {
         let Some((inner, len, counter)) = st.marks.get(mark).cloned() else { return };
         st.cassette.exchanges.truncate(len);
         st.counter = counter;
-        let _ = st.cassette.save(&self.path);
+        let _ = self.save(&st.cassette);
         drop(st);
         self.inner.rewind_to(inner);
     }
@@ -373,8 +427,11 @@ impl LlmProvider for Replayer {
             .hint("the graph now makes calls the recorded run did not: record the run again (`--record`), or run it live"));
         };
         let now = recorded_request(req);
-        let a = serde_json::to_value(request).unwrap_or(Value::Null);
-        let b = serde_json::to_value(&now).unwrap_or(Value::Null);
+        // Both sides scrubbed: a redacted recording's placeholders equal the live secrets.
+        let mut a = serde_json::to_value(request).unwrap_or(Value::Null);
+        let mut b = serde_json::to_value(&now).unwrap_or(Value::Null);
+        crate::secrets::scrub_for_file(&mut a);
+        crate::secrets::scrub_for_file(&mut b);
         if let Some((path, recorded, current)) = first_difference("", &a, &b) {
             let first = self.report(ctl, &req.node, call, path.clone(), recorded.clone(), current.clone());
             if self.strict {
@@ -453,7 +510,10 @@ impl LlmProvider for Replayer {
         });
         Some(match found {
             Some((nm, a, result, error)) => {
-                if nm != name || a != args {
+                let (mut rec_args, mut now_args) = (a.clone(), args.clone());
+                crate::secrets::scrub_for_file(&mut rec_args);
+                crate::secrets::scrub_for_file(&mut now_args);
+                if nm != name || rec_args != now_args {
                     let (rec, now) = (json!({"name": nm, "args": a}), json!({"name": name, "args": args}));
                     if self.strict {
                         return Some(Err(format!(
@@ -545,6 +605,45 @@ mod tests {
         let strict = Replayer::load(&d.join("c.json"), true).unwrap();
         let e = strict.complete(&req("a", "changed"), &ctl).unwrap_err();
         assert!(e.message.contains("replay diverged at call 1 of node `a`"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_recording_holds_no_secret_is_private_and_replays_without_a_difference() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = scratch("secret");
+        let known = "known-secret-value-5d1e0c";
+        crate::secrets::register("CASSETTE_TEST_TOKEN", known);
+        let shaped = "sk-AbCdEfGhIjKlMnOpQrStUvWx0123";
+        let prompt = format!("token {known} and key {shaped}");
+        let script = ScriptedProvider::from_str(Path::new("r.yaml"), "replies:\n  - content: done\n").unwrap();
+        let path = d.join("c.json");
+        // A planted symlink where an old fixed temp name was: never followed.
+        let victim = d.join("victim.txt");
+        std::fs::write(&victim, "untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, d.join("c.cassette.tmp")).unwrap();
+        let rec = Recorder::new(Box::new(script), &path);
+        let ctl = CallCtl::none();
+        rec.complete(&req("a", &prompt), &ctl).unwrap();
+        rec.record_tool("t", "lookup", &json!({"auth": known}), &Ok(json!({"echo": shaped})));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(known) && !text.contains(shaped), "{text}");
+        assert!(text.contains("[redacted:CASSETTE_TEST_TOKEN]") && text.contains("[redacted:secret-shaped]"), "{text}");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        let names: Vec<String> =
+            std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp") || n == "c.cassette.tmp"), "{names:?}");
+
+        // The live request holds the secrets; the recording placeholders: no difference.
+        let rep = Replayer::load(&path, true).unwrap();
+        assert_eq!(rep.complete(&req("a", &prompt), &ctl).unwrap().content.as_deref(), Some("done"));
+        assert_eq!(rep.replay_tool("t", "lookup", &json!({"auth": known})).unwrap().unwrap(), json!({"echo": "[redacted:secret-shaped]"}));
+
+        // `raw` keeps them, on explicit request.
+        let script = ScriptedProvider::from_str(Path::new("r.yaml"), "replies:\n  - content: done\n").unwrap();
+        let raw = Recorder::raw(Box::new(script), &d.join("raw.json"));
+        raw.complete(&req("a", &prompt), &ctl).unwrap();
+        assert!(std::fs::read_to_string(d.join("raw.json")).unwrap().contains(known));
     }
 
     #[test]

@@ -11,9 +11,14 @@
 //! `KEY_ID=42` would otherwise blank ordinary words and numbers everywhere. Each occurrence is
 //! replaced by `[redacted:NAME]`, so a reader still sees which secret was there.
 //!
+//! Recorded cassettes are redacted too ([`scrub_for_file`]): the values above and
+//! **secret-shaped** strings (credential formats with a known prefix: `sk-…`, `ghp_…`,
+//! `AKIA…`, `AIza…`, `xoxb-…`, …) become placeholders, and a replay redacts the live request
+//! the same way before comparing, so a placeholder compares equal to the secret it replaced.
+//!
 //! What is *not* redacted, on purpose: the durable run store and the checkpoints in memory hold
-//! the real state (a resumed run needs it), and recorded cassettes hold the requests as sent
-//! (replay compares them). Both stay on this machine, in files only the user can read.
+//! the real state (a resumed run needs it); it stays on this machine, in a file only the user
+//! can read.
 
 use aho_corasick::AhoCorasick;
 use serde_json::Value;
@@ -174,10 +179,121 @@ pub fn redact_value(v: &mut Value) {
     global().value(v)
 }
 
+/// Credential formats recognised by their prefix: (prefix, minimum length of what follows).
+/// What follows is made of letters, digits, `_` and `-`.
+const SHAPES: [(&str, usize); 14] = [
+    ("sk-ant-", 20),
+    ("sk-proj-", 20),
+    ("sk-or-", 20),
+    ("sk-", 20),
+    ("ghp_", 30),
+    ("gho_", 30),
+    ("ghs_", 30),
+    ("github_pat_", 30),
+    ("glpat-", 20),
+    ("xoxb-", 20),
+    ("xoxp-", 20),
+    ("hf_", 30),
+    ("AKIA", 16),
+    ("AIza", 30),
+];
+
+/// The placeholder of a secret-shaped string.
+pub const SHAPED: &str = "[redacted:secret-shaped]";
+
+fn token_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
+}
+
+/// `text` with every secret-shaped string (see [`SHAPES`]) replaced by [`SHAPED`].
+pub fn scrub_shapes(text: &str) -> Cow<'_, str> {
+    let b = text.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let at_boundary = i == 0 || !token_char(b[i - 1]);
+        let hit = at_boundary
+            .then(|| {
+                SHAPES.iter().find_map(|(prefix, min)| {
+                    if !text[i..].starts_with(prefix) {
+                        return None;
+                    }
+                    let start = i + prefix.len();
+                    let end = start + b[start..].iter().take_while(|c| token_char(**c)).count();
+                    (end - start >= *min).then_some(end)
+                })
+            })
+            .flatten();
+        match hit {
+            Some(end) => {
+                let o = out.get_or_insert_with(String::new);
+                o.push_str(&text[copied..i]);
+                o.push_str(SHAPED);
+                copied = end;
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    match out {
+        Some(mut o) => {
+            o.push_str(&text[copied..]);
+            Cow::Owned(o)
+        }
+        None => Cow::Borrowed(text),
+    }
+}
+
+/// Replace known secrets ([`global`]) and secret-shaped strings in every string and key of `v`:
+/// what a file we write beside the agent (a cassette) may hold.
+pub fn scrub_for_file(v: &mut Value) {
+    global().value(v);
+    scrub_value_shapes(v);
+}
+
+fn scrub_value_shapes(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let Cow::Owned(r) = scrub_shapes(s) {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub_value_shapes),
+        Value::Object(map) => {
+            if map.keys().any(|k| matches!(scrub_shapes(k), Cow::Owned(_))) {
+                let old = std::mem::take(map);
+                for (k, mut item) in old {
+                    scrub_value_shapes(&mut item);
+                    map.insert(scrub_shapes(&k).into_owned(), item);
+                }
+            } else {
+                map.values_mut().for_each(scrub_value_shapes);
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn secret_shaped_strings_are_scrubbed_and_ordinary_words_are_not() {
+        let key = "sk-proj-AbCdEf0123456789_xyz-QRST";
+        let text = format!("use {key} now; sk-short stays; task-sk-AbCdEf0123456789abcdef stays; AKIAABCDEFGHIJKLMNOP.");
+        let out = scrub_shapes(&text);
+        assert_eq!(
+            out,
+            "use [redacted:secret-shaped] now; sk-short stays; task-sk-AbCdEf0123456789abcdef stays; [redacted:secret-shaped]."
+        );
+        assert!(matches!(scrub_shapes("nothing here"), Cow::Borrowed(_)));
+        let mut v = json!({"a": [format!("Bearer {key}")], key: 1});
+        scrub_value_shapes(&mut v);
+        assert_eq!(v, json!({"a": ["Bearer [redacted:secret-shaped]"], "[redacted:secret-shaped]": 1}));
+    }
 
     fn r() -> Redactor {
         Redactor::new([
