@@ -13,14 +13,17 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use switchyard::run::a2a::{A2aOptions, ErrorKind, Protocol, RemoteAgent, TaskState};
 use switchyard::run::events::{Event, EventBody, RunStatus};
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::provider::NoProvider;
-use switchyard::run::session::{Pending, RunOptions, RunSession, Status};
+use switchyard::run::session::{RunOptions, RunSession, Status};
 use switchyard::run::sherma::ShermaOptions;
+use test_support::TempDir;
+use test_support::http::{closed_port_url, serve_at};
+use test_support::run::{completed, dump, messages, pending};
 
 // ---------------------------------------------------------------------------------------------
 // The loopback A2A server
@@ -106,41 +109,28 @@ impl Srv {
     }
 }
 
-fn server_rt() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-    })
-}
-
 fn serve(dialect: Dialect, card: Card, script: Script) -> Arc<Srv> {
-    let listener = server_rt()
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let srv = Arc::new(Srv {
-        dialect,
-        card,
-        script,
-        base,
-        requests: Mutex::new(Vec::new()),
-        tasks: Mutex::new(HashMap::new()),
-        seq: AtomicU64::new(0),
-    });
-    let app = Router::new()
-        .route("/.well-known/agent-card.json", get(card_new))
-        .route("/.well-known/agent.json", get(card_old))
-        .route("/cards/booking.json", get(card_any))
-        .route("/rpc", post(rpc))
-        .with_state(srv.clone());
-    server_rt().spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    srv
+    let (tx, rx) = std::sync::mpsc::channel();
+    serve_at(move |addr| {
+        let srv = Arc::new(Srv {
+            dialect,
+            card,
+            script,
+            base: format!("http://{addr}"),
+            requests: Mutex::new(Vec::new()),
+            tasks: Mutex::new(HashMap::new()),
+            seq: AtomicU64::new(0),
+        });
+        tx.send(srv.clone()).unwrap();
+        Router::new()
+            .route("/.well-known/agent-card.json", get(card_new))
+            .route("/.well-known/agent.json", get(card_old))
+            .route("/cards/booking.json", get(card_any))
+            .route("/rpc", post(rpc))
+            .with_state(srv)
+    })
+    .keep();
+    rx.recv().unwrap()
 }
 
 async fn card_new(State(s): State<Arc<Srv>>) -> Response {
@@ -346,14 +336,6 @@ async fn rpc(
             }
         },
     }
-}
-
-/// A port nothing listens on.
-fn closed_port_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    drop(l);
-    format!("http://127.0.0.1:{port}")
 }
 
 fn fast() -> A2aOptions {
@@ -615,16 +597,10 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// `tests/fixtures/a2a/<name>` with its sub-agent URL set to `url`, written to a fresh temp dir.
+/// `tests/fixtures/a2a/<name>` with its sub-agent URL set to `url`, written to a fresh temp dir
+/// (kept: the run reads it after this returns).
 fn agent_file(name: &str, url: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "switchyard-a2a-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("a2a").keep();
     let text = std::fs::read_to_string(fixture(name))
         .unwrap()
         .replace("__A2A_URL__", url);
@@ -653,54 +629,6 @@ fn start_req(path: &Path, input: &str, mut req: RunRequest, a2a: A2aOptions) -> 
     let mut options = RunOptions::new(Box::new(NoProvider));
     options.provider = launch::provider_for(&doc, &req).unwrap_or_else(|e| panic!("{e}"));
     RunSession::new(machine, json!(input), options)
-}
-
-fn dump(s: &RunSession) -> String {
-    s.events()
-        .iter()
-        .map(|e| e.to_json_line())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn pending(s: &RunSession) -> Pending {
-    match s.status() {
-        Status::Interrupted { pending } => pending.clone(),
-        other => panic!(
-            "run is not interrupted: {other:?}; failure: {:?}; events:\n{}",
-            s.failure(),
-            dump(s)
-        ),
-    }
-}
-
-fn completed(s: &RunSession) -> Value {
-    match s.status() {
-        Status::Finished {
-            status: RunStatus::Completed,
-            output,
-        } => output.clone(),
-        other => panic!(
-            "run did not complete: {other:?}; failure: {:?}; events:\n{}",
-            s.failure(),
-            dump(s)
-        ),
-    }
-}
-
-/// `(type, content)` of every message in the state.
-fn messages(state: &Value) -> Vec<(String, String)> {
-    state["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["type"].as_str().unwrap_or("?").to_string(),
-                m["content"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
 }
 
 /// The `a2a:<id>` exchanges: (arguments, result, error).

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use test_support::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -466,29 +467,6 @@ fn expression_inputs(dir: &Path) -> Expressions {
 
 // ---- generated inputs -----------------------------------------------------------------------------
 
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!("switchyard-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // Restore permissions first so everything can be removed.
-        let unreadable = self.0.join("unreadable.yaml");
-        if unreadable.exists() {
-            let _ = set_mode(&unreadable, 0o644);
-        }
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[cfg(unix)]
 fn set_mode(p: &Path, mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -626,12 +604,12 @@ fn generated_inputs(dir: &Path) -> Vec<Input> {
 
 #[test]
 fn bad_inputs_are_reported_never_crash() {
-    let scratch = Scratch::new("bad-input");
-    let exprs_dir = scratch.0.join("expressions");
+    let scratch = TempDir::new("bad-input");
+    let exprs_dir = scratch.path().join("expressions");
     std::fs::create_dir_all(&exprs_dir).unwrap();
     let committed = committed_inputs();
     let exprs = expression_inputs(&exprs_dir);
-    let generated = generated_inputs(&scratch.0);
+    let generated = generated_inputs(&scratch.path());
     let total = committed.len() + exprs.inputs.len() + generated.len();
 
     let mut failures = Vec::new();
@@ -719,12 +697,12 @@ fn open_in_app_limited(path: &Path) -> Result<(AppResult, Duration), String> {
 
 #[test]
 fn the_app_reports_what_the_cli_reports() {
-    let scratch = Scratch::new("bad-input-app");
-    let exprs_dir = scratch.0.join("expressions");
+    let scratch = TempDir::new("bad-input-app");
+    let exprs_dir = scratch.path().join("expressions");
     std::fs::create_dir_all(&exprs_dir).unwrap();
     let mut inputs = committed_inputs();
     inputs.extend(expression_inputs(&exprs_dir).inputs);
-    inputs.extend(generated_inputs(&scratch.0));
+    inputs.extend(generated_inputs(&scratch.path()));
 
     let mut failures = Vec::new();
     let mut slowest = (Duration::ZERO, String::new());
@@ -820,8 +798,8 @@ fn the_app_reports_what_the_cli_reports() {
 
 #[test]
 fn file_size_limit_is_reported_as_such() {
-    let scratch = Scratch::new("size-limit");
-    let path = scratch.0.join("big.yaml");
+    let scratch = TempDir::new("size-limit");
+    let path = scratch.path().join("big.yaml");
     let f = std::fs::File::create(&path).unwrap();
     // A sparse file just over the limit: the size check must come before reading.
     f.set_len(switchyard::doc::MAX_FILE_BYTES + 1).unwrap();

@@ -9,18 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+use test_support::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sy-durable-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// The CLI with a private default run store (never the user's).
@@ -119,7 +113,7 @@ fn record(db: &Path, id: &str) -> Value {
 
 #[test]
 fn sherma_run_killed_at_an_interrupt_resumes_to_the_same_final_state() {
-    let dir = tmp("sherma");
+    let dir = TempDir::new("durable-sherma");
     let db = dir.join("store").join("runs.sqlite");
     let agent = root().join("agents/support-triage/agent.yaml");
     let agent = agent.to_str().unwrap();
@@ -170,7 +164,7 @@ fn sherma_run_killed_at_an_interrupt_resumes_to_the_same_final_state() {
 
 #[test]
 fn loki_run_killed_at_an_approval_resumes_through_a_second_question() {
-    let dir = tmp("loki");
+    let dir = TempDir::new("durable-loki");
     let db = dir.join("runs.sqlite");
     let agent = root().join("agents/release-gate");
     let agent = agent.to_str().unwrap();
@@ -233,7 +227,7 @@ fn loki_run_killed_at_an_approval_resumes_through_a_second_question() {
 
 #[test]
 fn yaml_checkpointer_makes_a_run_durable_and_a_changed_file_is_refused() {
-    let dir = tmp("yaml");
+    let dir = TempDir::new("durable-yaml");
     let src = root().join("agents/support-triage");
     for f in ["agent.yaml", "replies.yaml", "tools.py"] {
         std::fs::copy(src.join(f), dir.join(f)).unwrap();
@@ -278,7 +272,7 @@ fn yaml_checkpointer_makes_a_run_durable_and_a_changed_file_is_refused() {
 
 #[test]
 fn runs_are_listed_deleted_and_pruned() {
-    let dir = tmp("list");
+    let dir = TempDir::new("durable-list");
     let db = dir.join("runs.sqlite");
     let agent = root().join("agents/release-gate");
     let mut ids = Vec::new();
@@ -354,7 +348,7 @@ fn runs_are_listed_deleted_and_pruned() {
 
 #[test]
 fn clear_errors_for_an_unknown_run_and_an_unwritable_store() {
-    let dir = tmp("errors");
+    let dir = TempDir::new("durable-errors");
     let db = dir.join("runs.sqlite");
     // No store yet.
     let out = run({
@@ -417,7 +411,7 @@ fn a_driven_run_closed_at_an_interrupt_stays_resumable_and_finishes_in_a_new_dri
     use switchyard::run::session::RunOptions;
     use switchyard::run::store::{self, Durable, RunStore};
 
-    let dir = tmp("driver");
+    let dir = TempDir::new("durable-driver");
     let db = dir.join("runs.sqlite");
     let path = root().join("agents/release-gate/graph.yaml");
     let req = RunRequest { input: Some("Release 2.0".into()), ..Default::default() };

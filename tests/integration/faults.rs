@@ -8,38 +8,24 @@
 //!   the node and the cause, in both dialects;
 //! - a sub-agent that fails is an error of the parent's node (or its fallback), never a crash.
 
-use crate::support;
-
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use support::fake_llm::{FakeLlm, Reply};
+use test_support::fake_llm::{FakeLlm, Reply};
 use switchyard::doc;
 use switchyard::llm::LiveProvider;
-use switchyard::llm::config::{LlmConfig, ProviderEntry, ProviderFile, Wire};
 use switchyard::run::events::{EventBody, RunStatus};
 use switchyard::run::launch::{self, RunRequest};
-use switchyard::run::provider::{BoxProvider, ScriptedProvider};
+use switchyard::run::provider::BoxProvider;
 use switchyard::run::session::{RunOptions, RunSession, Status};
+use test_support::run::scripted;
+use test_support::{TempDir, wait_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn scratch(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "switchyard-faults-{}-{name}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 // ---- processes ----------------------------------------------------------------------------------
 
@@ -94,17 +80,6 @@ fn with_marker(marker: &str) -> Vec<i32> {
         }
     }
     out
-}
-
-fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    ok()
 }
 
 fn unique(tag: &str) -> String {
@@ -175,7 +150,7 @@ nodes:
 }
 
 fn stop_cli_run_during(node: &str, signal: rustix::process::Signal) {
-    let root = scratch(&format!("stop-{node}"));
+    let root = TempDir::new(&format!("faults-stop-{node}"));
     let marker = unique(node);
     let dir = busy_agent(&root, &marker, node);
     let started = dir.join(format!("started-{node}"));
@@ -229,7 +204,6 @@ fn stop_cli_run_during(node: &str, signal: rustix::process::Signal) {
     let left = || family.iter().copied().filter(|p| alive(*p)).collect::<Vec<_>>();
     assert!(wait_until(Duration::from_secs(3), || left().is_empty()), "after a stop during `{node}`, still running: {:?}", left());
     assert!(with_marker(&marker).is_empty(), "processes named {marker} survived: {:?}", with_marker(&marker));
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]
@@ -268,10 +242,6 @@ fn loki_session(dir: &Path, graph: &str, files: &[(&str, &str)], provider: BoxPr
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn scripted(replies: &str) -> BoxProvider {
-    Box::new(ScriptedProvider::from_str(Path::new("replies.yaml"), replies).unwrap())
-}
-
 fn failed(s: &mut RunSession) -> (Option<String>, String) {
     match s.run().clone() {
         Status::Finished { status: RunStatus::Failed, .. } => s.failure().cloned().expect("a failure"),
@@ -281,7 +251,7 @@ fn failed(s: &mut RunSession) -> (Option<String>, String) {
 
 #[test]
 fn a_hanging_forking_flooding_script_is_killed_at_its_timeout_with_its_group() {
-    let dir = scratch("flood");
+    let dir = TempDir::new("faults-flood");
     let marker = unique("flood");
     let graph = "version: \"1.0\"\nname: flood\nstart: flood\nnodes:\n  flood: { type: script, script: flood.sh, timeout: 1, next: done }\n  done: { type: end }\n";
     let script = format!(
@@ -301,7 +271,7 @@ fn a_hanging_forking_flooding_script_is_killed_at_its_timeout_with_its_group() {
 
 #[test]
 fn a_script_that_prints_too_much_is_a_clear_error() {
-    let dir = scratch("big");
+    let dir = TempDir::new("faults-big");
     let graph = "version: \"1.0\"\nname: big\nstart: big\nnodes:\n  big: { type: script, script: big.sh, next: done }\n  done: { type: end }\n";
     // 20 MB on stdout, then a normal exit.
     let script = "head -c 20000000 /dev/zero | tr '\\0' 'x'\n";
@@ -312,15 +282,6 @@ fn a_script_that_prints_too_much_is_a_clear_error() {
 }
 
 // ---- LLM servers that misbehave -----------------------------------------------------------------
-
-fn provider(fake: &FakeLlm) -> BoxProvider {
-    let mut providers = BTreeMap::new();
-    providers.insert(
-        "openai".to_string(),
-        ProviderEntry { wire: Some(Wire::Openai), base_url: Some(fake.base()), api_key: Some("sk-faults".into()), timeout_s: Some(0.6), ..Default::default() },
-    );
-    Box::new(LiveProvider::new(LlmConfig::new(ProviderFile { default_model: None, providers }, BTreeMap::new())))
-}
 
 const LOKI_LLM: &str = r#"version: "1.0"
 name: asker
@@ -379,8 +340,8 @@ fn llm_servers_that_stall_reset_or_send_garbage_fail_the_node_clearly() {
     for (what, reply, text) in bad_servers() {
         // Loki: one attempt, no fallback: the run fails at the node.
         fake.set_default(reply.clone());
-        let dir = scratch(&format!("loki-{what}"));
-        let mut s = loki_session(&dir, LOKI_LLM, &[], provider(&fake));
+        let dir = TempDir::new(&format!("faults-loki-{what}"));
+        let mut s = loki_session(&dir, LOKI_LLM, &[], Box::new(LiveProvider::new(fake.config("sk-faults", 0.6))));
         let t0 = Instant::now();
         let (node, message) = failed(&mut s);
         assert_eq!(node.as_deref(), Some("answer"), "{what}: {message}");
@@ -388,10 +349,10 @@ fn llm_servers_that_stall_reset_or_send_garbage_fail_the_node_clearly() {
         assert!(t0.elapsed() < Duration::from_secs(10), "{what} took {:?}", t0.elapsed());
 
         // sherma: the default retry policy retries transient failures, then the node fails.
-        let dir = scratch(&format!("sherma-{what}"));
+        let dir = TempDir::new(&format!("faults-sherma-{what}"));
         std::fs::write(dir.join("agent.yaml"), SHERMA_LLM).unwrap();
         let d = Arc::new(doc::load_path(&dir.join("agent.yaml")));
-        let mut s = launch::session(d, &RunRequest { input: Some("hi".into()), ..Default::default() }, RunOptions::new(provider(&fake)))
+        let mut s = launch::session(d, &RunRequest { input: Some("hi".into()), ..Default::default() }, RunOptions::new(Box::new(LiveProvider::new(fake.config("sk-faults", 0.6)))))
             .unwrap_or_else(|e| panic!("{e}"));
         let (node, message) = failed(&mut s);
         assert_eq!(node.as_deref(), Some("ask"), "{what}: {message}");
@@ -456,7 +417,7 @@ agents:
 
 #[test]
 fn a_failing_sub_agent_is_an_error_of_the_parents_node_never_a_crash() {
-    let dir = scratch("sub");
+    let dir = TempDir::new("faults-sub");
     std::fs::write(dir.join("helper.yaml"), HELPER).unwrap();
     // With a fallback the parent goes on and completes.
     std::fs::write(dir.join("boss.yaml"), PARENT).unwrap();
@@ -489,7 +450,7 @@ fn a_failing_sub_agent_is_an_error_of_the_parents_node_never_a_crash() {
 
     // Loki: an agent node whose sub-agent's script fails (Loki agent nodes have no fallback):
     // the parent's run fails at that node, saying why the child failed.
-    let root = scratch("loki-sub").join("agents");
+    let root = TempDir::new("faults-loki-sub").sub("agents");
     for (name, graph, files) in [
         (
             "parent",

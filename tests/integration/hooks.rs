@@ -8,26 +8,19 @@ use axum::{Json, Router, extract::State as AxState, routing::post};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use switchyard::run::events::{Event, EventBody, HookOutcome, RunStatus};
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::provider::NoProvider;
 use switchyard::run::session::{RunOptions, RunSession, Status};
+use test_support::TempDir;
+use test_support::http::{closed_port_url, serve};
+use test_support::run::dump;
 
 // ---------------------------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------------------------
-
-fn tmp(tag: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("switchyard-hooks-{tag}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 const WEATHER_TOOL: &str = r#"
 def get_weather(city: str) -> str:
@@ -122,10 +115,6 @@ fn start(path: &Path, input: &str) -> RunSession {
         ..Default::default()
     };
     launch::start(doc, &req, RunOptions::new(Box::new(NoProvider))).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn dump(s: &RunSession) -> String {
-    s.events().iter().map(|e| e.to_json_line()).collect::<Vec<_>>().join("\n")
 }
 
 /// Run to the interrupt, answer it, run to the end.
@@ -269,7 +258,7 @@ fn python_hooks(dir: &Path) -> PathBuf {
 
 #[test]
 fn python_hooks_fire_at_every_point_in_order_and_chain() {
-    let dir = tmp("py");
+    let dir = TempDir::new("hooks-py");
     let log = python_hooks(&dir);
     let path = agent(&dir, "  - import_path: myhooks.Recorder\n  - import_path: myhooks.Second\n");
     let mut s = start(&path, "weather in Paris?");
@@ -414,7 +403,7 @@ class Handler(BaseHookExecutor):
 "#;
 
 fn error_agent(entry: &str) -> PathBuf {
-    let dir = tmp("err");
+    let dir = TempDir::new("hooks-err").keep();
     std::fs::write(dir.join("agent.yaml"), ERROR_AGENT.replace("{entry}", entry)).unwrap();
     std::fs::write(dir.join("errhooks.py"), ERROR_HOOKS).unwrap();
     std::fs::write(dir.join("replies.yaml"), "replies: []\n").unwrap();
@@ -458,7 +447,7 @@ fn on_node_error_consumes_or_replaces_and_on_error_can_swallow_the_failure() {
 
 #[test]
 fn a_python_hook_that_raises_fails_its_node_with_the_hook_named() {
-    let dir = tmp("raise");
+    let dir = TempDir::new("hooks-raise");
     std::fs::write(
         dir.join("bad.py"),
         "class Boom:\n    def before_llm_call(self, ctx):\n        raise ValueError('guardrail tripped')\n",
@@ -477,7 +466,7 @@ fn a_python_hook_that_raises_fails_its_node_with_the_hook_named() {
 
 #[test]
 fn custom_nodes_without_hooks_return_nothing() {
-    let dir = tmp("nohooks");
+    let dir = TempDir::new("hooks-nohooks");
     let path = agent(&dir, "");
     let mut s = start(&path, "weather?");
     run_through(&mut s, "ok");
@@ -528,24 +517,14 @@ async fn rpc(AxState(st): AxState<Arc<HookServer>>, Json(req): Json<Value>) -> a
 
 fn hook_server() -> (SocketAddr, Arc<HookServer>) {
     let st = Arc::new(HookServer::default());
-    let (tx, rx) = std::sync::mpsc::channel();
-    let s2 = st.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            let app = Router::new().route("/hooks", post(rpc)).with_state(s2);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    (rx.recv().unwrap(), st)
+    let addr = serve(Router::new().route("/hooks", post(rpc)).with_state(st.clone())).keep();
+    (addr, st)
 }
 
 #[test]
 fn remote_hooks_modify_pass_and_fail_soft() {
     let (addr, server) = hook_server();
-    let dir = tmp("remote");
+    let dir = TempDir::new("hooks-remote");
     let path = agent(&dir, &format!("  - url: http://{addr}/hooks\n    timeout: 0.5\n"));
     let mut s = start(&path, "weather in Paris?");
     let t0 = std::time::Instant::now();
@@ -584,12 +563,8 @@ fn remote_hooks_modify_pass_and_fail_soft() {
 
 #[test]
 fn an_unreachable_hook_server_is_a_warning_not_a_failure() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let dir = tmp("unreachable");
-    let path = agent(&dir, &format!("  - url: http://127.0.0.1:{port}/hooks\n"));
+    let dir = TempDir::new("hooks-unreachable");
+    let path = agent(&dir, &format!("  - url: {}/hooks\n", closed_port_url()));
     let mut s = start(&path, "weather?");
     run_through(&mut s, "ok");
     let (status, _) = finished(&s);
@@ -609,7 +584,7 @@ fn mcp_hook_server() -> PathBuf {
 
 #[test]
 fn mcp_hooks_are_called_through_their_hooks_tools() {
-    let dir = tmp("mcp");
+    let dir = TempDir::new("hooks-mcp");
     let log = dir.join("mcp.log");
     let path = agent(
         &dir,
@@ -635,7 +610,7 @@ fn mcp_hooks_are_called_through_their_hooks_tools() {
 
 #[test]
 fn an_mcp_hook_server_that_cannot_start_fails_the_run_naming_it() {
-    let dir = tmp("mcp-missing");
+    let dir = TempDir::new("hooks-mcp-missing");
     let path = agent(&dir, "  - mcp:\n      command: switchyard-no-such-hook-server\n");
     let mut s = start(&path, "weather?");
     s.run();
@@ -693,7 +668,7 @@ fn conformance_hooks_agent_runs_with_its_logging_and_guardrail_hooks() {
         .replace("#   - import_path: examples.hooks.LoggingHook", "  - import_path: examples.hooks.LoggingHook")
         .replace("#   - import_path: examples.hooks.PromptGuardrailHook", "  - import_path: examples.hooks.PromptGuardrailHook");
     assert!(text.contains("\nhooks:\n  - import_path: examples.hooks.LoggingHook\n"), "{text}");
-    let dir = tmp("conf");
+    let dir = TempDir::new("hooks-conf");
     std::fs::create_dir_all(dir.join("examples")).unwrap();
     std::fs::write(dir.join("examples/__init__.py"), "").unwrap();
     std::fs::write(dir.join("examples/hooks.py"), EXAMPLE_HOOKS).unwrap();
@@ -765,7 +740,7 @@ fn skill_agent(rel: &str, replies: &str) -> (PathBuf, PathBuf) {
     let text = text
         .replace("skill_card_path: ../skills/weather/skill-card.json", &format!("skill_card_path: {:?}", card.display().to_string()))
         .replacen("manifest_version: 1\n", "manifest_version: 1\nhooks:\n  - import_path: skillhooks.Rec\n", 1);
-    let dir = tmp("skills");
+    let dir = TempDir::new("hooks-skills").keep();
     std::fs::create_dir_all(dir.join("examples")).unwrap();
     std::fs::write(dir.join("examples/__init__.py"), "").unwrap();
     std::fs::write(dir.join("examples/tools.py"), WEATHER_TOOL).unwrap();
@@ -880,7 +855,7 @@ class Rec(BaseHookExecutor):
 
 #[test]
 fn agent_call_hooks_change_the_sub_agents_input_and_result() {
-    let dir = tmp("agent");
+    let dir = TempDir::new("hooks-agent");
     std::fs::write(dir.join("agent.yaml"), PARENT).unwrap();
     std::fs::write(dir.join("helper.yaml"), HELPER).unwrap();
     std::fs::write(dir.join("agenthooks.py"), AGENT_HOOKS).unwrap();

@@ -6,25 +6,17 @@
 //! `gnome-keyring-daemon` in a scratch home (`run_keyring_tests`). It uses a provider of its own
 //! (`sytest`), so a developer's real keys are never touched.
 
-use crate::support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::fake_llm::{FakeLlm, openai_text};
+use test_support::fake_llm::{FakeLlm, openai_text};
 use switchyard::llm::config::KeyOrigin;
 use switchyard::llm::keyring::{KeyStore, load_config, os_keyring};
+use test_support::TempDir;
 
 const PROVIDER: &str = "sytest";
 const KEY: &str = "sk-sytest-from-the-keyring-7f3a";
 const VAR: &str = "SYTEST_KEYRING_API_KEY";
-
-fn scratch() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("switchyard-keyring-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// A provider file naming `sytest` (OpenAI wire, at `base`, key from `VAR`) and a one-node Loki
 /// graph that calls `sytest:m1`.
@@ -72,7 +64,7 @@ fn keys_stored_in_the_os_keyring_are_read_back_and_used_by_the_cli() {
 
     let fake = FakeLlm::start();
     fake.set_default(openai_text(&["Hello ", "there"], Duration::ZERO));
-    let dir = scratch();
+    let dir = TempDir::new("keyring");
     let (providers, graph) = setup(&dir, &fake.base());
 
     // The engine's configuration (what the app's live runs use) sees the keyring's key.
@@ -122,9 +114,7 @@ fn durable_live_runs_their_resume_and_embeddings_use_the_keyring_key() {
 
     let fake = FakeLlm::start();
     fake.set_default(openai_text(&["Hello ", "Ada"], Duration::ZERO));
-    let dir = std::env::temp_dir().join(format!("switchyard-keyring2-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("keyring2");
     let providers = dir.join("providers.yaml");
     std::fs::write(
         &providers,

@@ -3,38 +3,26 @@
 //! loops, structured output, streaming events, every failure class with its retry/fallback
 //! behaviour, cancellation mid-stream, and record → replay.
 
-use crate::support;
-
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use support::fake_llm::{FakeLlm, Reply, anthropic_answer, openai_text, openai_tool_call, status};
+use test_support::fake_llm::{FakeLlm, Reply, anthropic_answer, openai_text, openai_tool_call, status};
 use switchyard::doc;
 use switchyard::llm::LiveProvider;
 use switchyard::llm::cassette::{Recorder, Replayer};
-use switchyard::llm::config::{LlmConfig, ProviderEntry, ProviderFile, Wire};
+use switchyard::llm::config::{LlmConfig, ProviderEntry, ProviderFile};
 use switchyard::run::events::{EventBody, RunStatus};
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::provider::{BoxProvider, CallCtl, ErrorKind, LlmProvider, LlmRequest, ModelRef};
 use switchyard::run::session::{RunOptions, RunSession, Status};
-
-fn config(fake: &FakeLlm, timeout_s: f64) -> LlmConfig {
-    let mut providers = BTreeMap::new();
-    for (name, wire) in [("openai", Wire::Openai), ("anthropic", Wire::Anthropic)] {
-        let base = if wire == Wire::Anthropic { format!("http://{}", fake.addr) } else { fake.base() };
-        providers.insert(
-            name.to_string(),
-            ProviderEntry { wire: Some(wire), base_url: Some(base), api_key: Some("sk-test".into()), timeout_s: Some(timeout_s), ..Default::default() },
-        );
-    }
-    LlmConfig::new(ProviderFile { default_model: None, providers }, BTreeMap::new())
-}
+use test_support::TempDir;
+use test_support::http::closed_port_url;
 
 fn live(fake: &FakeLlm) -> LiveProvider {
-    LiveProvider::new(config(fake, 5.0))
+    LiveProvider::new(fake.config("sk-test", 5.0))
 }
 
 fn req(model: &str, text: &str) -> LlmRequest {
@@ -45,13 +33,6 @@ fn req(model: &str, text: &str) -> LlmRequest {
         model: Some(ModelRef::parse(model)),
         ..Default::default()
     }
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("switchyard-llm-http-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 // ---- the provider alone ------------------------------------------------------------------------
@@ -103,7 +84,7 @@ fn anthropic_answer_with_tool_use() {
 #[test]
 fn failure_classes() {
     let fake = FakeLlm::start();
-    let p = LiveProvider::new(config(&fake, 0.5));
+    let p = LiveProvider::new(fake.config("sk-test", 0.5));
     let cases: Vec<(Reply, ErrorKind, &str)> = vec![
         (
             Reply::Status {
@@ -144,19 +125,16 @@ fn failure_classes() {
     assert_eq!(e.kind, ErrorKind::Malformed);
     assert!(e.message.contains("ended before the answer was complete"), "{}", e.message);
     // Nothing listening: connection refused, named with the address.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let closed = closed_port_url();
     let mut providers = BTreeMap::new();
     providers.insert(
         "openai".to_string(),
-        ProviderEntry { base_url: Some(format!("http://127.0.0.1:{port}/v1")), api_key: Some("k".into()), ..Default::default() },
+        ProviderEntry { base_url: Some(format!("{closed}/v1")), api_key: Some("k".into()), ..Default::default() },
     );
     let gone = LiveProvider::new(LlmConfig::new(ProviderFile { default_model: None, providers }, BTreeMap::new()));
     let e = gone.complete(&req("openai:gpt-4o", "hi"), &CallCtl::none()).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Connection);
-    assert!(e.message.contains(&format!("127.0.0.1:{port}")), "{}", e.message);
+    assert!(e.message.contains(closed.trim_start_matches("http://")), "{}", e.message);
 }
 
 #[test]
@@ -253,7 +231,7 @@ fn sherma_retries_transient_failures_then_succeeds() {
     fake.push(status(503, json!({"error": {"message": "busy"}})));
     fake.push(Reply::Status { code: 429, body: "{}".into(), headers: vec![("retry-after-ms".into(), "50".into())] });
     fake.push(openai_text(&["Call the fire brigade."], Duration::ZERO));
-    let dir = scratch("sherma-retry");
+    let dir = TempDir::new("llm-http-sherma-retry");
     let mut s = sherma_session(&dir, Box::new(live(&fake)));
     let t0 = Instant::now();
     let (st, state) = finished(&mut s);
@@ -279,7 +257,7 @@ fn sherma_retries_transient_failures_then_succeeds() {
 fn sherma_does_not_retry_a_bad_key_and_takes_the_fallback() {
     let fake = FakeLlm::start();
     fake.push(status(401, json!({"error": {"message": "Incorrect API key provided"}})));
-    let dir = scratch("sherma-auth");
+    let dir = TempDir::new("llm-http-sherma-auth");
     let mut s = sherma_session(&dir, Box::new(live(&fake)));
     let (st, state) = finished(&mut s);
     assert_eq!(st, RunStatus::Completed);
@@ -342,7 +320,7 @@ fn loki_tool_loop_against_the_fake_server_then_record_and_replay_offline() {
     fake.push(status(502, json!({"error": {"message": "bad gateway"}})));
     fake.push(openai_tool_call("call_1", "add", json!({"a": 2, "b": 3})));
     fake.push(openai_text(&["It is ", "5."], Duration::ZERO));
-    let dir = scratch("loki-rr");
+    let dir = TempDir::new("llm-http-loki-rr");
     let cassette = dir.join("run.cassette.json");
     let mut s = loki_session(&dir, Box::new(Recorder::new(Box::new(live(&fake)), &cassette)));
     let (st, state) = finished(&mut s);

@@ -7,20 +7,17 @@
 //! (nothing accumulates across runs). The numbers are printed (`cargo test --test load --
 //! --nocapture`).
 
-use crate::support;
-
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use support::fake_llm::{FakeLlm, Reply};
+use test_support::fake_llm::{FakeLlm, Reply};
 use switchyard::doc;
 use switchyard::llm::LiveProvider;
-use switchyard::llm::config::{LlmConfig, ProviderEntry, ProviderFile, Wire};
 use switchyard::run::events::RunStatus;
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::session::{RunOptions, Status};
+use test_support::TempDir;
 
 const RUNS: usize = 200;
 const LLM_NODES: usize = 25;
@@ -74,12 +71,7 @@ fn wave(doc: &Arc<doc::Document>, fake: &FakeLlm) -> (Duration, u64) {
             }
         })
     };
-    let mut providers = BTreeMap::new();
-    providers.insert(
-        "openai".to_string(),
-        ProviderEntry { wire: Some(Wire::Openai), base_url: Some(fake.base()), api_key: Some("sk-load".into()), timeout_s: Some(60.0), ..Default::default() },
-    );
-    let config = LlmConfig::new(ProviderFile { default_model: None, providers }, BTreeMap::new());
+    let config = fake.config("sk-load", 60.0);
     let t0 = Instant::now();
     let workers: Vec<_> = (0..RUNS)
         .map(|i| {
@@ -115,9 +107,7 @@ fn wave(doc: &Arc<doc::Document>, fake: &FakeLlm) -> (Duration, u64) {
 
 #[test]
 fn two_hundred_concurrent_runs_of_a_50_node_graph_with_bounded_memory() {
-    let dir = std::env::temp_dir().join(format!("switchyard-load-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("load");
     let file = dir.join("load.yaml");
     std::fs::write(&file, graph()).unwrap();
     let doc = Arc::new(doc::load_path(&file));
@@ -160,5 +150,4 @@ fn two_hundred_concurrent_runs_of_a_50_node_graph_with_bounded_memory() {
         mb(peak2)
     );
     fake.stop();
-    let _ = std::fs::remove_dir_all(&dir);
 }

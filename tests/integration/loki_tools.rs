@@ -7,13 +7,16 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use switchyard::llm::cassette::{Recorder, Replayer};
-use switchyard::run::events::{Event, EventBody, RunStatus};
+use switchyard::run::events::{EventBody, RunStatus};
 use switchyard::run::loki::LokiMachine;
 use switchyard::run::provider::{LlmProvider, ScriptedProvider};
 use switchyard::run::session::{RunOptions, RunSession, Status};
+use test_support::process_gone;
+use test_support::run::{completed, dump, tool_results};
+use test_support::temp::{TempDir, copy_dir};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -23,31 +26,11 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/loki_tools")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let p = entry.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
-
 /// A fresh copy of the fixture config dir; returns the agent dir `<copy>/agents/researcher`.
 /// `graph` replaces the agent's graph.yaml when given.
-fn agent(graph: Option<&str>) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let root = std::env::temp_dir().join(format!(
-        "switchyard-loki-tools-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&root);
-    copy_dir(&fixtures(), &root);
-    let dir = root.join("agents").join("researcher");
+fn agent(graph: Option<&str>) -> TempDir {
+    let dir = TempDir::new("loki-tools").sub("agents/researcher");
+    copy_dir(&fixtures(), dir.root());
     if let Some(g) = graph {
         std::fs::write(dir.join("graph.yaml"), g).unwrap();
     }
@@ -78,28 +61,6 @@ fn session_with(dir: &Path, input: &str, provider: Box<dyn LlmProvider>) -> RunS
 
 fn session(dir: &Path, replies: &str) -> RunSession {
     session_with(dir, "rust", provider(replies))
-}
-
-fn dump(s: &RunSession) -> String {
-    s.events()
-        .iter()
-        .map(|e| e.to_json_line())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn output(s: &RunSession) -> Value {
-    match s.status() {
-        Status::Finished {
-            status: RunStatus::Completed,
-            output,
-        } => output.clone(),
-        other => panic!(
-            "run did not complete: {other:?}; failure: {:?}; events:\n{}",
-            s.failure(),
-            dump(s)
-        ),
-    }
 }
 
 /// The `messages` of every LLM request, in order.
@@ -147,42 +108,6 @@ fn tool_messages(s: &RunSession) -> serde_json::Map<String, Value> {
         .collect()
 }
 
-/// `(name, result, error)` of every tool result.
-fn tool_results(events: &[Event]) -> Vec<(String, Value, Option<String>)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ToolResult {
-                name,
-                result,
-                error,
-                ..
-            } => Some((name.clone(), result.clone(), error.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-fn dead(pid: &str) -> bool {
-    let alive = Command::new("kill")
-        .args(["-0", pid])
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !alive {
-        return true;
-    }
-    // Killed but not reaped yet (a zombie) is dead too.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
-}
-
 /// The pid the `hang` tool wrote for its child, once it is there, and whether that child ended.
 fn child_ends(dir: &Path) -> (String, bool) {
     let until = Instant::now() + Duration::from_secs(3);
@@ -192,7 +117,7 @@ fn child_ends(dir: &Path) -> (String, bool) {
             .unwrap_or_default()
             .trim()
             .to_string();
-        if !pid.is_empty() && dead(&pid) {
+        if !pid.is_empty() && pid.parse().map(process_gone).unwrap_or(true) {
             return (pid, true);
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -245,7 +170,7 @@ replies:
 "#;
     let mut s = session(&dir, replies);
     s.run();
-    assert_eq!(output(&s), json!("Looking.\nAll done."));
+    assert_eq!(completed(&s), json!("Looking.\nAll done."));
 
     let tools = offered(&s);
     let names: Vec<&String> = tools.keys().collect();
@@ -333,7 +258,7 @@ replies:
 "#;
     let mut s = session(&dir, replies);
     s.run();
-    assert_eq!(output(&s), json!("Handled."));
+    assert_eq!(completed(&s), json!("Handled."));
     let reqs = requests(&s);
     let texts: Vec<String> = reqs[1]
         .iter()
@@ -445,7 +370,7 @@ fn a_missing_global_tool_names_the_paths_searched() {
     let replies = "replies:\n  - tool_calls: [{ name: nowhere, args: {} }]\n  - content: ok\n";
     let mut s = session(&dir, replies);
     s.run();
-    output(&s);
+    completed(&s);
     assert_eq!(
         offered(&s)["nowhere"],
         json!({"name": "nowhere", "parameters": {"type": "object"}})
@@ -482,7 +407,7 @@ replies:
 "#;
     let mut s = session(&dir, replies);
     s.run();
-    assert_eq!(output(&s), json!("Summed up."));
+    assert_eq!(completed(&s), json!("Summed up."));
     let tools = offered(&s);
     assert_eq!(
         tools["summarize"]["description"],
@@ -528,7 +453,7 @@ fn javascript_tools_take_their_arguments_object() {
     let replies = "replies:\n  - tool_calls: [{ name: shout, args: { text: hey, times: 2 } }]\n  - content: ok\n";
     let mut s = session(&dir, replies);
     s.run();
-    output(&s);
+    completed(&s);
     let tools = offered(&s);
     assert_eq!(
         tools["shout"]["parameters"]["properties"]["times"],
@@ -551,7 +476,7 @@ fn tool_calls_are_recorded_and_replayed() {
         Box::new(Recorder::new(provider(replies), &cassette)),
     );
     s.run();
-    assert_eq!(output(&s), json!("recorded"));
+    assert_eq!(completed(&s), json!("recorded"));
     let first = tool_results(&s.events());
     assert_eq!(first[0].1["query"], json!("cassette"));
 
@@ -574,7 +499,7 @@ fn tool_calls_are_recorded_and_replayed() {
         Box::new(Replayer::load(&cassette, true).unwrap()),
     );
     r.run();
-    assert_eq!(output(&r), json!("recorded"));
+    assert_eq!(completed(&r), json!("recorded"));
     assert_eq!(tool_results(&r.events()), first);
 }
 
@@ -586,7 +511,7 @@ fn python_global_tools_run_their_run_function() {
     let replies = "replies:\n  - tool_calls: [{ name: word_stats, args: { text: \"b a B c\", top: 1 } }]\n  - content: ok\n";
     let mut s = session(&dir, replies);
     s.run();
-    output(&s);
+    completed(&s);
     let tools = offered(&s);
     let params = &tools["word_stats"]["parameters"];
     assert_eq!(params["required"], json!(["text"]));

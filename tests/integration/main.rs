@@ -1,8 +1,8 @@
 //! The engine's integration tests, in one binary (as ripgrep keeps them): each module was a test
 //! binary of its own, and each of those linked the whole engine. `cargo test --test integration
-//! <module>::` runs one of them; `support` holds the fake servers they share.
-
-mod support;
+//! <module>::` runs one of them. What they share (temp dirs, the fake LLM, HTTP, MCP and A2A
+//! servers on 127.0.0.1, run assertions) is the `test-support` crate (`test_support::…`);
+//! `support/fake_llm.rs` only re-exports its fake LLM for `bench/llm_calls.rs`.
 
 mod a2a;
 mod bad_input;

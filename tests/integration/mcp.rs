@@ -16,13 +16,17 @@ use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use switchyard::run::events::{Event, EventBody, RunStatus};
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::mcp::{McpPool, McpServer, McpServerSpec, McpTransport};
 use switchyard::run::provider::NoProvider;
-use switchyard::run::session::{RunOptions, RunSession, Status};
+use switchyard::run::session::{RunOptions, RunSession};
+use test_support::TempDir;
+use test_support::http::{closed_port_url, serve};
+use test_support::run::{finished, tool_results};
+use test_support::{process_gone, wait_until};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -36,15 +40,6 @@ fn server_py() -> String {
     fixtures().join("stdio_server.py").display().to_string()
 }
 
-fn tmp(tag: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("switchyard-mcp-{tag}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn stdio(extra: &[&str]) -> McpServer {
     let py = server_py();
     let mut args = vec![py.as_str()];
@@ -52,32 +47,12 @@ fn stdio(extra: &[&str]) -> McpServer {
     McpServer::new(McpServerSpec::stdio("calc", "python3", &args))
 }
 
+fn wait_dead(pid: u32) -> bool {
+    wait_until(Duration::from_secs(5), || process_gone(pid))
+}
+
 fn go() -> AtomicBool {
     AtomicBool::new(false)
-}
-
-/// Whether process `pid` is gone (or a zombie waiting to be reaped).
-fn dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(s) => {
-            s.rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next())
-                == Some("Z")
-        }
-    }
-}
-
-fn wait_dead(pid: u32) -> bool {
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        if dead(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    dead(pid)
 }
 
 fn read_pid(file: &Path) -> u32 {
@@ -156,23 +131,12 @@ impl ServerHandler for HttpTools {
     }
 }
 
-/// Start the HTTP server on the engine's runtime; its URL.
+/// Start the HTTP server on 127.0.0.1; its URL.
 fn http_server() -> String {
-    switchyard::rt::block_on(async {
-        let service: StreamableHttpService<HttpTools, LocalSessionManager> =
-            StreamableHttpService::new(
-                || Ok(HttpTools::new()),
-                Default::default(),
-                StreamableHttpServerConfig::default(),
-            );
-        let router = axum::Router::new().nest_service("/mcp", service);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
-        format!("http://{addr}/mcp")
-    })
+    let service: StreamableHttpService<HttpTools, LocalSessionManager> =
+        StreamableHttpService::new(|| Ok(HttpTools::new()), Default::default(), StreamableHttpServerConfig::default());
+    let addr = serve(axum::Router::new().nest_service("/mcp", service)).keep();
+    format!("http://{addr}/mcp")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -419,14 +383,14 @@ fn stderr_is_captured_for_the_run_log() {
 
 #[test]
 fn the_child_is_killed_when_the_server_is_dropped() {
-    let dir = tmp("pid");
+    let dir = TempDir::new("mcp-pid");
     let pid_file = dir.join("pid");
     let pf = pid_file.display().to_string();
     let s = stdio(&["--pid-file", &pf]);
     s.list_tools(&go()).unwrap();
     let pid = read_pid(&pid_file);
     assert_eq!(s.child_pid(), Some(pid));
-    assert!(!dead(pid));
+    assert!(!process_gone(pid));
     drop(s);
     assert!(
         wait_dead(pid),
@@ -459,7 +423,7 @@ fn the_child_is_killed_when_the_server_is_dropped() {
 
 #[test]
 fn dropping_a_pool_stops_every_server() {
-    let dir = tmp("pool");
+    let dir = TempDir::new("mcp-pool");
     let (a, b) = (dir.join("a"), dir.join("b"));
     let (pa, pb) = (a.display().to_string(), b.display().to_string());
     let py = server_py();
@@ -547,12 +511,7 @@ fn http_tools_are_listed_called_and_timed_out() {
 #[test]
 fn a_refused_connection_is_named() {
     // A port nobody listens on: bind one, then let it go.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let url = format!("{}/mcp", closed_port_url());
     let mut spec = McpServerSpec::http("offline", &url);
     spec.timeout = Duration::from_secs(10);
     let s = McpServer::new(spec);
@@ -594,28 +553,6 @@ fn run_to_end(path: &Path, input: &str) -> RunSession {
     run_req(path, input, RunRequest::default())
 }
 
-fn finished(s: &RunSession) -> RunStatus {
-    match s.status() {
-        Status::Finished { status, .. } => *status,
-        other => panic!("not finished: {other:?}\n{:#?}", s.events()),
-    }
-}
-
-fn tool_results(events: &[Event]) -> Vec<(String, Value, Option<String>)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ToolResult {
-                name,
-                result,
-                error,
-                ..
-            } => Some((name.clone(), result.clone(), error.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
 fn logs(events: &[Event]) -> String {
     events
         .iter()
@@ -628,7 +565,7 @@ fn logs(events: &[Event]) -> String {
 
 #[test]
 fn loading_validating_and_preparing_a_run_start_no_server() {
-    let dir = tmp("lazy");
+    let dir = TempDir::new("mcp-lazy");
     let pid_file = dir.join("pid");
     let text = std::fs::read_to_string(fixtures().join("sherma_agent.yaml"))
         .unwrap()
@@ -710,7 +647,7 @@ fn a_sherma_agent_calls_an_mcp_tool() {
 
 #[test]
 fn a_sherma_agent_with_a_missing_mcp_command_fails_naming_it() {
-    let dir = tmp("sherma-missing");
+    let dir = TempDir::new("mcp-sherma-missing");
     let text = std::fs::read_to_string(fixtures().join("sherma_agent.yaml"))
         .unwrap()
         .replace("command: python3", "command: switchyard-no-such-mcp-server");
@@ -784,7 +721,7 @@ fn a_loki_agent_calls_an_mcp_tool() {
 
 #[test]
 fn a_loki_agent_with_an_undefined_server_says_where_it_looked() {
-    let root = tmp("loki-undefined");
+    let root = TempDir::new("mcp-loki-undefined");
     let agent = root.join("agents").join("a");
     std::fs::create_dir_all(&agent).unwrap();
     std::fs::write(
@@ -822,7 +759,7 @@ fn a_loki_agent_with_an_undefined_server_says_where_it_looked() {
 
 #[test]
 fn the_cli_keeps_server_stderr_out_of_the_terminal_and_in_the_trace() {
-    let dir = tmp("cli");
+    let dir = TempDir::new("mcp-cli");
     let trace = dir.join("trace.jsonl");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
         .arg("run")
@@ -913,7 +850,7 @@ fn recorded_tools(cassette: &Path) -> Vec<(String, String)> {
 /// listing comes from the cassette, so the server is never started.
 #[test]
 fn a_recorded_sherma_mcp_run_replays_without_starting_the_server() {
-    let dir = tmp("replay-sherma");
+    let dir = TempDir::new("mcp-replay-sherma");
     let pid_file = dir.join("pid");
     let text = std::fs::read_to_string(fixtures().join("sherma_agent.yaml")).unwrap().replace(
         "args: [\"stdio_server.py\", \"--name\", \"calc\"]",
@@ -943,7 +880,7 @@ fn a_recorded_sherma_mcp_run_replays_without_starting_the_server() {
 /// The same for a Loki agent whose server is defined in `mcp.json`.
 #[test]
 fn a_recorded_loki_mcp_run_replays_without_starting_the_server() {
-    let root = tmp("replay-loki");
+    let root = TempDir::new("mcp-replay-loki");
     let agent = root.join("loki/agents/calc");
     let functions = root.join("loki/functions");
     std::fs::create_dir_all(&agent).unwrap();

@@ -3,35 +3,30 @@
 //! retrieval with embeddings from the fake OpenAI server on 127.0.0.1, URL documents from a
 //! loopback server, and the errors a user can meet.
 
-use crate::support;
-
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::fake_llm::{FakeLlm, Reply, status};
+use test_support::fake_llm::{FakeLlm, Reply, status};
 use switchyard::llm::config::{LlmConfig, ProviderFile};
-use switchyard::run::events::{Event, EventBody, RunStatus};
+use switchyard::run::events::{Event, EventBody};
 use switchyard::run::loki::LokiMachine;
 use switchyard::run::provider::ScriptedProvider;
 use switchyard::run::rag::{Ctl, KbFile, RagStore, Spec};
-use switchyard::run::session::{RunOptions, RunSession, Status};
+use switchyard::run::session::{RunOptions, RunSession};
+use test_support::TempDir;
+use test_support::http::{Page, Site};
+use test_support::run::{completed, failure};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------------------------
 
-/// A fresh agent directory.
-fn agent_dir() -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let dir =
-        std::env::temp_dir().join(format!("switchyard-rag-{}-{n}", std::process::id())).join("agents").join("kb-agent");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh agent directory (`agents/kb-agent` in a temp dir removed when it is dropped).
+fn agent_dir() -> TempDir {
+    TempDir::new("rag").sub("agents/kb-agent")
 }
 
 /// Eight short documents on distinct topics (one HTML page among them).
@@ -143,24 +138,6 @@ fn run(graph: &Path, input: &str, replies: &str, config: Option<Arc<LlmConfig>>)
     let mut s = RunSession::new(Box::new(m), json!(input), RunOptions::new(Box::new(provider)));
     s.run();
     s
-}
-
-fn dump(s: &RunSession) -> String {
-    s.events().iter().map(|e| e.to_json_line()).collect::<Vec<_>>().join("\n")
-}
-
-fn output(s: &RunSession) -> Value {
-    match s.status() {
-        Status::Finished { status: RunStatus::Completed, output } => output.clone(),
-        other => panic!("run did not complete: {other:?}; failure: {:?}; events:\n{}", s.failure(), dump(s)),
-    }
-}
-
-fn failure(s: &RunSession) -> String {
-    match s.failure() {
-        Some((_, m)) => m.clone(),
-        None => panic!("run did not fail: {:?}\n{}", s.status(), dump(s)),
-    }
 }
 
 fn logs(events: &[Event]) -> Vec<String> {
@@ -317,7 +294,7 @@ fn a_rag_node_feeds_the_llm_prompt_and_its_knowledge_base_is_reused_then_rebuilt
 
     // First run: the knowledge base is built beside the agent.
     let s = run(&g, "How do bees make honey?", REPLY, None);
-    assert_eq!(output(&s), json!("They fan the nectar until it becomes honey."));
+    assert_eq!(completed(&s), json!("They fan the nectar until it becomes honey."));
     let st = s.state();
     let context = st["context"].as_str().unwrap();
     assert!(context.starts_with("[Source: ./knowledge/bees.md]\n# Honey bees"), "{context}");
@@ -371,7 +348,7 @@ fn a_rag_node_feeds_the_llm_prompt_and_its_knowledge_base_is_reused_then_rebuilt
     // Second run (a new machine): the file is loaded, not rewritten.
     std::thread::sleep(Duration::from_millis(30));
     let s = run(&g, "How do bees make honey?", REPLY, None);
-    output(&s);
+    completed(&s);
     assert_eq!(std::fs::metadata(&kb_path).unwrap().modified().unwrap(), mtime, "the knowledge base was rewritten");
     let l = logs(&s.events());
     assert!(l.iter().any(|t| t.starts_with("loaded knowledge base")), "{l:?}");
@@ -379,7 +356,7 @@ fn a_rag_node_feeds_the_llm_prompt_and_its_knowledge_base_is_reused_then_rebuilt
     // A document changes: the knowledge base is updated (that document only).
     std::fs::write(dir.join("knowledge/bees.md"), "# Honey bees\n\nBees feed their queen royal jelly.\n").unwrap();
     let s = run(&g, "What do bees feed the queen?", REPLY, None);
-    output(&s);
+    completed(&s);
     let l = logs(&s.events());
     assert!(
         l.iter().any(|t| t.contains("the documents changed") && t.contains("1 documents read, 7 unchanged")),
@@ -394,7 +371,7 @@ fn a_rag_node_feeds_the_llm_prompt_and_its_knowledge_base_is_reused_then_rebuilt
     // A new document in the folder is picked up too.
     std::fs::write(dir.join("knowledge/owls.txt"), "Owls hunt at night and swallow their prey whole.").unwrap();
     let s = run(&g, "owls hunt", REPLY, None);
-    output(&s);
+    completed(&s);
     assert_eq!(s.state()["first_source"], json!("./knowledge/owls.txt"));
 }
 
@@ -405,7 +382,7 @@ fn a_corrupt_knowledge_base_is_rebuilt_with_a_warning() {
     let g = write_graph(&dir, GRAPH);
     std::fs::write(dir.join("retrieve.yaml"), "switchyard_rag: 1\nnode: [unclosed\n").unwrap();
     let s = run(&g, "castling", REPLY, None);
-    output(&s);
+    completed(&s);
     let l = logs(&s.events());
     assert!(l.iter().any(|t| t.starts_with("warning: knowledge base") && t.contains("unreadable")), "{l:?}");
     assert!(l.iter().any(|t| t.starts_with("built knowledge base")), "{l:?}");
@@ -478,7 +455,7 @@ nodes:
 "#,
     );
     let s = run(&g, "", "replies: []\n", None);
-    output(&s);
+    completed(&s);
     let found = s.state()["found"].clone();
     let firsts: Vec<&str> = found.as_array().unwrap().iter().map(|o| o["sources"][0].as_str().unwrap()).collect();
     assert_eq!(firsts, ["./knowledge/bees.md", "./knowledge/chess.txt", "./knowledge/coffee.md"]);
@@ -507,7 +484,7 @@ fn hybrid_retrieval_with_embeddings_finds_what_keywords_miss() {
     // "automobile" appears in no document: keyword search alone finds nothing, the fake
     // model's vectors know it means "car".
     let s = run(&g, "automobile", REPLY, Some(config_for(Some(&fake), true)));
-    output(&s);
+    completed(&s);
     let (result, error) = rag_result(&s.events());
     assert_eq!(error, None);
     assert_eq!(result["mode"], "hybrid");
@@ -532,7 +509,7 @@ fn hybrid_retrieval_with_embeddings_finds_what_keywords_miss() {
 
     // A keyword query still ranks its document first; the corpus is not embedded again.
     let s = run(&g, "How do bees make honey?", REPLY, Some(config_for(Some(&fake), true)));
-    output(&s);
+    completed(&s);
     assert_eq!(s.state()["first_source"], json!("./knowledge/bees.md"));
     let (result, _) = rag_result(&s.events());
     assert!(result["hits"][0]["keyword"].as_f64().is_some() && result["hits"][0]["cosine"].as_f64().is_some());
@@ -552,7 +529,7 @@ fn embedding_errors_are_classified_and_transient_ones_retried() {
         headers: vec![("retry-after-ms".into(), "20".into())],
     });
     let s = run(&g, "automobile", REPLY, Some(config_for(Some(&fake), true)));
-    output(&s);
+    completed(&s);
     assert_eq!(s.state()["first_source"], json!("./knowledge/cars.md"));
 
     // A 401 fails at once, naming the node, the model, the kind and the key to check.
@@ -624,7 +601,7 @@ fn without_a_key_the_node_falls_back_to_keywords_with_a_warning() {
     let mut env = BTreeMap::new();
     env.insert("OPENAI_BASE_URL".to_string(), "http://127.0.0.1:9/v1".to_string());
     let s = run(&g, "How do bees make honey?", REPLY, Some(Arc::new(LlmConfig::new(ProviderFile::default(), env))));
-    output(&s);
+    completed(&s);
     assert_eq!(s.state()["first_source"], json!("./knowledge/bees.md"));
     let l = logs(&s.events());
     assert!(
@@ -636,7 +613,7 @@ fn without_a_key_the_node_falls_back_to_keywords_with_a_warning() {
     // Once a key is there, the chunks are embedded (no re-chunking).
     let fake = FakeLlm::start();
     let s = run(&g, "automobile", REPLY, Some(config_for(Some(&fake), true)));
-    output(&s);
+    completed(&s);
     assert!(logs(&s.events()).iter().any(|t| t.contains("chunks lacked embeddings")), "{:?}", logs(&s.events()));
     assert_eq!(rag_result(&s.events()).0["mode"], "hybrid");
 }
@@ -669,49 +646,16 @@ fn the_cli_runs_a_rag_graph_with_embeddings_from_the_environment() {
 // ---------------------------------------------------------------------------------------------
 
 /// A static site on 127.0.0.1: `/guide.html`, `/notes.txt`, `/logo.png`, `/big.txt`, else 404.
-struct Site {
-    addr: std::net::SocketAddr,
-    hits: Arc<Mutex<Vec<String>>>,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
 fn site() -> Site {
-    use axum::http::{StatusCode, Uri, header};
-    let hits = Arc::new(Mutex::new(Vec::new()));
-    let h2 = hits.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            let app = axum::Router::new().fallback(move |uri: Uri| {
-                let hits = h2.clone();
-                async move {
-                    hits.lock().unwrap().push(uri.path().to_string());
-                    match uri.path() {
-                        "/guide.html" => (
-                            StatusCode::OK,
-                            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-                            "<html><head><title>Kite guide</title></head><body><h1>Flying kites</h1><p>Launch the kite with the wind at your back and let out line slowly.</p></body></html>".as_bytes().to_vec(),
-                        ),
-                        "/notes.txt" => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], b"Sourdough starter needs flour and water every day.".to_vec()),
-                        "/logo.png" => (StatusCode::OK, [(header::CONTENT_TYPE, "image/png")], vec![0x89, b'P', b'N', b'G', 0, 0, 0]),
-                        "/big.txt" => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], vec![b'a'; 9 * 1024 * 1024]),
-                        _ => (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain")], b"no such page".to_vec()),
-                    }
-                }
-            });
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-        });
-    });
-    Site { addr: rx.recv().unwrap(), hits, _stop: stop_tx }
+    Site::start([
+        (
+            "/guide.html",
+            Page::new(200, "text/html; charset=utf-8", "<html><head><title>Kite guide</title></head><body><h1>Flying kites</h1><p>Launch the kite with the wind at your back and let out line slowly.</p></body></html>"),
+        ),
+        ("/notes.txt", Page::new(200, "text/plain", "Sourdough starter needs flour and water every day.")),
+        ("/logo.png", Page::new(200, "image/png", vec![0x89, b'P', b'N', b'G', 0, 0, 0])),
+        ("/big.txt", Page::new(200, "text/plain", vec![b'a'; 9 * 1024 * 1024])),
+    ])
 }
 
 #[test]
@@ -732,10 +676,10 @@ fn url_documents_are_fetched_once_as_text() {
     let (r, _) = retrieve(&store, &s, "sourdough flour");
     assert_eq!(r.unwrap().hits[0].source, notes);
     // Reused afterwards without fetching again (a new store reads the file).
-    let fetched = web.hits.lock().unwrap().len();
+    let fetched = web.hits().len();
     let (r, _) = retrieve(&RagStore::new(None), &s, "kite");
     assert_eq!(r.unwrap().hits[0].source, guide);
-    assert_eq!(web.hits.lock().unwrap().len(), fetched);
+    assert_eq!(web.hits().len(), fetched);
 }
 
 #[test]

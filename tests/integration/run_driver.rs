@@ -11,6 +11,7 @@ use switchyard::run::driver::{Batch, Control, Driver, DriverOptions, StatusInfo,
 use switchyard::run::provider::NoProvider;
 use switchyard::run::session::{Breakpoint, RunOptions, RunSession};
 use switchyard::run::sherma::{ShermaMachine, ShermaOptions};
+use test_support::TempDir;
 
 /// Counts to `limit` (a loop of two nodes), so a run has `2 * limit` steps.
 fn counter(limit: u64) -> String {
@@ -213,7 +214,7 @@ fn pause_from_another_thread_stops_a_long_run_quickly_and_batches_stay_few() {
 
 #[test]
 fn trace_is_written_and_read_back() {
-    let dir = std::env::temp_dir().join(format!("sy-driver-{}", std::process::id()));
+    let dir = TempDir::new("driver");
     let path = dir.join("counter-run.jsonl");
     let (d, seen) = drive(&counter(2), Some(Control::Continue), vec![], Some(path.clone()));
     wait_state(&seen, "finished");
@@ -225,7 +226,6 @@ fn trace_is_written_and_read_back() {
     std::fs::write(dir.join("bad.jsonl"), "{\"event\":\"run_started\"}\nnot json\n").unwrap();
     let e = read_trace(&dir.join("bad.jsonl")).unwrap_err();
     assert!(e.contains("bad.jsonl:2:"), "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -278,8 +278,7 @@ agents:
 /// A Loki parent whose `call` node runs the agent `child` (two script nodes, then an end) as a
 /// nested run; `tail` runs after it. Returns the parent's graph.yaml.
 fn nested_agents(tag: &str) -> std::path::PathBuf {
-    let root = std::env::temp_dir().join(format!("switchyard-driver-nested-{}-{tag}", std::process::id())).join("agents");
-    let _ = std::fs::remove_dir_all(&root);
+    let root = TempDir::new(&format!("driver-nested-{tag}")).sub("agents").keep();
     let files: [(&str, &str, Vec<(&str, &str)>); 2] = [
         (
             "parent",

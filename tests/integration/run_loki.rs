@@ -5,25 +5,21 @@
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use switchyard::run::events::{Event, EventBody, PauseReason, RouteReason, RunStatus};
 use switchyard::run::loki::LokiMachine;
 use switchyard::run::narrate::{Narrator, perf_summary};
 use switchyard::run::provider::ScriptedProvider;
 use switchyard::run::session::{Breakpoint, RunOptions, RunSession, Status};
+use test_support::run::{completed, dump, failure};
+use test_support::TempDir;
 
 // ---------------------------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------------------------
 
-/// A fresh `<tmp>/switchyard-loki-<pid>-<n>/agents` folder.
+/// A fresh `agents` folder in a temp dir (kept: the helpers hand out paths inside it).
 fn agents_root() -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let root = std::env::temp_dir().join(format!("switchyard-loki-{}-{n}", std::process::id())).join("agents");
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
-    root
+    TempDir::new("loki").sub("agents").keep()
 }
 
 /// Write an agent `<root>/<name>/graph.yaml` plus files (path, content); returns its graph path.
@@ -90,24 +86,6 @@ fn routes(events: &[Event]) -> Vec<(String, String, RouteReason)> {
     v
 }
 
-fn output(s: &RunSession) -> Value {
-    match s.status() {
-        Status::Finished { status: RunStatus::Completed, output } => output.clone(),
-        other => panic!("run did not complete: {other:?}; failure: {:?}; events:\n{}", s.failure(), dump(s)),
-    }
-}
-
-fn failure(s: &RunSession) -> String {
-    match s.failure() {
-        Some((_, m)) => m.clone(),
-        None => panic!("run did not fail: {:?}\n{}", s.status(), dump(s)),
-    }
-}
-
-fn dump(s: &RunSession) -> String {
-    s.events().iter().map(|e| e.to_json_line()).collect::<Vec<_>>().join("\n")
-}
-
 const NO_REPLIES: &str = "replies: []\n";
 
 // ---------------------------------------------------------------------------------------------
@@ -145,7 +123,7 @@ nodes:
     let mut s = session(&g, "go", NO_REPLIES, &[]);
     s.run();
     // b read n = 10 from its fork and wrote 15; a wrote 1: sum folds 10 + 1 + 15.
-    assert_eq!(output(&s), json!(r#"["A","B"] 26 2"#));
+    assert_eq!(completed(&s), json!(r#"["A","B"] 26 2"#));
     assert_eq!(visited(&s.events()), ["s0", "a", "b", "j", "done"]);
     let st = s.state();
     assert_eq!(st["notes"], json!("from a\nfrom b"));
@@ -208,7 +186,7 @@ nodes:
     let replies = "replies:\n  - { node: describe, content: one }\n  - { node: describe, content: two }\n  - { node: describe, content: three }\n";
     let mut s = session(&g, "", replies, &[]);
     s.run();
-    assert_eq!(output(&s), json!(r#"["X","Y","Z"] ["one","two","three"]"#));
+    assert_eq!(completed(&s), json!(r#"["X","Y","Z"] ["one","two","three"]"#));
     assert_eq!(visited(&s.events()), ["m1", "m2", "done"]);
     // Item state stays in the items: neither `item` nor `output` reach the run state.
     let st = s.state();
@@ -264,7 +242,7 @@ nodes:
     );
     let mut s = session(&g, "", NO_REPLIES, &[]);
     s.run();
-    assert_eq!(output(&s), json!("C via next"));
+    assert_eq!(completed(&s), json!("C via next"));
     assert_eq!(visited(&s.events()), ["r", "c"]);
     assert_eq!(routes(&s.events()), [("r".into(), "c".into(), RouteReason::Next)]);
     assert!(s.state().get("_next").is_none());
@@ -297,7 +275,7 @@ fn approval_routes_by_option_and_on_other() {
     ] {
         let mut s = session(&g, "", NO_REPLIES, &[answer]);
         s.run();
-        assert_eq!(output(&s), json!(out), "{answer}");
+        assert_eq!(completed(&s), json!(out), "{answer}");
         assert_eq!(s.state()["decision"], json!(answer));
         // The scoped `choice` never leaks into the state.
         assert!(s.state().get("choice").is_none());
@@ -324,7 +302,7 @@ fn approval_waits_for_session_answer() {
     assert!(s.state().get("decision").is_none(), "nothing ran yet");
     s.answer(&pending.id, json!("no")).unwrap();
     s.run();
-    assert_eq!(output(&s), json!("rejected"));
+    assert_eq!(completed(&s), json!("rejected"));
     // Entered once: the interrupt happens before the node runs.
     assert_eq!(visited(&s.events()), ["ask", "nope"]);
 }
@@ -350,7 +328,7 @@ fn input_default_and_validation() {
     let g = agent(INPUT, &[]);
     let mut s = session(&g, "", NO_REPLIES, &[""]);
     s.run();
-    assert_eq!(output(&s), json!("hi Ada"));
+    assert_eq!(completed(&s), json!("hi Ada"));
     assert_eq!(visited(&s.events()), ["name", "done"], "only the first `next` is followed");
     let asked = s.events().into_iter().find_map(|e| match e.body {
         EventBody::Interrupt { prompt, default, validation, .. } => Some((prompt, default, validation)),
@@ -364,7 +342,7 @@ fn input_default_and_validation() {
 
     let mut s = session(&g, "", NO_REPLIES, &["Grace"]);
     s.run();
-    assert_eq!(output(&s), json!("hi Grace"));
+    assert_eq!(completed(&s), json!("hi Grace"));
 
     let mut s = session(&g, "", NO_REPLIES, &["Al"]);
     s.run();
@@ -380,7 +358,7 @@ fn input_default_and_validation() {
     assert!(matches!(s.status(), Status::Interrupted { .. }), "still waiting after a refused answer");
     s.answer(&pending.id, json!("Grace")).unwrap();
     s.run();
-    assert_eq!(output(&s), json!("hi Grace"));
+    assert_eq!(completed(&s), json!("hi Grace"));
 }
 
 const SCHEMA_GRAPH: &str = r#"
@@ -415,7 +393,7 @@ fn llm_output_schema_fast_path_auto_merges() {
     let replies = "replies:\n  - content: \"<think>hmm</think>\\n```json\\n{\\\"topic\\\": \\\"rust\\\", \\\"depth\\\": 3, \\\"extra\\\": [1]}\\n```\"\n";
     let mut s = session(&g, "learn rust", replies, &[]);
     s.run();
-    assert_eq!(output(&s), json!("explicit wins 3 rust/3"));
+    assert_eq!(completed(&s), json!("explicit wins 3 rust/3"));
     let st = s.state();
     assert_eq!(st["depth"], json!(3), "typed auto-merge");
     assert_eq!(st["extra"], json!([1]), "every top-level key is merged");
@@ -439,7 +417,7 @@ replies:
 "#;
     let mut s = session(&g, "learn go", replies, &[]);
     s.run();
-    assert_eq!(output(&s), json!("explicit wins 2 go/2"));
+    assert_eq!(completed(&s), json!("explicit wins 2 go/2"));
     let reqs = llm_requests(&s);
     assert_eq!(reqs.len(), 3, "call, extractor, repair");
     assert!(reqs[1][1]["content"].as_str().unwrap().ends_with("Input:\nThe topic is go, at depth two."));
@@ -466,7 +444,7 @@ nodes:
     );
     let mut s = session(&g, "", NO_REPLIES, &[]);
     s.run();
-    assert_eq!(output(&s), json!("recovered: LLM node failed: Failed to interpolate llm node prompt"));
+    assert_eq!(completed(&s), json!("recovered: LLM node failed: Failed to interpolate llm node prompt"));
     assert_eq!(routes(&s.events()), [("think".into(), "recover".into(), RouteReason::Fallback)]);
 }
 
@@ -503,7 +481,7 @@ replies:
 "#;
     let mut s = session(&g, "", replies, &[]);
     s.run();
-    output(&s);
+    completed(&s);
     let reqs = llm_requests(&s);
     assert_eq!(reqs.len(), 2);
     let tool_msg = reqs[1].as_array().unwrap().last().unwrap().clone();
@@ -535,7 +513,7 @@ replies:
 "#;
     let mut s = session(&g, "", replies, &[]);
     s.run();
-    output(&s);
+    completed(&s);
     let reqs = llm_requests(&s);
     assert_eq!(reqs.len(), 2);
     let tool_msg = reqs[1].as_array().unwrap().last().unwrap().clone();
@@ -568,7 +546,7 @@ nodes:
     let replies = "replies:\n  - tool_calls: [{ name: broken, args: { q: x } }]\n  - content: ok\n";
     let mut s = session(&g, "", replies, &[]);
     s.run();
-    output(&s);
+    completed(&s);
     let reqs = llm_requests(&s);
     let tool_msg = reqs[1].as_array().unwrap().last().unwrap().clone();
     let text = tool_msg["content"].as_str().unwrap();
@@ -590,7 +568,7 @@ nodes:
     );
     let mut s = session(&g, "", NO_REPLIES, &[]);
     s.run();
-    assert_eq!(output(&s), json!("yes"));
+    assert_eq!(completed(&s), json!("yes"));
     assert_eq!(visited(&s.events()), ["s", "f", "done"]);
     assert_eq!(routes(&s.events())[1], ("s".into(), "f".into(), RouteReason::Fallback));
 }
@@ -623,7 +601,7 @@ fn loops_through_next_up_to_max_loop_iterations() {
     let g = agent(COUNTER, &[("tick.py", &TICK.replace("LIMIT", "3"))]);
     let mut s = session(&g, "", NO_REPLIES, &[]);
     s.run();
-    assert_eq!(output(&s), json!("3"));
+    assert_eq!(completed(&s), json!("3"));
     assert_eq!(visited(&s.events()), ["tick", "tick", "tick", "done"]);
 
     let g = agent(COUNTER, &[("tick.py", &TICK.replace("LIMIT", "10"))]);
@@ -710,7 +688,7 @@ nodes:
     );
     let mut s = session(&parent, "", NO_REPLIES, &["go"]);
     s.run();
-    assert_eq!(output(&s), json!("STUDY RUST from helper"));
+    assert_eq!(completed(&s), json!("STUDY RUST from helper"));
     let events = s.events();
     assert_eq!(visited(&events), ["call", "done"]);
     let nested = format!("{}/call", events[0].run);
@@ -753,7 +731,7 @@ fn rag_nodes_retrieve_offline() {
     );
     let mut s = session(&g, "kites", NO_REPLIES, &[]);
     s.run();
-    assert_eq!(output(&s), json!("[Source: ./k/a.md]\nsome text about kites"));
+    assert_eq!(completed(&s), json!("[Source: ./k/a.md]\nsome text about kites"));
     assert!(g.parent().unwrap().join("look.yaml").is_file());
 }
 
@@ -798,7 +776,7 @@ fn breakpoint_with_template_condition_step_and_rewind() {
     let g = chain();
     let mut clean = session(&g, "", CHAIN_REPLIES, &[]);
     clean.run();
-    let want_out = output(&clean);
+    let want_out = completed(&clean);
     let want_state = clean.state();
     assert_eq!(want_out, json!("summary (2)"));
 
@@ -814,7 +792,7 @@ fn breakpoint_with_template_condition_step_and_rewind() {
     assert_eq!(s.due(), ["done"]);
     assert_eq!(s.state()["summary"], json!("summary"));
     s.run();
-    assert_eq!(output(&s), want_out);
+    assert_eq!(completed(&s), want_out);
 
     // Rewind to after `a` and re-run: same result (the scripted reply is given back).
     s.rewind(1).unwrap();
@@ -822,7 +800,7 @@ fn breakpoint_with_template_condition_step_and_rewind() {
     assert_eq!(s.state()["log"], json!(["a"]));
     s.run(); // stops again at the breakpoint on c
     s.run();
-    assert_eq!(output(&s), want_out);
+    assert_eq!(completed(&s), want_out);
     assert_eq!(s.state(), want_state);
 }
 
@@ -835,7 +813,7 @@ fn state_edit_while_paused_and_bad_conditions() {
     s.run();
     s.edit_state("count", json!(41)).unwrap();
     s.run();
-    assert_eq!(output(&s), json!("summary (41)"));
+    assert_eq!(completed(&s), json!("summary (41)"));
     let mut s = session(&g, "", CHAIN_REPLIES, &[]);
     let e = s.set_breakpoints(vec![Breakpoint::when("c", "{{count[x]}}")]).unwrap_err();
     assert!(e.contains("can never be found"), "{e}");
@@ -847,7 +825,7 @@ fn narration_and_perf_summary_of_a_run() {
     let g = chain();
     let mut s = session(&g, "", CHAIN_REPLIES, &[]);
     s.run();
-    output(&s);
+    completed(&s);
     let mut n = Narrator::new();
     let mut lines: Vec<String> = s.events().iter().flat_map(|e| n.feed(e)).collect();
     lines.extend(n.finish());
@@ -943,7 +921,7 @@ fn conformance_graph_example_full_run() {
     let g = example_agent(&patched);
     let mut s = session(&g, "Research WebAssembly outside the browser", &fixture("replies.yaml"), &["needs more", ""]);
     s.run();
-    let out = output(&s);
+    let out = completed(&s);
     assert_eq!(
         visited(&s.events()),
         [
@@ -997,7 +975,7 @@ fn conformance_coder_agent_fix_loop() {
     let replies = std::fs::read_to_string(fixtures.join("replies.yaml")).unwrap();
     let mut s = session(&g, "Add a greet command", &replies, &["yes"]);
     s.run();
-    let out = output(&s);
+    let out = completed(&s);
     assert_eq!(
         visited(&s.events()),
         [
@@ -1041,7 +1019,7 @@ fn conformance_graph_example_agent_branch() {
     let g = example_agent(&example_patched());
     let mut s = session(&g, "Research WebAssembly in depth", &fixture("replies.yaml"), &["yes"]);
     s.run();
-    let out = output(&s);
+    let out = completed(&s);
     assert_eq!(
         visited(&s.events()),
         ["triage", "retrieve", "web_search", "synthesize", "deep_dive", "review", "finalize", "done"]
@@ -1121,7 +1099,7 @@ nodes:
     let t0 = std::time::Instant::now();
     let mut s = session(&g, "", NO_REPLIES, &["1", "2"]);
     s.run();
-    assert_eq!(output(&s), json!(r#"12 ["a","b"]"#));
+    assert_eq!(completed(&s), json!(r#"12 ["a","b"]"#));
     assert!(t0.elapsed().as_secs_f64() < 1.1, "a and b slept concurrently: {:?}", t0.elapsed());
     let asked: Vec<String> = s
         .events()

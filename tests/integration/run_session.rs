@@ -7,9 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 use switchyard::doc::load_str;
 use switchyard::run::events::{EventBody, PauseReason, RouteReason, RunStatus};
-use switchyard::run::provider::{NoProvider, ScriptedProvider};
+use switchyard::run::provider::NoProvider;
 use switchyard::run::session::{Breakpoint, RunOptions, RunSession, Status};
 use switchyard::run::sherma::{ShermaMachine, ShermaOptions};
+use test_support::TempDir;
+use test_support::run::{finished, nodes_of, scripted};
 
 const COUNTER: &str = r#"
 manifest_version: 1
@@ -51,30 +53,12 @@ fn session_with(yaml: &str, input: Value, options: RunOptions) -> RunSession {
     RunSession::new(Box::new(m), Value::Null, options)
 }
 
+fn visited(s: &RunSession) -> Vec<String> {
+    nodes_of(&s.events(), s.id())
+}
+
 fn session(yaml: &str) -> RunSession {
     session_with(yaml, Value::Null, RunOptions::new(Box::new(NoProvider)))
-}
-
-fn scripted(replies: &str) -> RunOptions {
-    RunOptions::new(Box::new(ScriptedProvider::from_str(Path::new("replies.yaml"), replies).expect("script")))
-}
-
-fn visited(s: &RunSession) -> Vec<String> {
-    s.events()
-        .iter()
-        .filter(|e| e.run == s.id())
-        .filter_map(|e| match &e.body {
-            EventBody::NodeEnter { node, .. } => Some(node.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn finished(s: &RunSession) -> RunStatus {
-    match s.status() {
-        Status::Finished { status, .. } => *status,
-        other => panic!("not finished: {other:?}"),
-    }
 }
 
 #[test]
@@ -391,7 +375,7 @@ agents:
 fn call_llm_builds_the_prompt_and_applies_state_updates() {
     let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), LLM));
     let m = ShermaMachine::new(doc, None, json!("hello"), ShermaOptions { retry_delay_scale: 0.0, ..Default::default() }).unwrap();
-    let mut s = RunSession::new(Box::new(m), Value::Null, scripted("replies:\n  - content: hi there\n"));
+    let mut s = RunSession::new(Box::new(m), Value::Null, RunOptions::new(scripted("replies:\n  - content: hi there\n")));
     s.run();
     assert_eq!(finished(&s), RunStatus::Completed);
     assert_eq!(s.state()["last"], json!("hi there"));
@@ -416,7 +400,7 @@ fn retries_then_falls_back_with_the_last_error() {
     let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), LLM));
     let m = ShermaMachine::new(doc, None, json!("hello"), ShermaOptions { retry_delay_scale: 0.0, ..Default::default() }).unwrap();
     let replies = "replies:\n  - error: 503 overloaded\n  - error: 503 overloaded\n  - error: 503 still overloaded\n  - content: never\n";
-    let mut s = RunSession::new(Box::new(m), Value::Null, scripted(replies));
+    let mut s = RunSession::new(Box::new(m), Value::Null, RunOptions::new(scripted(replies)));
     s.run();
     assert_eq!(finished(&s), RunStatus::Completed);
     assert_eq!(visited(&s), vec!["talk", "sorry"]);
@@ -439,7 +423,7 @@ fn running_out_of_scripted_replies_names_the_node() {
     let yaml = LLM.replace("            fallback: sorry\n", "");
     let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), &yaml));
     let m = ShermaMachine::new(doc, None, json!("hello"), ShermaOptions { retry_delay_scale: 0.0, ..Default::default() }).unwrap();
-    let mut s = RunSession::new(Box::new(m), Value::Null, scripted("replies:\n  - node: other\n    content: x\n"));
+    let mut s = RunSession::new(Box::new(m), Value::Null, RunOptions::new(scripted("replies:\n  - node: other\n    content: x\n")));
     s.run();
     assert_eq!(finished(&s), RunStatus::Failed);
     let (node, msg) = s.failure().unwrap().clone();
@@ -451,7 +435,7 @@ fn running_out_of_scripted_replies_names_the_node() {
 fn rewind_gives_scripted_replies_back() {
     let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), LLM));
     let m = ShermaMachine::new(doc, None, json!("hello"), ShermaOptions::default()).unwrap();
-    let mut s = RunSession::new(Box::new(m), Value::Null, scripted("replies:\n  - content: first\n"));
+    let mut s = RunSession::new(Box::new(m), Value::Null, RunOptions::new(scripted("replies:\n  - content: first\n")));
     s.run();
     assert_eq!(s.state()["last"], json!("first"));
     s.rewind(0).unwrap();
@@ -629,9 +613,7 @@ fn a_fan_out_paused_midway_keeps_its_shared_state_across_rewind_and_edits() {
 fn a_sherma_sub_agent_can_be_stepped_into_through_the_nested_gate() {
     use std::sync::mpsc;
     use switchyard::run::nested::{NestedControl, NestedGate};
-    let dir = std::env::temp_dir().join(format!("switchyard-session-nested-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("session-nested");
     std::fs::write(
         dir.join("boss.yaml"),
         "manifest_version: 1\nsub_agents:\n  - {id: helper, version: \"1.0.0\", yaml_path: helper.yaml}\nagents:\n  boss:\n    state:\n      fields:\n        - {name: messages, type: list, default: []}\n    graph:\n      entry_point: delegate\n      nodes:\n        - name: delegate\n          type: call_agent\n          args: {agent: {id: helper, version: \"1.0.0\"}, input: '\"do it\"'}\n      edges:\n        - {source: delegate, target: __end__}\n",

@@ -7,12 +7,13 @@
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use switchyard::run::events::{Event, EventBody, RouteReason, RunStatus};
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::provider::NoProvider;
-use switchyard::run::session::{Pending, RunOptions, RunSession, Status};
+use switchyard::run::session::{RunOptions, RunSession, Status};
 use switchyard::run::sherma::ShermaOptions;
+use test_support::run::{completed, dump, messages, nodes_of, pending};
+use test_support::TempDir;
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -36,12 +37,9 @@ fn replies(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sherma_runs").join(format!("{name}.replies.yaml"))
 }
 
-/// A fresh temp dir holding the stand-in `examples/tools.py` package (for `sys.path`).
+/// A fresh temp dir (kept: a request names it) holding the stand-in `examples/tools.py` package (for `sys.path`).
 fn tools_dir() -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("switchyard-sherma-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("sherma").keep();
     std::fs::create_dir_all(dir.join("examples")).unwrap();
     std::fs::write(dir.join("examples/__init__.py"), "").unwrap();
     std::fs::write(dir.join("examples/tools.py"), WEATHER_TOOL).unwrap();
@@ -80,17 +78,6 @@ fn visited(events: &[Event]) -> Vec<String> {
     nodes_of(events, top)
 }
 
-fn nodes_of(events: &[Event], run: &str) -> Vec<String> {
-    events
-        .iter()
-        .filter(|e| e.run == run)
-        .filter_map(|e| match &e.body {
-            EventBody::NodeEnter { node, .. } => Some(node.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Tool names offered by each `llm_request` of `node` (top-level run), in order.
 fn offered(events: &[Event], node: &str) -> Vec<Vec<String>> {
     let top = &events[0].run;
@@ -113,34 +100,6 @@ fn errors(events: &[Event], node: &str) -> Vec<String> {
             EventBody::Error { node: Some(n), message } if n == node => Some(message.clone()),
             _ => None,
         })
-        .collect()
-}
-
-fn dump(s: &RunSession) -> String {
-    s.events().iter().map(|e| e.to_json_line()).collect::<Vec<_>>().join("\n")
-}
-
-fn completed(s: &RunSession) -> Value {
-    match s.status() {
-        Status::Finished { status: RunStatus::Completed, output } => output.clone(),
-        other => panic!("run did not complete: {other:?}; failure: {:?}; events:\n{}", s.failure(), dump(s)),
-    }
-}
-
-fn pending(s: &RunSession) -> Pending {
-    match s.status() {
-        Status::Interrupted { pending } => pending.clone(),
-        other => panic!("run is not interrupted: {other:?}; failure: {:?}; events:\n{}", s.failure(), dump(s)),
-    }
-}
-
-/// `(type, content)` of every message in the state.
-fn messages(state: &Value) -> Vec<(String, String)> {
-    state["messages"]
-        .as_array()
-        .expect("messages is a list")
-        .iter()
-        .map(|m| (m["type"].as_str().unwrap_or("?").to_string(), m["content"].as_str().unwrap_or("").to_string()))
         .collect()
 }
 

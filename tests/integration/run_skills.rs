@@ -3,39 +3,28 @@
 //! Agent-Skills folders with the `activate_skill` tool, and SKILL.md problems reported by
 //! validation at their place in the file. Runs use scripted LLM replies.
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, Uri};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use switchyard::run::events::{Event, EventBody, RunStatus};
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::provider::NoProvider;
 use switchyard::run::session::{RunOptions, RunSession, Status};
+use test_support::TempDir;
+use test_support::http::{Page, Site, closed_port_url};
+use test_support::run::completed;
 
 // ---------------------------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------------------------
-
-/// A fresh temp dir.
-fn tmp(tag: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("switchyard-run-skills-{}-{tag}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// The user's home for skill discovery, the same for every test of this binary (set once,
 /// before any document loads): it holds one user skill, `commit`.
 fn home() -> &'static Path {
     static HOME: OnceLock<PathBuf> = OnceLock::new();
     HOME.get_or_init(|| {
-        let h = tmp("home");
+        let h = TempDir::new("run-skills-home").keep();
         write(
             &h.join(".agents/skills/commit/SKILL.md"),
             "---\nname: commit\ndescription: Write commit messages.\n---\nUse the imperative.\n",
@@ -106,17 +95,6 @@ fn start(dir: &Path, replies: &str) -> Result<RunSession, String> {
     launch::start(doc, &req, RunOptions::new(Box::new(NoProvider)))
 }
 
-fn completed(s: &RunSession) -> Value {
-    match s.status() {
-        Status::Finished { status: RunStatus::Completed, output } => output.clone(),
-        other => panic!(
-            "run did not complete: {other:?}; failure: {:?}; events:\n{}",
-            s.failure(),
-            s.events().iter().map(|e| e.to_json_line()).collect::<Vec<_>>().join("\n")
-        ),
-    }
-}
-
 /// `(tool name, result text)` of every tool result, in order.
 fn results(events: &[Event]) -> Vec<(String, String)> {
     events
@@ -155,48 +133,22 @@ fn first_system_prompt(events: &[Event]) -> String {
 // A static file server on 127.0.0.1
 // ---------------------------------------------------------------------------------------------
 
-struct Files {
-    files: HashMap<String, (u16, String)>,
-    /// Paths answered only after a minute (a stalled server).
-    slow: Vec<String>,
-    log: Mutex<Vec<String>>,
-}
-
-fn server_rt() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap())
-}
-
-async fn serve_file(State(f): State<Arc<Files>>, uri: Uri) -> (StatusCode, String) {
-    f.log.lock().unwrap().push(uri.path().to_string());
-    if f.slow.iter().any(|p| p == uri.path()) {
-        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
-    }
-    match f.files.get(uri.path()) {
-        Some((status, body)) => (StatusCode::from_u16(*status).unwrap(), body.clone()),
-        None => (StatusCode::NOT_FOUND, "no such file".into()),
-    }
-}
-
 /// Serve `files` (path → body; status 200) and return the base URL and the server.
-fn serve(files: &[(&str, String)]) -> (String, Arc<Files>) {
+fn serve(files: &[(&str, String)]) -> (String, Site) {
     serve_slow(files, &[])
 }
 
 /// [`serve`], with `slow` paths stalling for a minute.
-fn serve_slow(files: &[(&str, String)], slow: &[&str]) -> (String, Arc<Files>) {
-    let listener = server_rt().block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let f = Arc::new(Files {
-        files: files.iter().map(|(p, b)| (p.to_string(), (200, b.clone()))).collect(),
-        slow: slow.iter().map(|p| p.to_string()).collect(),
-        log: Mutex::new(Vec::new()),
-    });
-    let app = Router::new().fallback(serve_file).with_state(f.clone());
-    server_rt().spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    (base, f)
+fn serve_slow(files: &[(&str, String)], slow: &[&str]) -> (String, Site) {
+    let mut pages: Vec<(String, Page)> = files.iter().map(|(p, b)| (p.to_string(), Page::text(b.clone()))).collect();
+    for p in slow {
+        match pages.iter_mut().find(|(path, _)| path == p) {
+            Some((_, page)) => page.slow = true,
+            None => pages.push((p.to_string(), Page::new(404, "text/plain", "no such page").slow())),
+        }
+    }
+    let site = Site::start(pages);
+    (site.url(), site)
 }
 
 const REMOTE_SKILL_MD: &str = "---\nname: weather\ndescription: Weather from afar.\n---\n# Remote weather skill\n";
@@ -219,7 +171,7 @@ fn remote_card_skill_md_and_resources_over_http() {
         ("/skills/weather/content/references/api.md", "API notes".into()),
         ("/skills/weather/content/references/big.md", "x".repeat(5 * 1024 * 1024)),
     ]);
-    let dir = tmp("remote");
+    let dir = TempDir::new("run-skills-remote");
     let extra =
         format!("skills:\n  - id: weather\n    version: \"1.0.0\"\n    url: {base}/skills/weather/skill-card.json\n");
     write(&dir.join("agent.yaml"), &agent_yaml(&extra, &["load_skill_md", "load_skill_resource"]));
@@ -267,7 +219,7 @@ fn remote_card_skill_md_and_resources_over_http() {
         r[4].1
     );
     assert_eq!(st["__sherma__"]["loaded_skills"]["weather"]["version"], "==1.0.0");
-    let log = srv.log.lock().unwrap().clone();
+    let log = srv.hits();
     assert_eq!(
         log,
         vec![
@@ -284,7 +236,7 @@ fn remote_card_skill_md_and_resources_over_http() {
 fn load_skills_node_fetches_a_remote_skill_md() {
     let card = json!({"id": "weather", "version": "1.0.0", "name": "W", "description": "D", "files": ["SKILL.md"]});
     let (base, _srv) = serve(&[("/w/card.json", card.to_string()), ("/w/SKILL.md", REMOTE_SKILL_MD.into())]);
-    let dir = tmp("remote-load");
+    let dir = TempDir::new("run-skills-remote-load");
     let extra = format!("skills:\n  - id: weather\n    version: \"1.0.0\"\n    url: {base}/w/card.json\n");
     let yaml = agent_yaml(&extra, &["load_skill_md"])
         .replace("entry_point: ask", "entry_point: load")
@@ -308,7 +260,7 @@ fn load_skills_node_fetches_a_remote_skill_md() {
 fn remote_card_failures_name_the_skill_and_the_url() {
     let (base, _srv) = serve(&[("/bad.json", "<html>not json</html>".into())]);
     for (path, want) in [("/missing.json", "HTTP 404 Not Found"), ("/bad.json", "is not a skill card")] {
-        let dir = tmp("remote-fail");
+        let dir = TempDir::new("run-skills-remote-fail");
         let url = format!("{base}{path}");
         let extra = format!("skills:\n  - id: weather\n    version: \"1.0.0\"\n    url: {url}\n");
         write(&dir.join("agent.yaml"), &agent_yaml(&extra, &["load_skill_md"]));
@@ -316,9 +268,8 @@ fn remote_card_failures_name_the_skill_and_the_url() {
         assert!(err.contains("skill `weather`") && err.contains(&url) && err.contains(want), "{err}");
     }
     // Nothing listens there: a connection error, still naming both.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dir = tmp("remote-refused");
-    let url = format!("http://127.0.0.1:{port}/card.json");
+    let dir = TempDir::new("run-skills-remote-refused");
+    let url = format!("{}/card.json", closed_port_url());
     write(
         &dir.join("agent.yaml"),
         &agent_yaml(&format!("skills:\n  - id: weather\n    version: \"1.0.0\"\n    url: {url}\n"), &[]),
@@ -333,7 +284,7 @@ fn remote_card_failures_name_the_skill_and_the_url() {
 
 #[test]
 fn local_card_base_uri_and_files_confined_to_the_skill_folder() {
-    let dir = tmp("local");
+    let dir = TempDir::new("run-skills-local");
     write(&dir.join("secret.txt"), "TOP SECRET");
     let card = json!({
         "id": "notes", "version": "1.0.0", "name": "Notes", "description": "Notes skill.",
@@ -393,7 +344,7 @@ fn local_card_base_uri_and_files_confined_to_the_skill_folder() {
 
 #[test]
 fn validate_reports_card_escapes_and_skill_md_problems_in_place() {
-    let dir = tmp("validate");
+    let dir = TempDir::new("run-skills-validate");
     let card = "{\n  \"id\": \"notes\",\n  \"version\": \"1.0.0\",\n  \"name\": \"Notes\",\n  \"description\": \"N\",\n  \"files\": [\"SKILL.md\",\n    \"../outside.md\"]\n}\n";
     write(&dir.join("skills/notes/skill-card.json"), card);
     write(&dir.join("skills/notes/SKILL.md"), "---\nname: Notes\ndescripton: typo\ncompatibility: \"\"\n---\nbody\n");
@@ -419,8 +370,9 @@ fn validate_reports_card_escapes_and_skill_md_problems_in_place() {
 
 /// A project (with `.git`) holding the agent in `agents/` and the `pdf` skill in
 /// `.agents/skills`, plus a `commit` skill that shadows the user's.
-fn project(tag: &str, agent_skills: &str) -> PathBuf {
-    let root = tmp(tag);
+fn project(tag: &str, agent_skills: &str) -> TempDir {
+    let dir = TempDir::new(&format!("run-skills-{tag}")).sub("agents");
+    let root = dir.root().to_path_buf();
     std::fs::create_dir_all(root.join(".git")).unwrap();
     write(
         &root.join(".agents/skills/pdf/SKILL.md"),
@@ -428,7 +380,6 @@ fn project(tag: &str, agent_skills: &str) -> PathBuf {
     );
     write(&root.join(".agents/skills/pdf/references/FORMS.md"), "forms");
     write(&root.join(".agents/skills/pdf/scripts/fill.py"), "print(1)");
-    let dir = root.join("agents");
     write(
         &dir.join("agent.yaml"),
         &agent_yaml_no_catalogue(&format!("agent_skills: {agent_skills}\n"), &["activate_skill"]),
@@ -527,7 +478,7 @@ fn agent_skill_from_a_url_is_fetched_when_the_run_starts() {
 
 #[test]
 fn activate_skill_is_unknown_without_agent_skills() {
-    let dir = tmp("no-agent-skills");
+    let dir = TempDir::new("run-skills-no-agent-skills");
     write(&dir.join("agent.yaml"), &agent_yaml_no_catalogue("", &["activate_skill"]));
     let doc = switchyard::doc::load_path(&dir.join("agent.yaml"));
     let diags = switchyard::validate::validate(&doc, None);
@@ -546,7 +497,7 @@ fn corpus_weather_skill_resources_and_assets_through_the_tool_node() {
     let card_dir = switchyard::testdata::conformance_dir().join("sherma/examples/skills/weather");
     let card = card_dir.join("skill-card.json");
     assert!(card.is_file(), "conformance corpus missing: {}", card.display());
-    let dir = tmp("corpus");
+    let dir = TempDir::new("run-skills-corpus");
     let extra = format!("skills:\n  - id: weather\n    version: \"1.0.0\"\n    skill_card_path: {}\n", card.display());
     let tools = ["list_skill_resources", "load_skill_resource", "list_skill_assets", "load_skill_asset"];
     write(&dir.join("agent.yaml"), &agent_yaml(&extra, &tools));
@@ -589,7 +540,7 @@ fn corpus_weather_skill_resources_and_assets_through_the_tool_node() {
 
 #[test]
 fn activate_skill_is_left_out_when_no_agent_skill_is_found() {
-    let dir = tmp("empty");
+    let dir = TempDir::new("run-skills-empty");
     std::fs::create_dir_all(dir.join(".git")).unwrap();
     write(&dir.join("agent.yaml"), &agent_yaml_no_catalogue("agent_skills: [absent]\n", &["activate_skill"]));
     let mut s = start(&dir, "replies:\n  - node: ask\n    content: ok\n").unwrap_or_else(|e| panic!("{e}"));
@@ -602,7 +553,7 @@ fn activate_skill_is_left_out_when_no_agent_skill_is_found() {
 fn a_stop_drops_a_stalled_skill_fetch() {
     let card = json!({"id": "weather", "version": "1.0.0", "name": "W", "description": "D", "files": ["SKILL.md"]});
     let (base, _srv) = serve_slow(&[("/w/card.json", card.to_string())], &["/w/SKILL.md"]);
-    let dir = tmp("stall");
+    let dir = TempDir::new("run-skills-stall");
     let extra = format!("skills:\n  - id: weather\n    version: \"1.0.0\"\n    url: {base}/w/card.json\n");
     write(&dir.join("agent.yaml"), &agent_yaml(&extra, &["load_skill_md"]));
     let replies = "replies:\n  - node: ask\n    tool_calls:\n      - name: load_skill_md\n        args: { skill_id: weather }\n  - node: ask\n    content: done\n";

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use switchyard::studio::Session;
+use test_support::TempDir;
 
 const ENV_FILE: &str = "SY_SAVE_KILL_FILE";
 const SIZE: usize = 200 * 1024;
@@ -98,9 +99,7 @@ fn save_survives_sigkill_at_any_moment() {
     eprintln!("save_kill: {iterations} iterations, seed {seed} (SY_SAVE_KILL_SEED to repeat)");
     let mut rng = Rng(seed);
 
-    let dir = std::env::temp_dir().join(format!("switchyard-save-kill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("save-kill");
     let file = dir.join("graph.yaml");
     let a = content('A');
     let b = content('B');
@@ -211,5 +210,4 @@ fn save_survives_sigkill_at_any_moment() {
         seen_a > 0 || iterations < 20,
         "no kill happened after a save of A"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

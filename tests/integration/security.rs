@@ -7,25 +7,17 @@
 //! - a script path cannot lead out of the agent directory;
 //! - the desktop shell grants the webview only the app's own commands, under a strict CSP.
 
-use crate::support;
-
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-use support::fake_llm::{FakeLlm, openai_text, status};
+use test_support::fake_llm::{FakeLlm, openai_text, status};
 use switchyard::edit::EditOp;
 use switchyard::studio::Session;
+use test_support::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("switchyard-security-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 struct Ran {
     code: Option<i32>,
@@ -60,7 +52,7 @@ fn assert_no_secret(r: &Ran, secret: &str, label: &str) {
 
 #[test]
 fn environment_secrets_never_reach_the_trace_the_narration_or_the_output() {
-    let dir = scratch("env");
+    let dir = TempDir::new("security-env");
     let secret = "tok-5ecret-abc123XYZ";
     std::fs::write(
         dir.join("graph.yaml"),
@@ -109,7 +101,7 @@ nodes:
 #[test]
 fn a_provider_key_from_the_provider_file_is_redacted_in_answers_and_errors() {
     let fake = FakeLlm::start();
-    let dir = scratch("provider");
+    let dir = TempDir::new("security-provider");
     let key = "sk-provider-file-0123456789abcdef";
     let providers = dir.join("providers.yaml");
     std::fs::write(
@@ -214,7 +206,7 @@ fn env_placeholders_are_never_written_back_on_save() {
         std::env::set_var("SY_SEC_API_KEY", "sy-sec-value-0123456789");
         std::env::set_var("SY_SEC_MODEL", "gpt-secret-model-name");
     }
-    let dir = scratch("env-save");
+    let dir = TempDir::new("security-env-save");
     let path = dir.join("agent.yaml");
     std::fs::write(&path, ENV_AGENT).unwrap();
     let mut s = Session::open(&path).unwrap();
@@ -246,7 +238,7 @@ fn env_placeholders_are_never_written_back_on_save() {
 
 #[test]
 fn a_script_path_cannot_leave_the_agent_directory() {
-    let root = scratch("escape");
+    let root = TempDir::new("security-escape");
     let agent = root.join("agent");
     std::fs::create_dir_all(&agent).unwrap();
     std::fs::write(root.join("outside.sh"), "touch \"$LLM_AGENT_DATA_DIR/../ran\"; echo '{}'\n").unwrap();

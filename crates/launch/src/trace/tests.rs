@@ -9,16 +9,7 @@ use runtime::provider::NoProvider;
 use runtime::session::{RunOptions, RunSession, Status};
 use serde_json::json;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-fn tmp(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("sy-trace-{}-{n}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use test_support::TempDir;
 
 fn run(doc: &Arc<Document>, input: &str, break_on_error: bool) -> RunSession {
     let req = RunRequest { input: Some(input.into()), ..RunRequest::default() };
@@ -103,7 +94,7 @@ agents:
 
 #[test]
 fn sherma_messages_replace_by_id_edits_and_rewinds() {
-    let dir = tmp("sherma");
+    let dir = TempDir::new("trace-sherma");
     let doc = Arc::new(load_str(&dir.join("agent.yaml"), SHERMA));
     let mut s = run(&doc, "hello", false);
     s.step();
@@ -155,7 +146,7 @@ fn sherma_messages_replace_by_id_edits_and_rewinds() {
 
 #[test]
 fn sherma_traces_without_a_recorded_initial_state_use_the_agents_defaults() {
-    let dir = tmp("legacy");
+    let dir = TempDir::new("trace-legacy");
     let doc = Arc::new(load_str(&dir.join("agent.yaml"), SHERMA));
     let mut s = run(&doc, "hello", false);
     s.step();
@@ -178,10 +169,9 @@ fn sherma_traces_without_a_recorded_initial_state_use_the_agents_defaults() {
     assert!(got.warning.unwrap().contains("declared defaults"));
 }
 
-/// A Loki graph in a folder of its own, with shell scripts.
+/// A Loki graph in a folder of its own (a temp dir, kept), with shell scripts.
 fn loki_agent(name: &str, graph: &str, scripts: &[(&str, &str)]) -> PathBuf {
-    let dir = tmp(name).join(name);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new(&format!("trace-{name}")).sub(name).keep();
     for (file, text) in scripts {
         std::fs::write(dir.join(file), text).unwrap();
     }
@@ -303,7 +293,7 @@ fn a_trace_file_is_read_back_with_unknown_lines_skipped_and_said() {
     let mut s = run(&doc, "go", false);
     s.step();
     s.step();
-    let dir = tmp("file-trace");
+    let dir = TempDir::new("trace-file-trace");
     let path = dir.join("fan-r1.jsonl");
     let mut text: String = s.events().iter().map(|e| e.to_json_line() + "\n").collect();
     text.push_str("{\"event\":\"from_the_future\",\"run\":\"x\",\"ts_ms\":1}\n");
@@ -351,7 +341,7 @@ agents:
         - {source: ask, target: after}
         - {source: after, target: __end__}
 "#;
-    let dir = tmp("interrupt");
+    let dir = TempDir::new("trace-interrupt");
     let doc = Arc::new(load_str(&dir.join("q.yaml"), yaml));
     let mut s = run(&doc, "hi", false);
     s.run();
