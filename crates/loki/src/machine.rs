@@ -726,7 +726,9 @@ struct Exec<'a, 'c> {
 
 /// Whether the agent's `tools.py` defines `name` at the top level.
 fn python_tool(agent_dir: &std::path::Path, name: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(agent_dir.join("tools.py")) else { return false };
+    let Ok(text) = syntax::source::read_bounded_text(&agent_dir.join("tools.py"), syntax::source::SIDE_FILE_CAP, None) else {
+        return false;
+    };
     loki_tools::python_functions(&text).iter().any(|f| f == name)
 }
 

@@ -189,12 +189,12 @@ pub fn call(decl: &ToolDecl, args: &Value, env: &CallEnv<'_>) -> CallOutcome {
         }
         return fail(m);
     }
-    let written = match std::fs::read(output.path()) {
-        Ok(mut bytes) => {
-            bytes.truncate(OUTPUT_LIMIT);
-            String::from_utf8_lossy(&bytes).into_owned()
-        }
-        Err(_) => String::new(),
+    // Bounded: a tool that replaced its LLM_OUTPUT file by a FIFO or a device, or wrote more
+    // than the limit, gets an error instead of a hang or a huge result.
+    let written = match syntax::source::read_bounded(output.path(), OUTPUT_LIMIT as u64, None) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.is_not_found() => String::new(),
+        Err(e) => return fail(format!("tool '{}': its LLM_OUTPUT {e}", decl.name)),
     };
     let (text, log) = if written.trim().is_empty() {
         (stdout.as_str(), stderr.clone())

@@ -85,7 +85,7 @@ pub fn parse_card(file: &SourceFile) -> Result<SkillCard, Diagnostic> {
 
 /// Load a skill card file and check that the files it lists exist (local base only).
 pub fn load_card(path: &Path, diags: &mut Vec<Diagnostic>, files: &mut Vec<SourceFile>) -> Option<LoadedCard> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = syntax::source::read_bounded_text(path, syntax::source::SIDE_FILE_CAP, None).ok()?;
     let file = SourceFile::new(path, text);
     files.push(file.clone());
     let card = match parse_card(&file) {
@@ -127,7 +127,7 @@ pub fn load_card(path: &Path, diags: &mut Vec<Diagnostic>, files: &mut Vec<Sourc
         }
         let md = Path::new(&base).join("SKILL.md");
         if md.is_file() {
-            if let Ok(text) = std::fs::read_to_string(&md) {
+            if let Ok(text) = syntax::source::read_bounded_text(&md, syntax::source::SIDE_FILE_CAP, None) {
                 let mdfile = SourceFile::new(&md, text);
                 let (_, mut d) = parse_skill_md(&mdfile, false);
                 if !d.is_empty() {

@@ -178,6 +178,124 @@ impl<'a> CharIndex<'a> {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Bounded reads
+// ---------------------------------------------------------------------------------------------
+
+/// The cap for the small files an agent file points at (prompt files, skill cards and
+/// `SKILL.md`, tool files): 4 MiB.
+pub const SIDE_FILE_CAP: u64 = 4 * 1024 * 1024;
+
+/// Why [`read_bounded`] refused or failed.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Not a regular file (a directory, a device such as `/dev/zero`, a FIFO, a socket).
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// The path (or a symlink on the way) leads outside the folder it must stay in.
+    OutsideRoot { path: PathBuf, target: PathBuf, root: PathBuf },
+    /// Larger than the cap (bytes).
+    TooLarge { path: PathBuf, cap: u64 },
+    /// The file system's own error.
+    Io { path: PathBuf, error: std::io::Error },
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::NotRegular { path, kind } => write!(f, "{}: is {kind}, not a regular file", path.display()),
+            ReadError::OutsideRoot { path, target, root } => write!(
+                f,
+                "{}: leads to {}, outside {} (files an agent reads must stay in its project folder)",
+                path.display(),
+                target.display(),
+                root.display()
+            ),
+            ReadError::TooLarge { path, cap } => {
+                write!(f, "{}: larger than {} (not read)", path.display(), human_bytes(*cap))
+            }
+            ReadError::Io { path, error } => match error.kind() {
+                std::io::ErrorKind::NotFound => write!(f, "{}: no such file", path.display()),
+                std::io::ErrorKind::PermissionDenied => write!(f, "{}: permission denied", path.display()),
+                _ => write!(f, "{}: cannot read: {error}", path.display()),
+            },
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl ReadError {
+    /// Whether the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ReadError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+fn human_bytes(n: u64) -> String {
+    if n >= 1024 * 1024 { format!("{} MB", n / 1024 / 1024) } else if n >= 1024 { format!("{} KB", n / 1024) } else { format!("{n} bytes") }
+}
+
+/// Read a file that an agent names, safely: only a regular file (never a device, FIFO or
+/// socket: opened non-blocking and checked on the open handle, so nothing blocks or streams
+/// forever), at most `cap` bytes (a larger file is refused, not truncated), and — when `root` is
+/// given — only when the path, symlinks resolved, stays inside `root`. The one way agent files,
+/// sidecars, prompt files, tool files, skill files, RAG documents and tool output are read.
+pub fn read_bounded(path: &Path, cap: u64, root: Option<&Path>) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let io = |error: std::io::Error| ReadError::Io { path: path.to_path_buf(), error };
+    if let Some(root) = root {
+        let target = std::fs::canonicalize(path).map_err(io)?;
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        if !target.starts_with(&root) {
+            return Err(ReadError::OutsideRoot { path: path.to_path_buf(), target, root });
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_o_nonblock())
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "a device"
+        } else if ft.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        return Err(ReadError::NotRegular { path: path.to_path_buf(), kind });
+    }
+    if meta.len() > cap {
+        return Err(ReadError::TooLarge { path: path.to_path_buf(), cap });
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut out).map_err(io)?;
+    if out.len() as u64 > cap {
+        return Err(ReadError::TooLarge { path: path.to_path_buf(), cap });
+    }
+    Ok(out)
+}
+
+/// [`read_bounded`] as UTF-8 text (invalid bytes replaced).
+pub fn read_bounded_text(path: &Path, cap: u64, root: Option<&Path>) -> Result<String, ReadError> {
+    read_bounded(path, cap, root).map(|b| match String::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// `O_NONBLOCK` on Linux (opening a FIFO with no writer must not block).
+const fn libc_o_nonblock() -> i32 {
+    0o4000
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +326,31 @@ mod tests {
         assert_eq!(ci.byte(200), 400);
         assert_eq!(ci.byte(201), 401);
         assert_eq!(ci.byte(5000), 401);
+    }
+
+    #[test]
+    fn bounded_reads_refuse_devices_fifos_escapes_and_large_files() {
+        let d = std::env::temp_dir().join(format!("switchyard-bounded-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("root")).unwrap();
+        std::fs::write(d.join("root/ok.txt"), "hello").unwrap();
+        std::fs::write(d.join("secret.txt"), "outside").unwrap();
+        assert_eq!(read_bounded(&d.join("root/ok.txt"), 100, Some(&d.join("root"))).unwrap(), b"hello");
+        let e = read_bounded(&d.join("root/ok.txt"), 3, None).unwrap_err();
+        assert!(matches!(e, ReadError::TooLarge { cap: 3, .. }), "{e}");
+        let e = read_bounded(Path::new("/dev/zero"), 1 << 20, None).unwrap_err();
+        assert!(e.to_string().contains("a device"), "{e}");
+        let fifo = d.join("root/pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
+        if made {
+            let e = read_bounded(&fifo, 100, None).unwrap_err();
+            assert!(e.to_string().contains("FIFO"), "{e}");
+        }
+        std::os::unix::fs::symlink(d.join("secret.txt"), d.join("root/link.txt")).unwrap();
+        let e = read_bounded(&d.join("root/link.txt"), 100, Some(&d.join("root"))).unwrap_err();
+        assert!(matches!(e, ReadError::OutsideRoot { .. }) && e.to_string().contains("outside"), "{e}");
+        assert_eq!(read_bounded(&d.join("root/link.txt"), 100, None).unwrap(), b"outside");
+        assert!(read_bounded(&d.join("root/none"), 100, None).unwrap_err().is_not_found());
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

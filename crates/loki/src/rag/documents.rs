@@ -234,18 +234,18 @@ pub(super) fn read_file(
     path: &Path,
     listed: bool,
 ) -> Result<Option<(Vec<u8>, String)>, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("rag node '{id}': document '{}' cannot be read: {e}", r.source))?;
-    if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
-        if listed {
+    let bytes = match syntax::source::read_bounded(path, MAX_DOCUMENT_BYTES, None) {
+        Ok(b) => b,
+        Err(syntax::source::ReadError::TooLarge { .. }) if listed => {
             return Err(format!(
                 "rag node '{id}': document '{}' is larger than {} MiB; split it or list smaller files",
                 r.source,
                 MAX_DOCUMENT_BYTES >> 20
             ));
         }
-        return Ok(None);
-    }
+        Err(syntax::source::ReadError::TooLarge { .. }) => return Ok(None),
+        Err(e) => return Err(format!("rag node '{id}': document '{}' cannot be read: {e}", r.source)),
+    };
     if !looks_textual(&bytes) {
         if listed {
             return Err(format!(

@@ -182,10 +182,15 @@ pub fn load_path(path: &Path) -> Document {
             return Document::io_failure(&at, d);
         }
     };
-    let bytes = match std::fs::read(&file_path) {
+    // Bounded: a device (`/dev/zero`), a FIFO or a file that grew past the cap since its size
+    // was checked is refused, never read forever.
+    let bytes = match syntax::source::read_bounded(&file_path, MAX_FILE_BYTES, None) {
         Ok(b) => b,
         Err(e) => {
-            return Document::io_failure(&file_path, Diagnostic::error("io", format!("{}: cannot read: {e}", file_path.display())));
+            return Document::io_failure(
+                &file_path,
+                Diagnostic::error("io", e.to_string()).hint("give a regular .yaml agent file or a Loki agent directory"),
+            );
         }
     };
     load_bytes(&file_path, &bytes)

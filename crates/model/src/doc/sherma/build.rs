@@ -186,9 +186,22 @@ pub fn build(
         if let Some(text) = p.get_str("instructions") {
             doc.prompt_texts.push((id.clone(), text.to_string()));
         } else if let Some(path) = &p.resolved_path {
-            if let Ok(text) = std::fs::read_to_string(path) {
-                b.extra_files.push(SourceFile::new(path.clone(), text.clone()));
-                doc.prompt_texts.push((id.clone(), text));
+            match syntax::source::read_bounded_text(path, syntax::source::SIDE_FILE_CAP, None) {
+                Ok(text) => {
+                    b.extra_files.push(SourceFile::new(path.clone(), text.clone()));
+                    doc.prompt_texts.push((id.clone(), text));
+                }
+                // A missing file is reported by the path checks; anything else here.
+                Err(e) if !e.is_not_found() => {
+                    if let Some(v) = p.get("instructions_path") {
+                        b.diags.push(
+                            Diagnostic::error("prompt-file", format!("prompt `{id}`: {e}"))
+                                .at(b.file, v.span)
+                                .hint("`instructions_path` must name a regular text file"),
+                        );
+                    }
+                }
+                Err(_) => {}
             }
         }
         let has_inline = p.get("instructions").is_some();

@@ -198,7 +198,7 @@ pub fn agent_tools(agent_dir: &Path) -> Catalog {
         if !path.is_file() {
             continue;
         }
-        let text = match std::fs::read_to_string(&path) {
+        let text = match syntax::source::read_bounded_text(&path, syntax::source::SIDE_FILE_CAP, None) {
             Ok(t) => t,
             Err(e) => {
                 cat.problems
@@ -313,7 +313,7 @@ pub fn global_tool_decls(path: &Path) -> Result<Vec<ToolDecl>, String> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = syntax::source::read_bounded_text(path, syntax::source::SIDE_FILE_CAP, None).map_err(|e| e.to_string())?;
     let decls = match lang_of(path) {
         Some(Lang::Bash) => {
             parse_bash(&text, &stem)
@@ -429,7 +429,7 @@ impl AgentTools {
         let catalog = agent_tools(agent_dir);
         let mut any_file = AGENT_TOOL_FILES.iter().any(|f| agent_dir.join(f).is_file());
         let mut names: Vec<String> = catalog.tools.iter().map(|t| t.name.clone()).collect();
-        if let Ok(py) = std::fs::read_to_string(agent_dir.join("tools.py")) {
+        if let Ok(py) = syntax::source::read_bounded_text(&agent_dir.join("tools.py"), syntax::source::SIDE_FILE_CAP, None) {
             any_file = true;
             for f in python_functions(&py) {
                 if !names.contains(&f) {
