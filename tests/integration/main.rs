@@ -1,8 +1,10 @@
 //! The engine's integration tests, in one binary (as ripgrep keeps them): each module was a test
 //! binary of its own, and each of those linked the whole engine. `cargo test --test integration
-//! <module>::` runs one of them. What they share (temp dirs, the fake LLM, HTTP, MCP and A2A
-//! servers on 127.0.0.1, run assertions) is the `test-support` crate (`test_support::…`);
-//! `support/fake_llm.rs` only re-exports its fake LLM for `bench/llm_calls.rs`.
+//! <module>::` runs one of them. What they share is the `test-support` crate (`test_support::…`):
+//! temp dirs, the fake LLM server, HTTP serving on 127.0.0.1 (the MCP server of `mcp`, the A2A
+//! server of `a2a` and the hook server of `hooks` are their own routers served through it),
+//! static sites, run assertions. `support/fake_llm.rs` only re-exports the fake LLM for
+//! `bench/llm_calls.rs`, which includes that file by its path.
 
 mod a2a;
 mod bad_input;
