@@ -237,7 +237,8 @@ impl McpServerSpec {
                 .as_f64()
                 .or_else(|| t.as_str().and_then(|s| s.trim().parse().ok()))
             {
-                Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s),
+                // Clamped to a day: a larger value would overflow a deadline.
+                Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s.min(86_400.0)),
                 _ => {
                     return Err(format!(
                         "MCP server `{name}`: `timeout` must be a positive number of seconds, found {t}"

@@ -203,7 +203,7 @@ impl LokiMachine {
         if cx.stopped() {
             return Self::failed(None, format!("Graph '{g}' aborted before super-step with frontier {frontier:?}"));
         }
-        let timeout = l.settings.timeout.map(Duration::from_secs);
+        let timeout = l.settings.timeout.map(|t| Duration::from_secs(t.min(model::doc::loki::MAX_SECS)));
         if let Some(t) = timeout
             && self.elapsed >= t
         {
@@ -1186,7 +1186,8 @@ impl Exec<'_, '_> {
         if attempts == 0 {
             return Err(LlmErr::plain("llm node exhausted retries".into()));
         }
-        let node_deadline = x.timeout.as_ref().map(|t| (t.value, Instant::now() + Duration::from_secs(t.value)));
+        let node_deadline =
+            x.timeout.as_ref().map(|t| (t.value, Instant::now() + Duration::from_secs(t.value.min(model::doc::loki::MAX_SECS))));
         let mut last = None;
         for _ in 0..attempts {
             match self.llm_loop(id, x, instructions.as_deref(), &prompt, &tools, node_deadline) {

@@ -111,7 +111,7 @@ impl Hooks {
                 .get("timeout")
                 .and_then(Value::as_f64)
                 .filter(|t| t.is_finite() && *t > 0.0)
-                .map(Duration::from_secs_f64)
+                .map(|t| Duration::from_secs_f64(t.min(86_400.0)))
                 .unwrap_or(DEFAULT_TIMEOUT);
             if let Some(p) = e.get("import_path").and_then(Value::as_str) {
                 execs.push(Executor { label: format!("python:{p}"), source: Source::Python(p.to_string()), timeout });

@@ -653,6 +653,8 @@ impl ShermaMachine {
                     if let Some(after) = e.retry_after {
                         delay = delay.max(after.as_secs_f64());
                     }
+                    // Clamped to an hour: `delay: .inf` or `1e300` in the file must not panic.
+                    let delay = if delay.is_finite() { delay.clamp(0.0, 3600.0) } else { 3600.0 };
                     cx.emit(EventBody::Error {
                         node: Some(node.to_string()),
                         message: format!(

@@ -257,7 +257,8 @@ impl LlmConfig {
             runtime::secrets::register(&key_var, k);
         }
         let key_optional = builtin.is_some_and(|b| b.4) || (builtin.is_none() && entry.is_some_and(|e| e.api_key_env.is_none()));
-        let timeout = entry.and_then(|e| e.timeout_s).filter(|t| *t > 0.0).unwrap_or(120.0);
+        // Clamped to a day: `inf` or `1e300` would overflow a deadline.
+        let timeout = entry.and_then(|e| e.timeout_s).filter(|t| *t > 0.0 && t.is_finite()).unwrap_or(120.0).min(86_400.0);
         Ok(Endpoint {
             provider: provider.to_string(),
             wire,

@@ -134,6 +134,10 @@ pub struct SkillsPolicy {
     pub skill_instructions: Option<String>,
 }
 
+/// The longest timeout a file can set (a year, in seconds): larger values, which would overflow
+/// a deadline, are clamped to it.
+pub const MAX_SECS: u64 = 366 * 86_400;
+
 #[derive(Clone, Debug, Default)]
 pub struct AgentNode {
     pub agent: Option<Sp<String>>,
@@ -146,7 +150,7 @@ impl AgentNode {
     pub fn timeout_secs(&self) -> u64 {
         self.timeout
             .as_ref()
-            .map(|t| t.value)
+            .map(|t| t.value.min(MAX_SECS))
             .unwrap_or(DEFAULT_AGENT_TIMEOUT)
     }
 }
@@ -167,7 +171,7 @@ impl ScriptNode {
     pub fn timeout_secs(&self) -> u64 {
         self.timeout
             .as_ref()
-            .map(|t| t.value)
+            .map(|t| t.value.min(MAX_SECS))
             .unwrap_or(DEFAULT_SCRIPT_TIMEOUT)
     }
 }
@@ -263,7 +267,7 @@ impl RagNode {
     pub fn timeout_secs(&self) -> u64 {
         self.timeout
             .as_ref()
-            .map(|t| t.value)
+            .map(|t| t.value.min(MAX_SECS))
             .unwrap_or(DEFAULT_RAG_TIMEOUT)
     }
 }

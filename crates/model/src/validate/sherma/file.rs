@@ -11,6 +11,23 @@ use syntax::source::Span;
 
 thread_local! {
     static SUB_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Sub-agent files already validated during this top-level validation (memoised: a file
+    /// whose 50 `yaml_path` entries name itself is validated once, not 50⁴ times), `None` while
+    /// one is being validated further up (a cycle: not validated again).
+    static SUB_SEEN: std::cell::RefCell<HashMap<std::path::PathBuf, Option<SubResult>>> = std::cell::RefCell::new(HashMap::new());
+}
+
+/// What a sub-agent file's validation says to the file that names it.
+#[derive(Clone)]
+struct SubResult {
+    is_sherma: bool,
+    io_error: bool,
+    errors: usize,
+    first: Option<(String, u32, u32, String)>,
+}
+
+fn canonical(p: &std::path::Path) -> std::path::PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Checks that concern the whole file (registries), independent of the agent.
@@ -58,28 +75,54 @@ pub fn validate_doc(doc: &Document, s: &ShermaDoc, diags: &mut Vec<Diagnostic>) 
     if let Some(dl) = &s.default_llm {
         check_llm_ref(&mut v, dl, "default_llm");
     }
-    // Sub-agents from `yaml_path`: validate them too (depth-limited, so cycles cannot recurse).
+    // Sub-agents from `yaml_path`: validate them too (depth-limited and memoised per file, so
+    // cycles and self-references cost one validation per file).
+    let depth = SUB_DEPTH.with(|d| d.get());
+    if depth == 0 {
+        SUB_SEEN.with(|m| {
+            let mut m = m.borrow_mut();
+            m.clear();
+            m.insert(canonical(&doc.path), None);
+        });
+    }
     for sa in &s.sub_agents {
         let (Some(path), Some(yp)) = (sa.resolved_path.as_ref().filter(|p| p.is_file()), sa.get("yaml_path")) else { continue };
-        let depth = SUB_DEPTH.with(|d| d.get());
         if depth >= 4 {
             continue;
         }
-        SUB_DEPTH.with(|d| d.set(depth + 1));
-        let sub = crate::doc::load_path(path);
-        let sub_diags = crate::validate::validate(&sub, None);
-        SUB_DEPTH.with(|d| d.set(depth));
-        let errors: Vec<_> = sub_diags.iter().filter(|d| d.is_error()).collect();
-        if sub.sherma().is_none() && !sub.io_error {
+        let key = canonical(path);
+        let known = SUB_SEEN.with(|m| m.borrow().get(&key).cloned());
+        let result = match known {
+            Some(None) => continue, // being validated further up: a cycle
+            Some(Some(r)) => r,
+            None => {
+                SUB_SEEN.with(|m| m.borrow_mut().insert(key.clone(), None));
+                SUB_DEPTH.with(|d| d.set(depth + 1));
+                let sub = crate::doc::load_path(path);
+                let sub_diags = crate::validate::validate(&sub, None);
+                SUB_DEPTH.with(|d| d.set(depth));
+                let errors: Vec<_> = sub_diags.iter().filter(|d| d.is_error()).collect();
+                let r = SubResult {
+                    is_sherma: sub.sherma().is_some(),
+                    io_error: sub.io_error,
+                    errors: errors.len(),
+                    first: errors.first().map(|d| (d.file.clone(), d.line, d.column, d.message.clone())),
+                };
+                SUB_SEEN.with(|m| m.borrow_mut().insert(key, Some(r.clone())));
+                r
+            }
+        };
+        if !result.is_sherma && !result.io_error {
             let d = v.err("sherma-sub-agent-file", format!("`{}` is not a sherma agent file", yp.value), yp.span);
             set_hint(d, "yaml_path must name another declarative agent YAML (with manifest_version: 1)");
-        } else if let Some(first) = errors.first() {
+        } else if let Some((f, line, column, message)) = &result.first {
+            let n = result.errors;
             let d = v.err(
                 "sherma-sub-agent-file",
-                format!("sub-agent `{}` has {} error{} in {}", sa.id_str(), errors.len(), if errors.len() == 1 { "" } else { "s" }, yp.value),
+                format!("sub-agent `{}` has {n} error{} in {}", sa.id_str(), if n == 1 { "" } else { "s" }, yp.value),
                 yp.span,
             );
-            set_hint(d, format!("first: {}:{}:{}: {}", first.file, first.line, first.column, first.message));
+            set_hint(d, format!("first: {f}:{line}:{column}: {message}"));
         }
     }
     for (what, list) in [("tool", &s.tools), ("hook", &s.hooks), ("sub-agent", &s.sub_agents)] {

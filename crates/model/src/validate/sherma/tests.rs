@@ -132,3 +132,28 @@ fn json_schemas_of_agents_and_response_formats() {
     assert_eq!(lines, vec![5, 16], "{d:#?}");
     assert!(d.iter().filter(|d| d.code == "json-schema").all(|d| d.severity == Severity::Error));
 }
+
+/// Sub-agent files are validated once per top-level validation: 40 `yaml_path` entries naming
+/// the file itself and 40 naming a broken sibling (which names the first back) used to cost
+/// 40⁴ validations; each file's errors are still reported at every entry that names it.
+#[test]
+fn sub_agent_files_are_validated_once_each() {
+    let d = std::env::temp_dir().join(format!("switchyard-subagents-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let body = agent(XY, "        - {source: x, target: y}\n");
+    let body = &body["manifest_version: 1\n".len()..];
+    let entries = |target: &str, n: usize| -> String {
+        (0..n).map(|i| format!("  - {{id: s{i}, version: '1', yaml_path: {target}}}\n")).collect()
+    };
+    let a = format!("manifest_version: 1\nsub_agents:\n{}{}{body}", entries("a.yaml", 40), entries("b.yaml", 40).replace("id: s", "id: t"));
+    std::fs::write(d.join("a.yaml"), &a).unwrap();
+    let b = format!("manifest_version: 1\nsub_agents:\n{}agents: {{}}\nbroken: [\n", entries("a.yaml", 40));
+    std::fs::write(d.join("b.yaml"), &b).unwrap();
+    let doc = crate::doc::load_path(&d.join("a.yaml"));
+    let diags = crate::validate::validate(&doc, None);
+    let about_b: Vec<_> = diags.iter().filter(|x| x.code == "sherma-sub-agent-file" && x.message.contains("b.yaml")).collect();
+    assert_eq!(about_b.len(), 40, "{diags:#?}");
+    assert!(diags.iter().all(|x| !x.message.contains("in a.yaml")), "a file naming itself is not its own sub-agent error");
+    let _ = std::fs::remove_dir_all(&d);
+}
