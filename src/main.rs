@@ -69,6 +69,12 @@ enum Cmd {
     /// process that died). The agent file is read again; a changed file is refused unless
     /// --force. Exit status as for `run`.
     Resume(ResumeArgs),
+    /// Trust a folder, so that `run` and `resume` may execute what its agent files name
+    /// (scripts, tools, MCP commands, Python imports, hooks) and contact their hosts. A
+    /// file's folder is its project root: the nearest folder holding `.git`, else the agent's
+    /// folder; trusting a folder trusts everything under it. `validate` and `graph` never need
+    /// trust. The list is kept in ~/.config/switchyard/trust.json ($SWITCHYARD_TRUST).
+    Trust(TrustArgs),
     /// List durable runs (id, agent, file, status, updated, step), or delete them.
     #[command(mut_arg("db", |a| a.global(true)))]
     Runs {
@@ -149,6 +155,28 @@ struct AnswerStdinArg {
     /// (a durable run stays interrupted and resumable when stdin ends).
     #[arg(long)]
     answer_stdin: bool,
+}
+
+/// `--trust` (`run`, `resume`).
+#[derive(clap::Args)]
+struct TrustArg {
+    /// Trust the agent's folder for this run only (see `switchyard trust`).
+    #[arg(long)]
+    trust: bool,
+}
+
+/// `switchyard trust`'s arguments.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("action").args(["path", "list", "remove"]).required(true)))]
+struct TrustArgs {
+    /// An agent file or folder: its project root becomes trusted.
+    path: Option<PathBuf>,
+    /// List the trusted folders.
+    #[arg(long)]
+    list: bool,
+    /// Stop trusting this folder (and the trusted folders under it).
+    #[arg(long, value_name = "PATH")]
+    remove: Option<PathBuf>,
 }
 
 /// Where `run`'s LLM answers come from.
@@ -353,6 +381,15 @@ struct RunArgs {
     db: DbArg,
     #[command(flatten)]
     answer_stdin: AnswerStdinArg,
+    #[command(flatten)]
+    trust: TrustArg,
+    /// Print what running the agent would execute, contact and read (the run manifest) and
+    /// exit without running anything; needs no trust.
+    #[arg(long)]
+    manifest: bool,
+    /// With --manifest: the output format.
+    #[arg(long, value_enum, default_value = "human", requires = "manifest")]
+    format: DiagFormat,
 }
 
 /// `switchyard resume`'s argument and flags.
@@ -387,6 +424,8 @@ struct ResumeArgs {
     answer_stdin: AnswerStdinArg,
     #[command(flatten)]
     quiet: QuietArg,
+    #[command(flatten)]
+    trust: TrustArg,
 }
 
 /// Ask on the terminal; `None` when stdin is closed.
@@ -499,6 +538,17 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         eprint!("{}", render_human(&d.diagnostics, &d.files(), color));
         return ExitCode::from(2);
     }
+    if a.manifest {
+        let m = launch::manifest::manifest(&d);
+        match a.format {
+            DiagFormat::Human => print!("{}", m.to_text()),
+            DiagFormat::Json => println!("{}", serde_json::to_string_pretty(&m).unwrap_or_default()),
+        }
+        return ExitCode::SUCCESS;
+    }
+    if let Err(code) = require_trust(&d, a.trust.trust, "run") {
+        return code;
+    }
     let state = match a.state.as_deref().map(serde_json::from_str::<serde_json::Value>) {
         None => None,
         Some(Ok(v)) if v.is_object() => Some(v),
@@ -565,6 +615,119 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     drive(session, &fe, a.answer_stdin.answer_stdin, durable.as_ref())
 }
 
+/// Refuse (exit 2) to run `d` unless its folder is trusted or `once` (`--trust`) says so, naming
+/// what would execute and how to trust it. A trusted run whose manifest changed since the last
+/// one says so on stderr (and remembers the new one).
+fn require_trust(d: &Document, once: bool, verb: &str) -> Result<(), ExitCode> {
+    use switchyard::run::launch::{manifest, trust};
+    let m = manifest::manifest(d);
+    let trusted = match trust::trusted_folder(&d.path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    if trusted.is_none() && !once {
+        let mut msg = format!(
+            "error: refusing to {verb} {}: its folder {} is not trusted.\n",
+            d.path.display(),
+            m.root.display()
+        );
+        if m.is_inert() {
+            msg.push_str("The file names nothing that executes or connects, but running it still needs trust.\n");
+        } else {
+            msg.push_str("Running it would:\n");
+            for line in m.summary(12) {
+                msg.push_str(&format!("  - {line}\n"));
+            }
+        }
+        msg.push_str(&format!(
+            "hint: review it with `switchyard run {} --manifest`; trust the folder with `switchyard trust {}`, or pass --trust for this run only",
+            shell_word(&d.path.display().to_string()),
+            shell_word(&m.root.display().to_string())
+        ));
+        eprintln!("{msg}");
+        return Err(ExitCode::from(2));
+    }
+    if trusted.is_some() {
+        match trust::confirmed_manifest(&d.path) {
+            Ok(Some(h)) if h == m.hash => {}
+            Ok(previous) => {
+                if previous.is_some() && !m.is_inert() {
+                    eprintln!("note: what this agent runs changed since its last run:");
+                    for line in m.summary(12) {
+                        eprintln!("  - {line}");
+                    }
+                }
+                let _ = trust::confirm_manifest(&d.path, &m.hash);
+            }
+            Err(e) => eprintln!("warning: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// `switchyard trust`.
+fn cmd_trust(a: TrustArgs) -> ExitCode {
+    use switchyard::run::launch::trust;
+    if a.list {
+        return match trust::list() {
+            Ok(folders) if folders.is_empty() => {
+                eprintln!("no trusted folders");
+                ExitCode::SUCCESS
+            }
+            Ok(folders) => {
+                for f in folders {
+                    println!("{}", f.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    if let Some(p) = a.remove {
+        return match trust::untrust(&p) {
+            Ok(gone) if gone.is_empty() => {
+                eprintln!("error: {} is not a trusted folder (`switchyard trust --list` lists them)", p.display());
+                ExitCode::from(2)
+            }
+            Ok(gone) => {
+                for f in gone {
+                    eprintln!("no longer trusted: {}", f.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let Some(p) = a.path else { return ExitCode::from(2) };
+    if !p.exists() {
+        eprintln!("error: {} does not exist", p.display());
+        return ExitCode::from(2);
+    }
+    match trust::trust(&p) {
+        Ok((root, true)) => {
+            eprintln!("trusted {}", root.display());
+            ExitCode::SUCCESS
+        }
+        Ok((root, false)) => {
+            eprintln!("{} is already trusted", root.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// `switchyard resume`.
 fn cmd_resume(a: ResumeArgs) -> ExitCode {
     use switchyard::run::provider::NoProvider;
@@ -588,6 +751,15 @@ fn cmd_resume(a: ResumeArgs) -> ExitCode {
         }
     };
     let db = a.db.or_default();
+    // The file the run belongs to must be trusted before anything of it runs again.
+    if db.is_file()
+        && let Ok(Some(rec)) = store::RunStore::open(&db).and_then(|s| s.get(&a.id))
+    {
+        let d = doc::load_path(std::path::Path::new(&rec.file));
+        if let Err(code) = require_trust(&d, a.trust.trust, "resume") {
+            return code;
+        }
+    }
     let mut options = RunOptions::new(Box::new(NoProvider));
     options.listener = Some(fe.listener());
     let d = Durable { db: db.clone(), force: a.force };
@@ -883,5 +1055,6 @@ fn main() -> ExitCode {
         Cmd::Run(args) => cmd_run(args),
         Cmd::Resume(args) => cmd_resume(args),
         Cmd::Runs { db, action } => cmd_runs(db, action),
+        Cmd::Trust(args) => cmd_trust(args),
     }
 }

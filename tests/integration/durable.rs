@@ -123,7 +123,7 @@ fn sherma_run_killed_at_an_interrupt_resumes_to_the_same_final_state() {
     let whole_trace = dir.join("whole.jsonl");
     let whole = run({
         let mut c = cli(&db);
-        c.args(["run", agent, "--input", input, "--answer", "thanks", "--answer", "done", "-q", "--trace"])
+        c.args(["run", "--trust", agent, "--input", input, "--answer", "thanks", "--answer", "done", "-q", "--trace"])
             .arg(&whole_trace);
         c
     });
@@ -133,7 +133,7 @@ fn sherma_run_killed_at_an_interrupt_resumes_to_the_same_final_state() {
     assert_eq!(whole_state["turns"], 2, "{whole_state}");
 
     // Durable, killed while it waits for the first answer.
-    let id = start_and_kill_at_interrupt(&db, &["run", agent, "--input", input]);
+    let id = start_and_kill_at_interrupt(&db, &["run", "--trust", agent, "--input", input]);
     let rec = record(&db, &id);
     assert_eq!(rec["agent"], "support-triage");
     assert_eq!(rec["dialect"], "sherma");
@@ -142,7 +142,7 @@ fn sherma_run_killed_at_an_interrupt_resumes_to_the_same_final_state() {
     let trace = dir.join("resumed.jsonl");
     let out = run({
         let mut c = cli(&db);
-        c.args(["resume", &id, "--answer", "thanks", "--answer-json", "\"done\"", "-q", "--trace"]).arg(&trace);
+        c.args(["resume", "--trust", &id, "--answer", "thanks", "--answer-json", "\"done\"", "-q", "--trace"]).arg(&trace);
         c
     });
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -155,7 +155,7 @@ fn sherma_run_killed_at_an_interrupt_resumes_to_the_same_final_state() {
     // A finished run cannot be resumed again.
     let again = run({
         let mut c = cli(&db);
-        c.args(["resume", &id]);
+        c.args(["resume", "--trust", &id]);
         c
     });
     assert_eq!(again.status.code(), Some(2));
@@ -173,7 +173,7 @@ fn loki_run_killed_at_an_approval_resumes_through_a_second_question() {
     let whole_trace = dir.join("whole.jsonl");
     let whole = run({
         let mut c = cli(&db);
-        c.args(["run", agent, "--input", input, "--answer", "needs notes", "--answer", "Fixed the bug.", "-q"])
+        c.args(["run", "--trust", agent, "--input", input, "--answer", "needs notes", "--answer", "Fixed the bug.", "-q"])
             .arg("--trace")
             .arg(&whole_trace);
         c
@@ -183,7 +183,7 @@ fn loki_run_killed_at_an_approval_resumes_through_a_second_question() {
     assert_eq!(status, "completed");
     assert_eq!(whole_state["notes"], "Fixed the bug.", "{whole_state}");
 
-    let id = start_and_kill_at_interrupt(&db, &["run", agent, "--input", input, "--db", db.to_str().unwrap()]);
+    let id = start_and_kill_at_interrupt(&db, &["run", "--trust", agent, "--input", input, "--db", db.to_str().unwrap()]);
     let rec = record(&db, &id);
     assert_eq!(rec["dialect"], "loki");
     assert_eq!(rec["pending"]["node"], "approve");
@@ -193,7 +193,7 @@ fn loki_run_killed_at_an_approval_resumes_through_a_second_question() {
     // no answer left and no terminal the run stays interrupted in the store (exit 3).
     let out = run({
         let mut c = cli(&db);
-        c.args(["resume", &id, "--db", db.to_str().unwrap(), "--answer", "needs notes", "-q"]);
+        c.args(["resume", "--trust", &id, "--db", db.to_str().unwrap(), "--answer", "needs notes", "-q"]);
         c
     });
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
@@ -206,7 +206,7 @@ fn loki_run_killed_at_an_approval_resumes_through_a_second_question() {
     // waiting in the store; then the real answer finishes it.
     let out = run({
         let mut c = cli(&db);
-        c.args(["resume", &id, "--answer", "ok", "-q"]);
+        c.args(["resume", "--trust", &id, "--answer", "ok", "-q"]);
         c
     });
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
@@ -215,7 +215,7 @@ fn loki_run_killed_at_an_approval_resumes_through_a_second_question() {
     let trace = dir.join("resumed.jsonl");
     let out = run({
         let mut c = cli(&db);
-        c.args(["resume", &id, "--answer", "Fixed the bug.", "-q", "--trace"]).arg(&trace);
+        c.args(["resume", "--trust", &id, "--answer", "Fixed the bug.", "-q", "--trace"]).arg(&trace);
         c
     });
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -240,7 +240,7 @@ fn yaml_checkpointer_makes_a_run_durable_and_a_changed_file_is_refused() {
     // No --durable: the file asks for it. Without a terminal the run stays interrupted.
     let out = run({
         let mut c = cli(&default_db);
-        c.args(["run", file.to_str().unwrap(), "--input", "Where is order 1001?", "-q"]);
+        c.args(["run", "--trust", file.to_str().unwrap(), "--input", "Where is order 1001?", "-q"]);
         c
     });
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
@@ -256,7 +256,7 @@ fn yaml_checkpointer_makes_a_run_durable_and_a_changed_file_is_refused() {
     std::fs::write(&file, body.replace("Answer in two sentences.", "Answer in one sentence.")).unwrap();
     let out = run({
         let mut c = cli(&default_db);
-        c.args(["resume", id, "--db", db.to_str().unwrap(), "--answer", "done"]);
+        c.args(["resume", "--trust", id, "--db", db.to_str().unwrap(), "--answer", "done"]);
         c
     });
     assert_eq!(out.status.code(), Some(2));
@@ -264,7 +264,7 @@ fn yaml_checkpointer_makes_a_run_durable_and_a_changed_file_is_refused() {
     assert!(err.contains("changed since the run started") && err.contains("--force"), "{err}");
     let out = run({
         let mut c = cli(&default_db);
-        c.args(["resume", id, "--db", db.to_str().unwrap(), "--answer", "done", "--force", "-q"]);
+        c.args(["resume", "--trust", id, "--db", db.to_str().unwrap(), "--answer", "done", "--force", "-q"]);
         c
     });
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -279,7 +279,7 @@ fn runs_are_listed_deleted_and_pruned() {
     for _ in 0..2 {
         let out = run({
             let mut c = cli(&db);
-            c.args(["run", agent.to_str().unwrap(), "--durable", "-q"]);
+            c.args(["run", "--trust", agent.to_str().unwrap(), "--durable", "-q"]);
             c
         });
         assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
@@ -353,7 +353,7 @@ fn clear_errors_for_an_unknown_run_and_an_unwritable_store() {
     // No store yet.
     let out = run({
         let mut c = cli(&db);
-        c.args(["resume", "run-nope"]);
+        c.args(["resume", "--trust", "run-nope"]);
         c
     });
     assert_eq!(out.status.code(), Some(2));
@@ -362,13 +362,13 @@ fn clear_errors_for_an_unknown_run_and_an_unwritable_store() {
     let agent = root().join("agents/release-gate");
     let out = run({
         let mut c = cli(&db);
-        c.args(["run", agent.to_str().unwrap(), "--durable", "-q"]);
+        c.args(["run", "--trust", agent.to_str().unwrap(), "--durable", "-q"]);
         c
     });
     assert_eq!(out.status.code(), Some(3));
     let out = run({
         let mut c = cli(&db);
-        c.args(["resume", "run-nope"]);
+        c.args(["resume", "--trust", "run-nope"]);
         c
     });
     assert_eq!(out.status.code(), Some(2));
@@ -380,7 +380,7 @@ fn clear_errors_for_an_unknown_run_and_an_unwritable_store() {
     let bad = blocker.join("runs.sqlite");
     let out = run({
         let mut c = cli(&db);
-        c.args(["run", agent.to_str().unwrap(), "--db", bad.to_str().unwrap(), "-q"]);
+        c.args(["run", "--trust", agent.to_str().unwrap(), "--db", bad.to_str().unwrap(), "-q"]);
         c
     });
     assert_eq!(out.status.code(), Some(2));

@@ -155,7 +155,7 @@ fn stop_cli_run_during(node: &str, signal: rustix::process::Signal) {
     let dir = busy_agent(&root, &marker, node);
     let started = dir.join(format!("started-{node}"));
     let mut child = Command::new(BIN)
-        .args(["run"])
+        .args(["run", "--trust"])
         .arg(dir.join("graph.yaml"))
         .args(["--llm-script"])
         .arg(dir.join("replies.yaml"))

@@ -39,7 +39,7 @@ fn setup(dir: &Path, base: &str) -> (PathBuf, PathBuf) {
 
 fn cli(graph: &Path, providers: &Path, env: &[(&str, &str)]) -> std::process::Output {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"));
-    c.args(["run", graph.to_str().unwrap(), "--live", "--quiet"])
+    c.args(["run", "--trust", graph.to_str().unwrap(), "--live", "--quiet"])
         .env("SWITCHYARD_PROVIDERS", providers)
         .env_remove(VAR)
         .env_remove("SWITCHYARD_KEYRING");
@@ -149,7 +149,7 @@ fn durable_live_runs_their_resume_and_embeddings_use_the_keyring_key() {
         ),
     )
     .unwrap();
-    let out = cli(&["run", graph.to_str().unwrap(), "--live", "--durable", "--quiet"]);
+    let out = cli(&["run", "--trust", graph.to_str().unwrap(), "--live", "--durable", "--quiet"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(fake.requests().is_empty(), "the run called the model before its question");
     let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -162,7 +162,7 @@ fn durable_live_runs_their_resume_and_embeddings_use_the_keyring_key() {
         .to_string();
 
     // Its resume, in a new process: the saved live choice gets the keyring's key again.
-    let out = cli(&["resume", &id, "--answer", "Ada", "--quiet"]);
+    let out = cli(&["resume", "--trust", &id, "--answer", "Ada", "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Hello Ada"), "{}", text(&out));
     assert_eq!(fake.requests().len(), 1, "{}", text(&out));
@@ -180,7 +180,7 @@ fn durable_live_runs_their_resume_and_embeddings_use_the_keyring_key() {
         ),
     )
     .unwrap();
-    let out = cli(&["run", kb.to_str().unwrap(), "--input", "honey", "--quiet"]);
+    let out = cli(&["run", "--trust", kb.to_str().unwrap(), "--input", "honey", "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Bees make honey."), "{}", text(&out));
     assert!(!fake.embedding_requests().is_empty(), "no embeddings request: {}", text(&out));

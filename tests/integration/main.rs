@@ -31,3 +31,4 @@ mod run_skills;
 mod save_kill;
 mod security;
 mod tidy;
+mod trust;

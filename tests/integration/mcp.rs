@@ -762,7 +762,7 @@ fn the_cli_keeps_server_stderr_out_of_the_terminal_and_in_the_trace() {
     let dir = TempDir::new("mcp-cli");
     let trace = dir.join("trace.jsonl");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .arg("run")
+        .args(["run", "--trust"])
         .arg(fixtures().join("sherma_agent.yaml"))
         .args(["--input", "what is 2 + 40?", "--trace"])
         .arg(&trace)

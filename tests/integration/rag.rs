@@ -627,7 +627,7 @@ fn the_cli_runs_a_rag_graph_with_embeddings_from_the_environment() {
     write_graph(&dir, &embedding_graph(""));
     std::fs::write(dir.join("replies.yaml"), REPLY).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(["run", dir.to_str().unwrap(), "--input", "automobile engines", "--quiet"])
+        .args(["run", "--trust", dir.to_str().unwrap(), "--input", "automobile engines", "--quiet"])
         .env("OPENAI_BASE_URL", fake.base())
         .env("OPENAI_API_KEY", "cli-key")
         .env("SWITCHYARD_PROVIDERS", dir.join("no-providers.yaml"))

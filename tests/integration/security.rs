@@ -82,7 +82,7 @@ nodes:
     .unwrap();
     let trace = dir.join("t.jsonl");
     let graph = dir.join("graph.yaml");
-    let r = run_cli(&["run", graph.to_str().unwrap(), "--answer", "yes"], &[("MY_SERVICE_TOKEN", secret)], &trace);
+    let r = run_cli(&["run", "--trust", graph.to_str().unwrap(), "--answer", "yes"], &[("MY_SERVICE_TOKEN", secret)], &trace);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_no_secret(&r, secret, "MY_SERVICE_TOKEN");
     assert_eq!(r.stdout.trim(), "the token is [redacted:MY_SERVICE_TOKEN]");
@@ -94,7 +94,7 @@ nodes:
     assert_eq!(exit["update"]["note"], "key [redacted:MY_SERVICE_TOKEN] in a sentence");
 
     // A short value is not a secret: `USE_KEYRING=true` must not blank every "true".
-    let r = run_cli(&["run", graph.to_str().unwrap(), "--answer", "yes"], &[("MY_SERVICE_TOKEN", "true")], &trace);
+    let r = run_cli(&["run", "--trust", graph.to_str().unwrap(), "--answer", "yes"], &[("MY_SERVICE_TOKEN", "true")], &trace);
     assert_eq!(r.stdout.trim(), "the token is true");
 }
 
@@ -133,7 +133,7 @@ nodes:
     let mut cmd_env = vec![("SWITCHYARD_PROVIDERS", providers.to_str().unwrap())];
     let r = {
         let mut cmd = Command::new(BIN);
-        cmd.args(["run", graph.to_str().unwrap(), "--live", "--input", "hi", "--trace"]).arg(&trace).env("NO_COLOR", "1");
+        cmd.args(["run", "--trust", graph.to_str().unwrap(), "--live", "--input", "hi", "--trace"]).arg(&trace).env("NO_COLOR", "1");
         cmd.env_remove("OPENAI_API_KEY").env_remove("OPENAI_BASE_URL");
         for (k, v) in cmd_env.drain(..) {
             cmd.env(k, v);
@@ -155,7 +155,7 @@ nodes:
     // A server error that quotes the key: the failure message is redacted too.
     fake.push(status(401, json!({"error": {"message": format!("Incorrect API key provided: {key}")}})));
     let out = Command::new(BIN)
-        .args(["run", graph.to_str().unwrap(), "--live", "--input", "hi", "--trace"])
+        .args(["run", "--trust", graph.to_str().unwrap(), "--live", "--input", "hi", "--trace"])
         .arg(&trace)
         .env("NO_COLOR", "1")
         .env_remove("OPENAI_API_KEY")
@@ -249,7 +249,7 @@ fn a_script_path_cannot_leave_the_agent_directory() {
     .unwrap();
     let trace = root.join("t.jsonl");
     // Validation refuses it before the run (exit 2, positioned at the path)...
-    let r = run_cli(&["run", agent.join("graph.yaml").to_str().unwrap()], &[], &trace);
+    let r = run_cli(&["run", "--trust", agent.join("graph.yaml").to_str().unwrap()], &[], &trace);
     assert_eq!(r.code, Some(2), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("graph.yaml:5:") && r.stderr.contains("outside the agent directory"), "{}", r.stderr);
     // ...and so does the engine when validation is switched off.
@@ -258,7 +258,7 @@ fn a_script_path_cannot_leave_the_agent_directory() {
         "version: \"1.0\"\nname: esc\nsettings: { validate_before_run: false }\nstart: s\nnodes:\n  s: { type: script, script: ../outside.sh, next: done }\n  done: { type: end }\n",
     )
     .unwrap();
-    let r = run_cli(&["run", agent.join("graph.yaml").to_str().unwrap()], &[], &trace);
+    let r = run_cli(&["run", "--trust", agent.join("graph.yaml").to_str().unwrap()], &[], &trace);
     assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("outside the agent directory"), "{}", r.stderr);
     assert!(!root.join("ran").exists(), "the script outside the agent ran");

@@ -125,6 +125,11 @@ pub fn manifest(doc: &Document) -> Manifest {
     b.document(doc);
     let Collected { mut executes, mut hosts, mut outside_files, mut env_vars } = b.m;
     for list in [&mut executes, &mut hosts, &mut outside_files, &mut env_vars] {
+        // Values filled in from the environment can hold secrets: the manifest never shows one.
+        for i in list.iter_mut() {
+            i.what = runtime::secrets::scrub_text(&i.what);
+            i.detail = i.detail.as_deref().map(runtime::secrets::scrub_text);
+        }
         dedupe(list);
     }
     let hash = {
@@ -191,6 +196,20 @@ fn host_of(url: &str) -> String {
     }
 }
 
+/// `url` with any `user:password@` removed (the manifest is shown and may be pasted anywhere).
+fn without_credentials(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            match rest[..end].rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://{host}{}", &rest[end..]),
+                None => url.to_string(),
+            }
+        }
+        None => url.to_string(),
+    }
+}
+
 fn is_url(s: &str) -> bool {
     let l = s.trim().to_ascii_lowercase();
     l.starts_with("http://") || l.starts_with("https://")
@@ -210,7 +229,8 @@ impl Builder {
     }
 
     fn host(&mut self, kind: &str, url: &str, at: Origin) {
-        let detail = (host_of(url) != url.trim()).then(|| url.trim().to_string());
+        let shown = without_credentials(url.trim());
+        let detail = (host_of(url) != shown).then_some(shown);
         self.m.hosts.push(item(kind, host_of(url), detail, at));
     }
 
@@ -279,7 +299,7 @@ impl Builder {
     fn sherma(&mut self, doc: &Document, s: &ShermaDoc) {
         // `${VARS}` anywhere in the file.
         if let Some(f) = &doc.file {
-            for p in model::doc::env::placeholders(f.text()) {
+            for p in model::doc::env::references(f.text()) {
                 let at = origin(doc, Some(Span { start: p.start as u32, end: p.end as u32 }));
                 let detail = p.default.as_ref().map(|d| format!("default {d:?}"));
                 self.m.env_vars.push(item("variable", p.name.clone(), detail, at));
@@ -495,6 +515,7 @@ mod tests {
         assert_eq!(host_of("https://User:pw@Evil.Example:8443/x?k=1"), "https://evil.example:8443");
         assert_eq!(host_of("http://127.0.0.1:9/a"), "http://127.0.0.1:9");
         assert_eq!(host_of("not a url"), "not a url");
+        assert_eq!(without_credentials("https://u:p@h.example/x?y"), "https://h.example/x?y");
         assert_eq!(shell_word("a b"), "'a b'");
         assert_eq!(shell_word("--flag=x"), "--flag=x");
     }

@@ -245,6 +245,11 @@ pub fn scrub_shapes(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// `text` with known secrets ([`global`]) and secret-shaped strings replaced.
+pub fn scrub_text(text: &str) -> String {
+    scrub_shapes(&global().str(text)).into_owned()
+}
+
 /// Replace known secrets ([`global`]) and secret-shaped strings in every string and key of `v`:
 /// what a file we write beside the agent (a cassette) may hold.
 pub fn scrub_for_file(v: &mut Value) {

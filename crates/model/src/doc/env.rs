@@ -68,6 +68,36 @@ pub fn placeholders(text: &str) -> Vec<Placeholder> {
     interpolate(text, &|_| None).1
 }
 
+/// Every environment reference in `text`, with or without a default (`$$` is not one).
+pub fn references(text: &str) -> Vec<Placeholder> {
+    let mut out = Vec::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'$' && b[i + 1] == b'$' {
+            i += 2;
+            continue;
+        }
+        if b[i] == b'$' && b[i + 1] == b'{' {
+            if let Some(close) = text[i + 2..].find('}') {
+                let inner = &text[i + 2..i + 2 + close];
+                let (name, default) = match inner.find(":-") {
+                    Some(p) => (&inner[..p], Some(inner[p + 2..].to_string())),
+                    None => (inner, None),
+                };
+                if is_name(name) {
+                    let end = i + 2 + close + 1;
+                    out.push(Placeholder { start: i, end, name: name.to_string(), default });
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +123,8 @@ mod tests {
         assert_eq!(missing[0].start, 2);
         assert_eq!(interpolate("${unterminated", &env).0, "${unterminated");
         assert_eq!(interpolate("é$", &env).0, "é$");
+        let refs = references("a ${HOME_DIR} $${NOT} ${X_1:-d} ${lower}");
+        assert_eq!(refs.iter().map(|p| (p.name.as_str(), p.default.as_deref())).collect::<Vec<_>>(), [("HOME_DIR", None), ("X_1", Some("d"))]);
+        assert_eq!(refs[0].start, 2);
     }
 }

@@ -93,7 +93,16 @@ pub fn validate_doc(doc: &Document, s: &ShermaDoc, diags: &mut Vec<Diagnostic>) 
         let key = canonical(path);
         let known = SUB_SEEN.with(|m| m.borrow().get(&key).cloned());
         let result = match known {
-            Some(None) => continue, // being validated further up: a cycle
+            Some(None) => {
+                // Being validated further up: a cycle. Said once, not validated again.
+                let d = v.warn(
+                    "sherma-sub-agent-file",
+                    format!("sub-agent `{}` names {}, which is already being loaded above it: calling it starts this agent inside itself", sa.id_str(), yp.value),
+                    yp.span,
+                );
+                set_hint(d, "a sub-agent file that names itself (directly or through others) recurses until the recursion limit; point yaml_path at another agent");
+                continue;
+            }
             Some(Some(r)) => r,
             None => {
                 SUB_SEEN.with(|m| m.borrow_mut().insert(key.clone(), None));
