@@ -18,6 +18,7 @@ use switchyard::run::session::{Breakpoint, RunOptions, new_run_id};
 use switchyard::run::launch::trace::Trace;
 use switchyard::run::store::{self, Durable, RunRecord, RunStore};
 use tauri::{AppHandle, Emitter, Manager};
+use ts_rs::TS;
 
 type Res<T> = Result<T, CmdError>;
 
@@ -78,69 +79,96 @@ impl Debugger {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// Where a run's LLM answers come from (`RunConfig.llm`, tagged by `mode`).
+#[derive(Debug, Deserialize, TS)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum LlmMode {
     Scripted {
+        /// A `replies:` file relative to the agent; empty = `replies.yaml` beside it.
         #[serde(default)]
+        #[ts(optional = nullable)]
         script: Option<String>,
     },
     None,
     Replay {
+        /// Relative to the agent; empty = `<agent stem>.cassette.json` (or `cassette.json`) beside it.
         #[serde(default)]
+        #[ts(optional = nullable)]
         cassette: Option<String>,
+        /// A request that differs from the recording fails the call.
         #[serde(default)]
+        #[ts(optional = nullable)]
         strict: Option<bool>,
     },
     Live {
         /// The model for agents and nodes that name none (this run only); absent = the
         /// configured default.
         #[serde(default)]
+        #[ts(optional = nullable)]
         model: Option<String>,
     },
 }
 
-#[derive(Debug, Deserialize)]
+/// `run_start`'s configuration.
+#[derive(Debug, Deserialize, TS)]
 pub struct RunConfig {
     #[serde(default)]
+    #[ts(optional = nullable)]
     agent: Option<String>,
     #[serde(default)]
+    #[ts(optional = nullable)]
     input: Option<String>,
+    /// Initial state as a JSON object.
     #[serde(default)]
+    #[ts(optional = nullable)]
     state: Option<Value>,
     llm: LlmMode,
+    /// Answers for interrupts to come, in order.
     #[serde(default)]
+    #[ts(optional = nullable)]
     answers: Vec<Value>,
     #[serde(default)]
     breakpoints: Vec<Breakpoint>,
     #[serde(default)]
     break_on_error: bool,
+    /// `continue` runs to the first stop; `step` runs one step and pauses.
     #[serde(default)]
+    #[ts(optional = nullable)]
     start: Option<Control>,
     /// Record every LLM and tool exchange into this cassette (relative to the agent).
     #[serde(default)]
+    #[ts(optional = nullable)]
     record: Option<String>,
     /// A durable run: every step is written to the run store, so the run can be resumed after
     /// the app was closed (`runs_list`, `run_resume`).
     #[serde(default)]
+    #[ts(optional = nullable)]
     durable: bool,
 }
 
-#[derive(Debug, Serialize)]
+/// What `run_start` and `run_resume` answer.
+#[derive(Debug, Serialize, TS)]
 pub struct RunInfo {
     run: String,
+    /// Where the JSONL trace is written (null when it could not be created).
     trace: Option<String>,
     agent: String,
+    #[ts(type = r#""sherma" | "loki""#)]
     dialect: &'static str,
+    /// What answers LLM calls, for the status line: "scripted: replies.yaml (3 replies)".
     llm: String,
     /// Set for a durable run: the run store it writes to.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     durable: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// What `open_trace` answers.
+#[derive(Debug, Serialize, TS)]
 pub struct TraceFile {
     path: String,
+    /// Events as the trace holds them (the engine's `Event`s as JSON).
+    #[ts(as = "Vec<switchyard::run::events::Event>")]
     events: Vec<Value>,
 }
 
@@ -299,7 +327,8 @@ fn llm_choice(mode: &LlmMode, base: &Path, doc: &switchyard::doc::Document) -> L
     }
 }
 
-#[derive(Debug, Serialize)]
+/// What `runs_list` answers.
+#[derive(Debug, Serialize, TS)]
 pub struct RunsList {
     /// The run store's file.
     db: String,
@@ -460,10 +489,15 @@ pub async fn open_trace(app: AppHandle, path: Option<String>) -> Res<Option<Trac
 
 /// What `trace_state_at` answers: a recorded run's state after a step and after the step
 /// before, and why they may not be what the engine held.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct TraceStateAt {
+    /// The state after the step (a JSON object).
+    #[ts(type = "{ [key in string]?: JsonValue }")]
     state: Value,
+    /// The state after the step before; null for step 0.
+    #[ts(type = "{ [key in string]?: JsonValue } | null")]
     prev: Option<Value>,
+    /// Why the states may differ from what the engine held; null when they are exact.
     warning: Option<String>,
 }
 
@@ -557,5 +591,55 @@ mod tests {
         assert!(d.started_from(&dir.join(format!("{}.jsonl", STARTED_MAX + 2))).is_some());
         assert_eq!(d.started.lock().unwrap().len(), STARTED_MAX);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The shell's command types in TypeScript (`ui/src/contract/shell.ts`), generated with `ts-rs`
+/// like the engine's (`switchyard::studio::contract`): the debugger's and the Settings page's.
+#[cfg(test)]
+mod contract {
+    use crate::settings::{
+        DocModel, KeySource, KeyringInfo, ModelsInfo, ProbeResult, ProbeStatus, ProviderInfo, ProviderInput,
+        SaveResult, Settings, SettingsChange,
+    };
+    use switchyard::studio::contract::{check_or_update, config, declaration, file, ui_contract_path};
+
+    const COMMAND: &str = "cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract";
+
+    fn shell_ts() -> String {
+        let c = &config();
+        let decls = vec![
+            declaration::<super::RunConfig>(c),
+            declaration::<super::LlmMode>(c),
+            declaration::<super::RunInfo>(c),
+            declaration::<super::RunsList>(c),
+            declaration::<super::TraceFile>(c),
+            declaration::<super::TraceStateAt>(c),
+            declaration::<Settings>(c),
+            declaration::<KeyringInfo>(c),
+            declaration::<ProviderInfo>(c),
+            declaration::<KeySource>(c),
+            declaration::<SettingsChange>(c),
+            declaration::<ProviderInput>(c),
+            declaration::<SaveResult>(c),
+            declaration::<ProbeResult>(c),
+            declaration::<ProbeStatus>(c),
+            declaration::<ModelsInfo>(c),
+            declaration::<DocModel>(c),
+        ];
+        file(
+            "src-tauri (debug, settings)",
+            COMMAND,
+            &["import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';"],
+            &decls,
+        )
+    }
+
+    #[test]
+    fn checked_in_shell_ts_is_what_the_command_types_generate() {
+        let path = ui_contract_path(env!("CARGO_MANIFEST_DIR"), "shell.ts");
+        if let Err(e) = check_or_update(&path, &shell_ts(), COMMAND) {
+            panic!("{e}");
+        }
     }
 }

@@ -20,6 +20,7 @@ use std::time::Duration;
 use switchyard::llm::config::{KeyOrigin, LlmConfig, ProviderEntry, ProviderFile, Wire};
 use switchyard::run::provider::ModelRef;
 use tauri::AppHandle;
+use ts_rs::TS;
 
 type Res<T> = Result<T, CmdError>;
 
@@ -32,7 +33,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 // What the Settings page shows
 
 /// Where a key comes from, as the page says it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum KeySource {
     Env,
@@ -50,20 +51,21 @@ impl From<KeyOrigin> for KeySource {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct KeyringInfo {
     available: bool,
     /// Why it is not (null when it is).
     message: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct ProviderInfo {
     name: String,
     /// Known to the engine without configuration.
     builtin: bool,
     /// Has an entry in the provider file.
     configured: bool,
+    #[ts(type = r#""openai" | "anthropic" | null"#)]
     wire: Option<Wire>,
     base_url: Option<String>,
     /// The variable whose value overrides the base URL, when it is set.
@@ -81,7 +83,8 @@ pub struct ProviderInfo {
     error: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// What `settings_get` answers.
+#[derive(Debug, Serialize, TS)]
 pub struct Settings {
     /// The provider file (written by `settings_save`).
     path: Option<String>,
@@ -220,9 +223,10 @@ pub fn read_settings(
 // Saving
 
 /// One provider as the form sends it.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, TS)]
 pub struct ProviderInput {
     pub name: String,
+    #[ts(type = r#""openai" | "anthropic" | null"#)]
     pub wire: Option<Wire>,
     #[serde(default)]
     pub base_url: Option<String>,
@@ -239,17 +243,20 @@ pub struct ProviderInput {
 }
 
 /// What `settings_save` changes; absent parts are left as they are.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, TS)]
 pub struct SettingsChange {
     /// Add or update one provider.
     #[serde(default)]
+    #[ts(optional)]
     pub provider: Option<ProviderInput>,
     /// Remove these providers from the file and their keys from the keyring (a built-in one
     /// goes back to its defaults).
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub remove: Vec<String>,
     /// The default model (`provider:name`); `""` clears it; absent leaves it.
     #[serde(default)]
+    #[ts(optional)]
     pub default_model: Option<String>,
 }
 
@@ -261,10 +268,13 @@ pub struct SaveOutcome {
     pub message: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// What `settings_save` answers.
+#[derive(Debug, Serialize, TS)]
 pub struct SaveResult {
     settings: Settings,
+    /// Where a new key went.
     key_stored: Option<KeySource>,
+    /// What to tell the user (e.g. the keyring was unavailable and the key went to the file).
     message: Option<String>,
 }
 
@@ -421,7 +431,7 @@ pub fn apply_change(
 // ------------------------------------------------------------------------------------------------
 // Testing a provider
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbeStatus {
     /// The server answered (the key works, or none is needed).
@@ -434,7 +444,8 @@ pub enum ProbeStatus {
     Error,
 }
 
-#[derive(Debug, Serialize)]
+/// What `settings_test_provider` answers.
+#[derive(Debug, Serialize, TS)]
 pub struct ProbeResult {
     status: ProbeStatus,
     message: String,
@@ -566,7 +577,7 @@ pub fn probe(wire: Wire, base: &str, key: Option<&str>) -> ProbeResult {
 // ------------------------------------------------------------------------------------------------
 // The models a document names (the live run configuration's model picker)
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct DocModel {
     /// `provider:name`.
     model: String,
@@ -578,7 +589,8 @@ pub struct DocModel {
     problem: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// What `llm_models` answers.
+#[derive(Debug, Serialize, TS)]
 pub struct ModelsInfo {
     models: Vec<DocModel>,
     /// The configured default model (`SWITCHYARD_MODEL`, else the file's), for nodes that

@@ -3,8 +3,9 @@
 use crate::source::{SourceFile, Span};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use ts_rs::TS;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Error,
@@ -24,7 +25,7 @@ impl Severity {
 
 /// One finding. Lines and columns are 1-based; columns count characters.
 /// `end_line`/`end_column` are exclusive (the position just after the marked text).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct Diagnostic {
     pub severity: Severity,
     pub code: String,
@@ -37,9 +38,11 @@ pub struct Diagnostic {
     pub hint: Option<String>,
     /// The graph node the finding is about, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub node: Option<String>,
     /// Byte range in `file` (for editors; not part of the stable JSON contract).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "{ start: number, end: number }")]
     pub span: Option<Span>,
 }
 

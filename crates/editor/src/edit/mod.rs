@@ -7,13 +7,14 @@ pub(crate) mod text;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 use model::doc::{self, Dialect};
 use syntax::yaml::YNode;
 use text::{Ed, Rep};
 
 /// A replacement of the byte range `start..end` of the OLD text by `text`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct TextEdit {
     pub start: usize,
     pub end: usize,
@@ -21,7 +22,7 @@ pub struct TextEdit {
 }
 
 /// The result of an op.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct Applied {
     pub text: String,
     pub edit: TextEdit,
@@ -30,7 +31,7 @@ pub struct Applied {
 }
 
 /// What went wrong and what to do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct EditError {
     pub message: String,
 }
@@ -50,25 +51,36 @@ impl std::fmt::Display for EditError {
 impl std::error::Error for EditError {}
 
 /// One element of a field path: a mapping key or a sequence index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(untagged)]
 pub enum PathSeg {
     Index(usize),
     Key(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An edit op as the UI sends it (JSON tagged by `op`). Fields with a default may be left out;
+/// a `value` of null removes the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum EditOp {
-    AddNode { name: String, kind: String, #[serde(default)] after: Option<String> },
+    AddNode { name: String, kind: String, #[serde(default)] #[ts(optional)] after: Option<String> },
     DeleteNode { name: String },
     RenameNode { from: String, to: String },
     SetField { node: String, path: Vec<PathSeg>, #[serde(default)] value: Option<serde_json::Value> },
     SetDocField { path: Vec<PathSeg>, #[serde(default)] value: Option<serde_json::Value> },
     AddEdge { from: String, to: String },
-    RemoveEdge { from: String, to: String, kind: String, #[serde(default)] index: Option<usize> },
-    AddBranch { from: String, condition: String, to: String, #[serde(default)] index: Option<usize> },
-    SetBranch { from: String, index: usize, #[serde(default)] condition: Option<String>, #[serde(default)] to: Option<String> },
+    RemoveEdge { from: String, to: String, kind: String, #[serde(default)] #[ts(optional)] index: Option<usize> },
+    AddBranch { from: String, condition: String, to: String, #[serde(default)] #[ts(optional)] index: Option<usize> },
+    SetBranch {
+        from: String,
+        index: usize,
+        #[serde(default)]
+        #[ts(optional)]
+        condition: Option<String>,
+        #[serde(default)]
+        #[ts(optional)]
+        to: Option<String>,
+    },
     MoveBranch { from: String, index: usize, to_index: usize },
     RemoveBranch { from: String, index: usize },
     SetDefault { from: String, #[serde(default)] to: Option<String> },

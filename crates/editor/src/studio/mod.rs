@@ -6,6 +6,7 @@
 //! Saving is atomic (temporary file, fsync, rename) and refuses to overwrite a file that changed
 //! on disk since it was loaded or saved, unless the user said so.
 
+pub mod contract;
 mod disk;
 pub mod recovery;
 mod view;
@@ -17,11 +18,12 @@ pub use view::{View, ViewEdge, ViewNode};
 use syntax::diag::Diagnostic;
 use crate::edit::{self, EditError, EditOp, TextEdit};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A canvas position (top-left corner of the node box).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct Pos {
     pub x: f64,
     pub y: f64,
@@ -434,7 +436,7 @@ impl Session {
 }
 
 /// A problem in an expression typed in the inspector, with a byte range inside the expression.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
 pub struct ExprProblem {
     pub message: String,
     pub start: usize,

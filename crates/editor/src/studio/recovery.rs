@@ -40,7 +40,7 @@ struct Meta {
 }
 
 /// Unsaved text found for a document.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, ts_rs::TS)]
 pub struct Recovered {
     /// The document the text belongs to.
     pub path: PathBuf,

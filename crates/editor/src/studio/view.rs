@@ -7,11 +7,14 @@ use model::graph::{self, Graph};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use ts_rs::TS;
 
-#[derive(Clone, Debug, Serialize)]
+/// What the UI draws for one document (docs/app-contract.md §2).
+#[derive(Clone, Debug, Serialize, TS)]
 pub struct View {
     pub path: String,
     pub file_name: String,
+    #[ts(type = r#""sherma" | "loki" | null"#)]
     pub dialect: Option<&'static str>,
     pub text: String,
     pub dirty: bool,
@@ -25,12 +28,14 @@ pub struct View {
     pub edges: Vec<ViewEdge>,
     pub diagnostics: Vec<Diagnostic>,
     pub node_kinds: Vec<&'static str>,
+    /// The inspector's schema of each node kind (sherma: its `args`; Loki: the node mapping).
+    #[ts(as = "std::collections::BTreeMap<String, model::doc::schema::Obj>")]
     pub schema: serde_json::Map<String, Value>,
     pub width: f64,
     pub height: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, TS)]
 pub struct ViewNode {
     pub id: String,
     pub kind: String,
@@ -50,10 +55,11 @@ pub struct ViewNode {
     pub errors: usize,
     pub warnings: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub sub_agent: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, TS)]
 pub struct ViewEdge {
     pub id: String,
     pub from: String,

@@ -8,8 +8,8 @@
 use syntax::diag::{Diagnostic, did_you_mean};
 use syntax::source::{SourceFile, Span};
 use syntax::yaml::{ScalarValue, Style, YKind, YNode};
-use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+use serde::{Serialize, Serializer};
+use ts_rs::TS;
 
 /// A field type.
 #[derive(Clone, Copy, Debug)]
@@ -42,9 +42,13 @@ pub enum Ty {
     OneOf(&'static [Ty]),
 }
 
-#[derive(Debug)]
+/// One field of an object (JSON: `{name, type, required, doc}`).
+#[derive(Debug, Serialize, TS)]
+#[ts(rename = "SchemaField")]
 pub struct Field {
     pub name: &'static str,
+    #[serde(rename = "type")]
+    #[ts(as = "TyJson")]
     pub ty: Ty,
     pub required: bool,
     pub doc: &'static str,
@@ -58,7 +62,9 @@ pub const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field {
     Field { name, ty, required: false, doc }
 }
 
-#[derive(Debug)]
+/// An object of a schema (JSON: `{name, fields, open}`), what the inspector builds a form from.
+#[derive(Debug, Serialize, TS)]
+#[ts(rename = "SchemaObj")]
 pub struct Obj {
     pub name: &'static str,
     pub fields: &'static [Field],
@@ -141,41 +147,54 @@ impl Ty {
     }
 }
 
-impl Serialize for Ty {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("kind", self.kind_name())?;
-        match self {
-            Ty::Int { min: Some(v) } => m.serialize_entry("min", v)?,
-            Ty::Float { min: Some(v) } => m.serialize_entry("min", v)?,
-            Ty::Enum(vals) => m.serialize_entry("values", vals)?,
-            Ty::List(inner) | Ty::Map(inner) => m.serialize_entry("items", inner)?,
-            Ty::Obj(o) => m.serialize_entry("object", o)?,
-            Ty::OneOf(alts) => m.serialize_entry("alternatives", alts)?,
+/// A [`Ty`] as JSON for the editor: `kind` (its [`Ty::kind_name`]) and what that kind needs
+/// (`min`, `values`, `items`, `object`, `alternatives`).
+#[derive(Serialize, TS)]
+#[ts(rename = "SchemaType")]
+pub struct TyJson {
+    #[ts(type = r#""any" | "string" | "path" | "bool" | "int" | "number" | "enum" | "cel" | "cel_condition" | "template" | "node_ref" | "list" | "map" | "object" | "one_of""#)]
+    pub kind: &'static str,
+    /// `int` and `number`: the smallest value allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "number")]
+    pub min: Option<serde_json::Number>,
+    /// `enum`: the strings allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub values: Option<&'static [&'static str]>,
+    /// `list` and `map`: the type of the items (values).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, as = "Option<Box<TyJson>>")]
+    pub items: Option<&'static Ty>,
+    /// `object`: its fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub object: Option<&'static Obj>,
+    /// `one_of`: the alternatives, the first whose outer shape matches is used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, as = "Option<Vec<TyJson>>")]
+    pub alternatives: Option<&'static [Ty]>,
+}
+
+impl From<&Ty> for TyJson {
+    fn from(t: &Ty) -> TyJson {
+        let mut j = TyJson { kind: t.kind_name(), min: None, values: None, items: None, object: None, alternatives: None };
+        match *t {
+            Ty::Int { min: Some(v) } => j.min = Some(v.into()),
+            Ty::Float { min: Some(v) } => j.min = serde_json::Number::from_f64(v),
+            Ty::Enum(vals) => j.values = Some(vals),
+            Ty::List(inner) | Ty::Map(inner) => j.items = Some(inner),
+            Ty::Obj(o) => j.object = Some(o),
+            Ty::OneOf(alts) => j.alternatives = Some(alts),
             _ => {}
         }
-        m.end()
+        j
     }
 }
 
-impl Serialize for Field {
+impl Serialize for Ty {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(4))?;
-        m.serialize_entry("name", self.name)?;
-        m.serialize_entry("type", &self.ty)?;
-        m.serialize_entry("required", &self.required)?;
-        m.serialize_entry("doc", self.doc)?;
-        m.end()
-    }
-}
-
-impl Serialize for Obj {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(3))?;
-        m.serialize_entry("name", self.name)?;
-        m.serialize_entry("fields", self.fields)?;
-        m.serialize_entry("open", &self.open)?;
-        m.end()
+        TyJson::from(self).serialize(s)
     }
 }
 

@@ -1,0 +1,179 @@
+//! The editor's contract types in TypeScript, generated from the Rust types with `ts-rs`, one
+//! file per layer as the UI imports them: `ui/src/contract/syntax.ts` (diagnostics),
+//! `model.ts` (the inspector's schemas), `editor.ts` (the [`View`](super::View) and what it
+//! carries, edit ops, recovery offers, expression problems). The tests below fail when a
+//! checked-in file differs from what these types generate (`UPDATE_TS=1` rewrites it).
+//!
+//! The helpers are public for the desktop shell, which generates `ui/src/contract/shell.ts` from
+//! its command types the same way (`runtime::contract` does it for the run core).
+
+use super::{DiskEvent, ExprProblem, Pos, Recovered, View, ViewEdge, ViewNode};
+use crate::edit::{Applied, EditError, EditOp, PathSeg, TextEdit};
+use model::doc::schema::{Field, Obj, TyJson};
+use std::path::{Path, PathBuf};
+use syntax::diag::{Diagnostic, Severity};
+use ts_rs::{Config, TS};
+
+/// The command that checks (and with `UPDATE_TS=1` rewrites) the generated files of the library
+/// crates.
+pub const LIB_COMMAND: &str = "cargo test --workspace --features switchyard-app/custom-protocol --lib contract";
+
+/// How every generated file renders: integers as `number` (counters, offsets and times fit in a
+/// double; JSON.parse gives numbers anyway).
+pub fn config() -> Config {
+    Config::new().with_large_int("number")
+}
+
+/// One exported declaration with its doc comment.
+pub fn declaration<T: TS + ?Sized>(cfg: &Config) -> String {
+    format!("{}export {}\n", T::docs().unwrap_or_default(), T::decl(cfg))
+}
+
+/// A whole generated file: a header naming its source and the command that regenerates it, the
+/// imports, the declarations in the given order.
+pub fn file(source: &str, command: &str, imports: &[&str], declarations: &[String]) -> String {
+    let mut out = format!(
+        "// Generated from {source} by ts-rs (`{command}`); do not edit.\n\
+         // UPDATE_TS=1 with that command rewrites it after a change to the Rust types.\n"
+    );
+    for i in imports {
+        out.push_str(i);
+        out.push('\n');
+    }
+    for d in declarations {
+        out.push('\n');
+        out.push_str(d);
+    }
+    out
+}
+
+/// `ui/src/contract/<name>`, from a crate's manifest folder (`env!("CARGO_MANIFEST_DIR")`).
+pub fn ui_contract_path(manifest_dir: &str, name: &str) -> PathBuf {
+    let mut dir = Path::new(manifest_dir);
+    // crates/<crate> is two levels down, src-tauri one.
+    while !dir.join("ui").is_dir() {
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => break,
+        }
+    }
+    dir.join("ui/src/contract").join(name)
+}
+
+/// Compare a generated file with the checked-in one, or rewrite it with `UPDATE_TS=1`.
+pub fn check_or_update(path: &Path, generated: &str, command: &str) -> Result<(), String> {
+    if std::env::var_os("UPDATE_TS").is_some_and(|v| v == "1") {
+        return std::fs::write(path, generated).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    let checked_in = std::fs::read_to_string(path).unwrap_or_default();
+    if checked_in == generated {
+        return Ok(());
+    }
+    let line = checked_in.lines().zip(generated.lines()).position(|(a, b)| a != b).unwrap_or(0) + 1;
+    Err(format!(
+        "{} is not what the Rust types generate (first difference at line {line}); run \
+         `UPDATE_TS=1 {command}` and commit the result",
+        path.display()
+    ))
+}
+
+/// `ui/src/contract/syntax.ts`: diagnostics.
+pub fn syntax_ts() -> String {
+    let c = &config();
+    file("crates/syntax (diag)", LIB_COMMAND, &[], &[declaration::<Severity>(c), declaration::<Diagnostic>(c)])
+}
+
+/// `ui/src/contract/model.ts`: the schema of each node kind as the inspector gets it.
+pub fn model_ts() -> String {
+    let c = &config();
+    file(
+        "crates/model (doc::schema)",
+        LIB_COMMAND,
+        &[],
+        &[declaration::<Obj>(c), declaration::<Field>(c), declaration::<TyJson>(c)],
+    )
+}
+
+/// `ui/src/contract/editor.ts`: the view, edit ops, recovery offers, expression problems.
+pub fn editor_ts() -> String {
+    let c = &config();
+    let decls = vec![
+        declaration::<serde_json::Value>(c),
+        declaration::<View>(c),
+        declaration::<ViewNode>(c),
+        declaration::<ViewEdge>(c),
+        declaration::<Pos>(c),
+        declaration::<EditOp>(c),
+        declaration::<PathSeg>(c),
+        declaration::<TextEdit>(c),
+        declaration::<Applied>(c),
+        declaration::<EditError>(c),
+        declaration::<ExprProblem>(c),
+        declaration::<Recovered>(c),
+        declaration::<DiskEvent>(c),
+    ];
+    file(
+        "crates/editor (studio, edit)",
+        LIB_COMMAND,
+        &[
+            "import type { Diagnostic, Severity } from './syntax';",
+            "import type { SchemaObj } from './model';",
+        ],
+        &decls,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &str, generated: &str) {
+        let path = ui_contract_path(env!("CARGO_MANIFEST_DIR"), name);
+        if let Err(e) = check_or_update(&path, generated, LIB_COMMAND) {
+            panic!("{e}");
+        }
+    }
+
+    #[test]
+    fn checked_in_syntax_ts_is_what_the_rust_types_generate() {
+        check("syntax.ts", &syntax_ts());
+    }
+
+    #[test]
+    fn checked_in_model_ts_is_what_the_rust_types_generate() {
+        check("model.ts", &model_ts());
+    }
+
+    #[test]
+    fn checked_in_editor_ts_is_what_the_rust_types_generate() {
+        check("editor.ts", &editor_ts());
+    }
+
+    /// `SchemaType.kind` lists every kind name a `Ty` can have.
+    #[test]
+    fn schema_type_kinds_are_the_kind_names() {
+        use model::doc::schema::Ty;
+        static OBJ: Obj = Obj { name: "o", fields: &[], open: true };
+        let all = [
+            Ty::Any,
+            Ty::Str,
+            Ty::Bool,
+            Ty::Int { min: None },
+            Ty::Float { min: None },
+            Ty::Enum(&[]),
+            Ty::Cel,
+            Ty::CelCondition,
+            Ty::Template,
+            Ty::NodeRef,
+            Ty::Path,
+            Ty::List(&Ty::Any),
+            Ty::Map(&Ty::Any),
+            Ty::Obj(&OBJ),
+            Ty::OneOf(&[]),
+        ];
+        let ts = model_ts();
+        for t in all {
+            assert!(ts.contains(&format!("\"{}\"", t.kind_name())), "{} missing from SchemaType.kind", t.kind_name());
+        }
+    }
+}

@@ -1,0 +1,254 @@
+// Generated from src-tauri (debug, settings) by ts-rs (`cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract`); do not edit.
+// UPDATE_TS=1 with that command rewrites it after a change to the Rust types.
+import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';
+
+/**
+ * `run_start`'s configuration.
+ */
+export type RunConfig = { agent?: string | null, input?: string | null, 
+/**
+ * Initial state as a JSON object.
+ */
+state?: JsonValue | null, llm: LlmMode, 
+/**
+ * Answers for interrupts to come, in order.
+ */
+answers?: Array<JsonValue>, breakpoints: Array<Breakpoint>, break_on_error: boolean, 
+/**
+ * `continue` runs to the first stop; `step` runs one step and pauses.
+ */
+start?: Control | null, 
+/**
+ * Record every LLM and tool exchange into this cassette (relative to the agent).
+ */
+record?: string | null, 
+/**
+ * A durable run: every step is written to the run store, so the run can be resumed after
+ * the app was closed (`runs_list`, `run_resume`).
+ */
+durable?: boolean, };
+
+/**
+ * Where a run's LLM answers come from (`RunConfig.llm`, tagged by `mode`).
+ */
+export type LlmMode = { "mode": "scripted", 
+/**
+ * A `replies:` file relative to the agent; empty = `replies.yaml` beside it.
+ */
+script?: string | null, } | { "mode": "none" } | { "mode": "replay", 
+/**
+ * Relative to the agent; empty = `<agent stem>.cassette.json` (or `cassette.json`) beside it.
+ */
+cassette?: string | null, 
+/**
+ * A request that differs from the recording fails the call.
+ */
+strict?: boolean | null, } | { "mode": "live", 
+/**
+ * The model for agents and nodes that name none (this run only); absent = the
+ * configured default.
+ */
+model?: string | null, };
+
+/**
+ * What `run_start` and `run_resume` answer.
+ */
+export type RunInfo = { run: string, 
+/**
+ * Where the JSONL trace is written (null when it could not be created).
+ */
+trace: string | null, agent: string, dialect: "sherma" | "loki", 
+/**
+ * What answers LLM calls, for the status line: "scripted: replies.yaml (3 replies)".
+ */
+llm: string, 
+/**
+ * Set for a durable run: the run store it writes to.
+ */
+durable?: string, };
+
+/**
+ * What `runs_list` answers.
+ */
+export type RunsList = { 
+/**
+ * The run store's file.
+ */
+db: string, runs: Array<RunRecord>, };
+
+/**
+ * What `open_trace` answers.
+ */
+export type TraceFile = { path: string, 
+/**
+ * Events as the trace holds them (the engine's `Event`s as JSON).
+ */
+events: Array<Event>, };
+
+/**
+ * What `trace_state_at` answers: a recorded run's state after a step and after the step
+ * before, and why they may not be what the engine held.
+ */
+export type TraceStateAt = { 
+/**
+ * The state after the step (a JSON object).
+ */
+state: { [key in string]?: JsonValue }, 
+/**
+ * The state after the step before; null for step 0.
+ */
+prev: { [key in string]?: JsonValue } | null, 
+/**
+ * Why the states may differ from what the engine held; null when they are exact.
+ */
+warning: string | null, };
+
+/**
+ * What `settings_get` answers.
+ */
+export type Settings = { 
+/**
+ * The provider file (written by `settings_save`).
+ */
+path: string | null, 
+/**
+ * The file exists but cannot be read or parsed (saving is then refused).
+ */
+file_error: string | null, 
+/**
+ * The file's `default_model`.
+ */
+default_model: string | null, 
+/**
+ * `SWITCHYARD_MODEL` when set: it wins over `default_model`.
+ */
+default_model_env: string | null, keyring: KeyringInfo, providers: Array<ProviderInfo>, };
+
+export type KeyringInfo = { available: boolean, 
+/**
+ * Why it is not (null when it is).
+ */
+message: string | null, };
+
+export type ProviderInfo = { name: string, 
+/**
+ * Known to the engine without configuration.
+ */
+builtin: boolean, 
+/**
+ * Has an entry in the provider file.
+ */
+configured: boolean, wire: "openai" | "anthropic" | null, base_url: string | null, 
+/**
+ * The variable whose value overrides the base URL, when it is set.
+ */
+base_url_env: string | null, 
+/**
+ * The environment variable the key is read from (`OPENAI_API_KEY`).
+ */
+key_var: string, key_source: KeySource | null, 
+/**
+ * The key with all but its first and last characters hidden (`sk-…9f3a`).
+ */
+key_masked: string | null, 
+/**
+ * A local server that works without a key.
+ */
+key_optional: boolean, models: Array<string>, timeout_s: number | null, 
+/**
+ * Why calls to it cannot go anywhere (unknown wire format / base URL).
+ */
+error: string | null, };
+
+/**
+ * Where a key comes from, as the page says it.
+ */
+export type KeySource = "env" | "keyring" | "file";
+
+/**
+ * What `settings_save` changes; absent parts are left as they are.
+ */
+export type SettingsChange = { 
+/**
+ * Add or update one provider.
+ */
+provider?: ProviderInput, 
+/**
+ * Remove these providers from the file and their keys from the keyring (a built-in one
+ * goes back to its defaults).
+ */
+remove?: Array<string>, 
+/**
+ * The default model (`provider:name`); `""` clears it; absent leaves it.
+ */
+default_model?: string, };
+
+/**
+ * One provider as the form sends it.
+ */
+export type ProviderInput = { name: string, wire: "openai" | "anthropic" | null, base_url: string | null, models: Array<string>, timeout_s: number | null, 
+/**
+ * A new key; absent or null keeps the stored one.
+ */
+api_key: string | null, 
+/**
+ * Forget the stored key (keyring and file).
+ */
+clear_key: boolean, };
+
+/**
+ * What `settings_save` answers.
+ */
+export type SaveResult = { settings: Settings, 
+/**
+ * Where a new key went.
+ */
+key_stored: KeySource | null, 
+/**
+ * What to tell the user (e.g. the keyring was unavailable and the key went to the file).
+ */
+message: string | null, };
+
+/**
+ * What `settings_test_provider` answers.
+ */
+export type ProbeResult = { status: ProbeStatus, message: string, 
+/**
+ * Models the server lists (when it does).
+ */
+models: Array<string>, };
+
+export type ProbeStatus = "reachable" | "auth_error" | "unreachable" | "error";
+
+/**
+ * What `llm_models` answers.
+ */
+export type ModelsInfo = { models: Array<DocModel>, 
+/**
+ * The configured default model (`SWITCHYARD_MODEL`, else the file's), for nodes that
+ * name none.
+ */
+default_model: string | null, 
+/**
+ * Models to offer as a run's default: the default, the document's, and every provider's
+ * `models` list, each once.
+ */
+choices: Array<string>, };
+
+export type DocModel = { 
+/**
+ * `provider:name`.
+ */
+model: string, 
+/**
+ * Where the document names it (`agent.yaml: llm \`gpt\``).
+ */
+origin: string, 
+/**
+ * The provider is known and has a key (or needs none).
+ */
+ready: boolean, 
+/**
+ * Why it cannot be called (the run would refuse to start with this message).
+ */
+problem: string | null, };
