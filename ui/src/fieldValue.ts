@@ -1,5 +1,5 @@
 // Conversions between field values (JSON from the engine) and the text the inspector edits.
-import type { SchemaType } from './types';
+import type { JsonValue, SchemaType } from './types';
 
 export const TEXT_KINDS = new Set(['string', 'path', 'node_ref', 'cel', 'cel_condition', 'template']);
 export const STRUCT_KINDS = new Set(['list', 'map', 'object', 'any', 'one_of']);
@@ -38,7 +38,7 @@ export function structToText(v: unknown): string {
   return JSON.stringify(v, null, 2);
 }
 
-function scalar(s: string): unknown {
+function scalar(s: string): JsonValue {
   const t = s.trim();
   if (t === '') return '';
   try {
@@ -54,7 +54,7 @@ function scalar(s: string): unknown {
  * Parse inspector text for a structured field. Accepts JSON, and a YAML-ish form for lists
  * (`- item` per line) and mappings (`key: value` per line). Returns `{value}` or `{error}`.
  */
-export function parseStruct(text: string, type: SchemaType): { value: unknown } | { error: string } {
+export function parseStruct(text: string, type: SchemaType): { value: JsonValue } | { error: string } {
   const t = text.trim();
   if (t === '') return { value: null };
   try {
@@ -70,7 +70,7 @@ export function parseStruct(text: string, type: SchemaType): { value: unknown } 
   }
   const mapish = kind === 'map' || kind === 'object' || kind === 'any' || (kind === 'one_of' && type.alternatives?.some((a) => a.kind === 'map' || a.kind === 'object'));
   if (mapish && lines.every((l) => /^\s*[^:\s][^:]*:\s/.test(l) || /^\s*[^:\s][^:]*:$/.test(l))) {
-    const out: Record<string, unknown> = {};
+    const out: { [key: string]: JsonValue } = {};
     for (const l of lines) {
       const i = l.indexOf(':');
       out[l.slice(0, i).trim()] = scalar(l.slice(i + 1));

@@ -1,14 +1,14 @@
 import { useEffect, useRef, useState } from 'react';
 import { useAppStore } from '../store';
 import { BUILTIN_CONDITIONS, STRUCT_KINDS, exprKind, parseNumber, parseStruct, structToText } from '../fieldValue';
-import type { ExprError, SchemaField } from '../types';
+import type { ExprError, JsonValue, SchemaField } from '../types';
 
 export interface FieldEditorProps {
   field: SchemaField;
   value: unknown;
   nodeIds: string[];
   /** Commit a new value (null removes the key). */
-  onCommit(value: unknown): void;
+  onCommit(value: JsonValue): void;
 }
 
 const CHECK_DELAY_MS = 300;

@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import { kindStyle } from '../flow';
 import { removeEdgeOp, selectSelectedEdge, selectSelectedNode, useApp, useAppStore } from '../store';
-import type { PathSeg, SchemaField, ViewNode } from '../types';
+import type { JsonValue, PathSeg, SchemaField, ViewNode } from '../types';
 import { BranchEditor } from './BranchEditor';
 import { FieldEditor } from './FieldEditor';
 
@@ -53,7 +53,7 @@ function NodeInspector({ node }: { node: ViewNode }) {
   const base: PathSeg[] = dialect === 'sherma' ? ['args'] : [];
   const style = kindStyle(node.kind);
 
-  const commit = (field: SchemaField) => (value: unknown) =>
+  const commit = (field: SchemaField) => (value: JsonValue) =>
     void store.getState().edit({ op: 'set_field', node: node.id, path: [...base, field.name], value });
 
   const fields = (schema?.fields ?? []).filter((f) => !(dialect !== 'sherma' && HIDDEN_FIELDS.has(f.name)));

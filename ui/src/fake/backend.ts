@@ -3,9 +3,10 @@
 // so the UI can be exercised end to end. Dev/test only: production code must not import this
 // folder (eslint.config.js), and `npm run check:bundle` fails if it reaches the production bundle.
 import type { Backend } from '../backend';
-import type { DocumentChanged, EditOp, ExprError, RecoveryOffer, View } from '../types';
-import type { DebugEvent, DurableRun, RunBatch, RunInfo, TraceFile } from '../debug/types';
+import type { DocumentChanged, EditOp, ExprError, JsonValue, RecoveryOffer, View } from '../types';
+import type { DebugEvent, DurableRun, RunBatch, RunInfo, TraceFile, TraceStateAt } from '../debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Settings, SettingsChange } from '../settings/types';
+import { viewEdge, viewNode } from './demo';
 
 export interface FakeCall {
   cmd: string;
@@ -358,7 +359,9 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         const all = fake.traces[path] ?? (fake.trace?.path === path ? fake.trace.events : null) ?? (own ? runEvents[own[1]] : null);
         if (!all) throw { message: `cannot read the trace ${path}: No such file or directory (os error 2)` };
         const evs = events == null ? all : all.slice(0, events);
-        return { state: foldTrace(evs, step), prev: step > 0 ? foldTrace(evs, step - 1) : null, warning: fake.traceWarning };
+        // The fake folds plain objects; the engine's states are JSON objects.
+        type State = TraceStateAt['state'];
+        return { state: foldTrace(evs, step) as State, prev: step > 0 ? (foldTrace(evs, step - 1) as State) : null, warning: fake.traceWarning };
       }),
     async onRunEvents(cb) {
       runListeners.add(cb);
@@ -454,7 +457,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       case 'add_node': {
         if (v.nodes.some((n) => n.id === op.name)) throw { message: `a node named \`${op.name}\` already exists` };
         const maxY = v.nodes.reduce((m, n) => Math.max(m, n.y), 0);
-        v.nodes.push({ id: op.name, kind: op.kind, derived: false, summary: '', x: 0, y: maxY + 100, w: 220, h: 64, data: { name: op.name, type: op.kind }, errors: 0, warnings: 0 });
+        v.nodes.push(viewNode({ id: op.name, kind: op.kind, y: maxY + 100, data: { name: op.name, type: op.kind } }));
         break;
       }
       case 'delete_node':
@@ -469,7 +472,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         }
         break;
       case 'add_edge':
-        v.edges.push({ id: `e${v.revision}_${v.edges.length}`, from: op.from, to: op.to, kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: v.edges.length });
+        v.edges.push(viewEdge({ id: `e${v.revision}_${v.edges.length}`, from: op.from, to: op.to, kind: 'static', order: v.edges.length }));
         break;
       case 'remove_edge':
         v.edges = v.edges.filter((e) => !(e.from === op.from && e.to === op.to && e.kind === op.kind && (op.index === undefined || e.index === op.index)));
@@ -477,12 +480,13 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       case 'set_field': {
         const n = v.nodes.find((x) => x.id === op.node);
         if (n) {
-          const data = (n.data && typeof n.data === 'object' ? n.data : {}) as Record<string, unknown>;
-          let cur: Record<string, unknown> = data;
+          type Obj = { [key: string]: JsonValue };
+          const data = (n.data && typeof n.data === 'object' ? n.data : {}) as Obj;
+          let cur: Obj = data;
           op.path.slice(0, -1).forEach((k) => {
             const key = String(k);
             if (typeof cur[key] !== 'object' || cur[key] === null) cur[key] = {};
-            cur = cur[key] as Record<string, unknown>;
+            cur = cur[key] as Obj;
           });
           const last = String(op.path[op.path.length - 1]);
           if (op.value === null) delete cur[last];

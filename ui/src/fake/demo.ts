@@ -1,5 +1,18 @@
 // A demo document (support-triage, sherma) used by `npm run dev` outside Tauri and by the tests.
-import type { SchemaObj, SchemaType, View } from '../types';
+import type { SchemaObj, SchemaType, View, ViewEdge, ViewNode } from '../types';
+
+/** A view node with the engine's defaults for what `n` leaves out (fixtures stay short). */
+export function viewNode(n: Pick<ViewNode, 'id' | 'kind'> & Partial<ViewNode>): ViewNode {
+  return {
+    derived: false, summary: '', dynamic_next: false, order: 0, line: null, end_line: null,
+    x: 0, y: 0, w: 220, h: 64, pinned: false, data: null, errors: 0, warnings: 0, ...n,
+  };
+}
+
+/** A view edge with the engine's defaults for what `e` leaves out. */
+export function viewEdge(e: Pick<ViewEdge, 'id' | 'from' | 'to' | 'kind'> & Partial<ViewEdge>): ViewEdge {
+  return { label: null, derived: false, dynamic: false, fanout: false, order: 0, index: null, ...e };
+}
 
 const REF: SchemaType = { kind: 'object', object: { name: 'registry ref', fields: [{ name: 'id', type: { kind: 'string' }, required: true, doc: 'id' }, { name: 'version', type: { kind: 'string' }, required: false, doc: 'version' }], open: false } };
 const PROMPT_ITEM: SchemaObj = {
@@ -48,30 +61,33 @@ export function demoView(): View {
     dialect: 'sherma',
     text: DEMO_TEXT,
     dirty: false,
+    conflict: false,
+    width: 520,
+    height: 640,
     can_undo: false,
     can_redo: false,
     revision: 1,
     agents: ['support-triage'],
     agent: 'support-triage',
     nodes: [
-      { id: '__start__', kind: '__start__', derived: false, x: 50, y: 0, w: 120, h: 40, line: null, end_line: null, data: null, errors: 0, warnings: 0 },
-      { id: 'start', kind: 'set_state', derived: false, summary: 'turns, status', order: 0, line: 40, end_line: 45, x: 0, y: 100, w: 220, h: 64, data: { name: 'start', type: 'set_state', args: { values: { turns: '0', status: '"open"' } } }, errors: 0, warnings: 0 },
-      { id: 'answer', kind: 'call_llm', derived: false, summary: 'gpt-4o-mini · 1 tool', order: 1, line: 47, end_line: 59, x: 0, y: 220, w: 220, h: 64, data: { name: 'answer', type: 'call_llm', args: { llm: { id: 'assistant' }, prompt: [{ role: 'system', content: 'prompts["triage"]["instructions"]' }, { role: 'messages', content: 'state.messages' }], tools: [{ id: 'lookup_order' }], state_updates: { messages: '[llm_response]' } } }, errors: 0, warnings: 1 },
-      { id: 'count', kind: 'data_transform', derived: false, summary: '{"turns": state.turns + 1}', order: 2, line: 61, end_line: 64, x: 0, y: 340, w: 220, h: 64, data: { name: 'count', type: 'data_transform', args: { expression: '{"turns": state.turns + 1}' } }, errors: 0, warnings: 0 },
-      { id: 'confirm', kind: 'interrupt', derived: false, summary: 'state.messages[size(state.messages) - 1].content', order: 3, line: 66, end_line: 69, x: 0, y: 460, w: 220, h: 64, data: { name: 'confirm', type: 'interrupt', args: { value: 'state.messages[size(state.messages) - 1].content' } }, errors: 1, warnings: 0 },
-      { id: 'answer_tools', kind: 'tool_node', derived: true, summary: 'tools of answer', x: 300, y: 220, w: 220, h: 64, line: null, end_line: null, data: null, errors: 0, warnings: 0 },
-      { id: '__end__', kind: '__end__', derived: false, x: 50, y: 600, w: 120, h: 40, line: null, end_line: null, data: null, errors: 0, warnings: 0 },
+      viewNode({ id: '__start__', kind: '__start__', derived: false, x: 50, y: 0, w: 120, h: 40, line: null, end_line: null, data: null, errors: 0, warnings: 0 }),
+      viewNode({ id: 'start', kind: 'set_state', derived: false, summary: 'turns, status', order: 0, line: 40, end_line: 45, x: 0, y: 100, w: 220, h: 64, data: { name: 'start', type: 'set_state', args: { values: { turns: '0', status: '"open"' } } }, errors: 0, warnings: 0 }),
+      viewNode({ id: 'answer', kind: 'call_llm', derived: false, summary: 'gpt-4o-mini · 1 tool', order: 1, line: 47, end_line: 59, x: 0, y: 220, w: 220, h: 64, data: { name: 'answer', type: 'call_llm', args: { llm: { id: 'assistant' }, prompt: [{ role: 'system', content: 'prompts["triage"]["instructions"]' }, { role: 'messages', content: 'state.messages' }], tools: [{ id: 'lookup_order' }], state_updates: { messages: '[llm_response]' } } }, errors: 0, warnings: 1 }),
+      viewNode({ id: 'count', kind: 'data_transform', derived: false, summary: '{"turns": state.turns + 1}', order: 2, line: 61, end_line: 64, x: 0, y: 340, w: 220, h: 64, data: { name: 'count', type: 'data_transform', args: { expression: '{"turns": state.turns + 1}' } }, errors: 0, warnings: 0 }),
+      viewNode({ id: 'confirm', kind: 'interrupt', derived: false, summary: 'state.messages[size(state.messages) - 1].content', order: 3, line: 66, end_line: 69, x: 0, y: 460, w: 220, h: 64, data: { name: 'confirm', type: 'interrupt', args: { value: 'state.messages[size(state.messages) - 1].content' } }, errors: 1, warnings: 0 }),
+      viewNode({ id: 'answer_tools', kind: 'tool_node', derived: true, summary: 'tools of answer', x: 300, y: 220, w: 220, h: 64, line: null, end_line: null, data: null, errors: 0, warnings: 0 }),
+      viewNode({ id: '__end__', kind: '__end__', derived: false, x: 50, y: 600, w: 120, h: 40, line: null, end_line: null, data: null, errors: 0, warnings: 0 }),
     ],
     edges: [
-      { id: 'e0', from: '__start__', to: 'start', kind: 'entry', label: null, derived: false, dynamic: false, fanout: false, order: 0 },
-      { id: 'e1', from: 'start', to: 'answer', kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: 1 },
-      { id: 'e2', from: 'answer', to: 'answer_tools', kind: 'branch', label: 'has_tool_calls', derived: true, dynamic: false, fanout: false, order: 2 },
-      { id: 'e3', from: 'answer', to: 'count', kind: 'default', label: 'default', derived: false, dynamic: false, fanout: false, order: 3 },
-      { id: 'e4', from: 'count', to: 'confirm', kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: 4 },
-      { id: 'e5', from: 'confirm', to: '__end__', kind: 'branch', label: 'state.messages[size(state.messages) - 1].content.lowerAscii().contains("done")', derived: false, dynamic: false, fanout: false, order: 5, index: 0 },
-      { id: 'e6', from: 'confirm', to: '__end__', kind: 'branch', label: 'state.turns >= 3', derived: false, dynamic: false, fanout: false, order: 6, index: 1 },
-      { id: 'e7', from: 'confirm', to: 'answer', kind: 'default', label: 'default', derived: false, dynamic: false, fanout: false, order: 7 },
-      { id: 'e8', from: 'answer_tools', to: 'answer', kind: 'static', label: null, derived: true, dynamic: false, fanout: false, order: 8 },
+      viewEdge({ id: 'e0', from: '__start__', to: 'start', kind: 'entry', label: null, derived: false, dynamic: false, fanout: false, order: 0 }),
+      viewEdge({ id: 'e1', from: 'start', to: 'answer', kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: 1 }),
+      viewEdge({ id: 'e2', from: 'answer', to: 'answer_tools', kind: 'branch', label: 'has_tool_calls', derived: true, dynamic: false, fanout: false, order: 2 }),
+      viewEdge({ id: 'e3', from: 'answer', to: 'count', kind: 'default', label: 'default', derived: false, dynamic: false, fanout: false, order: 3 }),
+      viewEdge({ id: 'e4', from: 'count', to: 'confirm', kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: 4 }),
+      viewEdge({ id: 'e5', from: 'confirm', to: '__end__', kind: 'branch', label: 'state.messages[size(state.messages) - 1].content.lowerAscii().contains("done")', derived: false, dynamic: false, fanout: false, order: 5, index: 0 }),
+      viewEdge({ id: 'e6', from: 'confirm', to: '__end__', kind: 'branch', label: 'state.turns >= 3', derived: false, dynamic: false, fanout: false, order: 6, index: 1 }),
+      viewEdge({ id: 'e7', from: 'confirm', to: 'answer', kind: 'default', label: 'default', derived: false, dynamic: false, fanout: false, order: 7 }),
+      viewEdge({ id: 'e8', from: 'answer_tools', to: 'answer', kind: 'static', label: null, derived: true, dynamic: false, fanout: false, order: 8 }),
     ],
     diagnostics: [
       { severity: 'warning', code: 'demo-warning', message: 'node `answer` binds a tool that has no description', file: '/demo/agent.yaml', line: 57, column: 17, end_line: 57, end_column: 33, hint: 'add a docstring to tools.lookup_order', node: 'answer' },
@@ -84,15 +100,17 @@ export function demoView(): View {
 
 /** A Loki view modelled on agents/release-gate (dynamic script edges, fan-out, approval routes). */
 export function lokiView(): View {
-  const node = (id: string, kind: string, summary: string, y: number, x = 0, extra: Partial<View['nodes'][number]> = {}) => ({
-    id, kind, derived: false, summary, x, y, w: 220, h: 64, line: 1, end_line: 2, data: { type: kind }, errors: 0, warnings: 0, ...extra,
-  });
+  const node = (id: string, kind: string, summary: string, y: number, x = 0, extra: Partial<ViewNode> = {}) =>
+    viewNode({ id, kind, summary, x, y, line: 1, end_line: 2, data: { type: kind }, ...extra });
   return {
     path: '/demo/release-gate/graph.yaml',
     file_name: 'graph.yaml',
     dialect: 'loki',
     text: 'version: "1.0"\n',
     dirty: true,
+    conflict: false,
+    width: 590,
+    height: 664,
     can_undo: true,
     can_redo: false,
     revision: 3,
@@ -109,16 +127,16 @@ export function lokiView(): View {
       node('held', 'end', 'Held: {{summary}}', 600, 150),
     ],
     edges: [
-      { id: 'e0', from: 'plan', to: 'lint', kind: 'next', label: null, derived: false, dynamic: false, fanout: true },
-      { id: 'e1', from: 'plan', to: 'tests', kind: 'next', label: null, derived: false, dynamic: false, fanout: true },
-      { id: 'e2', from: 'lint', to: 'summarise', kind: 'next', label: null, derived: false, dynamic: false },
-      { id: 'e3', from: 'tests', to: 'summarise', kind: 'next', label: null, derived: false, dynamic: false },
-      { id: 'e4', from: 'summarise', to: 'approve', kind: 'next', label: null, derived: false, dynamic: false },
-      { id: 'e5', from: 'approve', to: 'shipped', kind: 'route', label: 'ship', derived: true, dynamic: false, index: 0 },
-      { id: 'e6', from: 'approve', to: 'held', kind: 'route', label: 'hold', derived: true, dynamic: false, index: 1 },
-      { id: 'e7', from: 'approve', to: 'note', kind: 'on_other', label: 'other', derived: true, dynamic: false },
-      { id: 'e8', from: 'note', to: 'shipped', kind: 'next', label: null, derived: false, dynamic: false },
-      { id: 'e9', from: 'plan', to: 'held', kind: 'next', label: null, derived: true, dynamic: true },
+      viewEdge({ id: 'e0', from: 'plan', to: 'lint', kind: 'next', label: null, derived: false, dynamic: false, fanout: true }),
+      viewEdge({ id: 'e1', from: 'plan', to: 'tests', kind: 'next', label: null, derived: false, dynamic: false, fanout: true }),
+      viewEdge({ id: 'e2', from: 'lint', to: 'summarise', kind: 'next', label: null, derived: false, dynamic: false }),
+      viewEdge({ id: 'e3', from: 'tests', to: 'summarise', kind: 'next', label: null, derived: false, dynamic: false }),
+      viewEdge({ id: 'e4', from: 'summarise', to: 'approve', kind: 'next', label: null, derived: false, dynamic: false }),
+      viewEdge({ id: 'e5', from: 'approve', to: 'shipped', kind: 'route', label: 'ship', derived: true, dynamic: false, index: 0 }),
+      viewEdge({ id: 'e6', from: 'approve', to: 'held', kind: 'route', label: 'hold', derived: true, dynamic: false, index: 1 }),
+      viewEdge({ id: 'e7', from: 'approve', to: 'note', kind: 'on_other', label: 'other', derived: true, dynamic: false }),
+      viewEdge({ id: 'e8', from: 'note', to: 'shipped', kind: 'next', label: null, derived: false, dynamic: false }),
+      viewEdge({ id: 'e9', from: 'plan', to: 'held', kind: 'next', label: null, derived: true, dynamic: true }),
     ],
     diagnostics: [],
     node_kinds: ['agent', 'script', 'approval', 'input', 'llm', 'rag', 'end', 'map'],
@@ -153,7 +171,7 @@ export function bigView(n: number, chain = false): View {
     v.text = lines.join('\n') + '\n';
   }
   const kinds = ['call_llm', 'data_transform', 'set_state', 'interrupt', 'custom'];
-  v.nodes = Array.from({ length: n }, (_, i) => ({
+  v.nodes = Array.from({ length: n }, (_, i) => viewNode({
     id: `n${i}`,
     kind: kinds[i % kinds.length],
     derived: i % 17 === 5,
@@ -170,8 +188,8 @@ export function bigView(n: number, chain = false): View {
   }));
   v.edges = [];
   for (let i = 20; i < n; i++) {
-    v.edges.push({ id: `s${i}`, from: `n${i - 20}`, to: `n${i}`, kind: 'static', label: null, derived: false, dynamic: false, fanout: false });
-    if (i % 7 === 0) v.edges.push({ id: `b${i}`, from: `n${i - 19}`, to: `n${i}`, kind: 'branch', label: `state.k == ${i}`, derived: false, dynamic: false, fanout: false, index: 0 });
+    v.edges.push(viewEdge({ id: `s${i}`, from: `n${i - 20}`, to: `n${i}`, kind: 'static' }));
+    if (i % 7 === 0) v.edges.push(viewEdge({ id: `b${i}`, from: `n${i - 19}`, to: `n${i}`, kind: 'branch', label: `state.k == ${i}`, index: 0 }));
   }
   v.diagnostics = [];
   return v;

@@ -3,7 +3,7 @@ import { act, fireEvent, render, screen, waitFor, within } from '@testing-librar
 import { App } from '../App';
 import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
-import { demoView, lokiView } from '../fake/demo';
+import { demoView, lokiView, viewNode } from '../fake/demo';
 
 async function renderApp(view = demoView() as ReturnType<typeof demoView> | null, recent: string[] = []) {
   const backend = createFakeBackend(view, recent);
@@ -139,7 +139,7 @@ describe('<App>', () => {
 
   it('the sub-agent open action calls open_path', async () => {
     const v = demoView();
-    v.nodes.push({ id: 'helper', kind: 'call_agent', derived: false, summary: 'helper', x: 300, y: 340, w: 220, h: 64, sub_agent: '/demo/helper.yaml', data: { name: 'helper', type: 'call_agent', args: {} } });
+    v.nodes.push(viewNode({ id: 'helper', kind: 'call_agent', summary: 'helper', x: 300, y: 340, sub_agent: '/demo/helper.yaml', data: { name: 'helper', type: 'call_agent', args: {} } }));
     const { backend } = await renderApp(v);
     fireEvent.click(await screen.findByTestId('open-sub-agent'));
     await waitFor(() => expect(backend.calls.some((c) => c.cmd === 'open_path' && (c.args as { path: string }).path === '/demo/helper.yaml')).toBe(true));

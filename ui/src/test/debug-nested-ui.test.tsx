@@ -9,7 +9,7 @@ import { debugShortcutFor } from '../shortcuts';
 import { statusText } from '../components/debug/DebugToolbar';
 import { nestedCrumbs } from '../components/debug/NestedView';
 import { emptyModel, foldEvents } from '../debug/model';
-import { demoView } from '../fake/demo';
+import { demoView, viewEdge, viewNode } from '../fake/demo';
 import type { View } from '../types';
 import { feed, nextTs, renderApp, type Ev } from './harness';
 
@@ -18,7 +18,7 @@ const FILE = '/agents/researcher.yaml';
 
 /** The nested agent's graph as `nested_view` serves it. */
 function researcherView(): View {
-  const node = (id: string, kind: string, y: number) => ({ id, kind, derived: false, summary: '', x: 0, y, w: 220, h: 64, line: null, end_line: null, data: null, errors: 0, warnings: 0 });
+  const node = (id: string, kind: string, y: number) => viewNode({ id, kind, y });
   return {
     ...demoView(),
     path: FILE,
@@ -27,8 +27,8 @@ function researcherView(): View {
     agent: 'researcher',
     nodes: [node('plan', 'call_llm', 0), node('search', 'tool_node', 120), node('write', 'call_llm', 240)],
     edges: [
-      { id: 'e0', from: 'plan', to: 'search', kind: 'static', label: null, derived: false, dynamic: false, fanout: false, order: 0 },
-      { id: 'e1', from: 'search', to: 'write', kind: 'default', label: 'default', derived: false, dynamic: false, fanout: false, order: 1 },
+      viewEdge({ id: 'e0', from: 'plan', to: 'search', kind: 'static' }),
+      viewEdge({ id: 'e1', from: 'search', to: 'write', kind: 'default', label: 'default', order: 1 }),
     ],
     diagnostics: [],
   };

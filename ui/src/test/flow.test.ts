@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HANDLE_SIZE, createFlowMapper, edgeLabel, edgeStroke, nodeHandles, toFlowEdge, toFlowNode } from '../flow';
-import { demoView, lokiView } from '../fake/demo';
+import { demoView, lokiView, viewEdge, viewNode } from '../fake/demo';
 
 describe('View → React Flow mapping', () => {
   it('maps nodes with kind, position, size and derived/marker flags', () => {
@@ -21,14 +21,14 @@ describe('View → React Flow mapping', () => {
 
   it('labels edges: conditions, default, fallback, other, dynamic and fan-out', () => {
     const base = { id: 'x', from: 'a', to: 'b', derived: false, dynamic: false, fanout: false };
-    expect(edgeLabel({ ...base, kind: 'branch', label: 'state.x > 1' })).toBe('state.x > 1');
-    expect(edgeLabel({ ...base, kind: 'route', label: 'ship' })).toBe('ship');
-    expect(edgeLabel({ ...base, kind: 'default', label: null })).toBe('default');
-    expect(edgeLabel({ ...base, kind: 'fallback', label: null })).toBe('fallback');
-    expect(edgeLabel({ ...base, kind: 'on_other', label: null })).toBe('other');
-    expect(edgeLabel({ ...base, kind: 'next', label: null, dynamic: true })).toBe('dynamic');
-    expect(edgeLabel({ ...base, kind: 'next', label: null, fanout: true })).toBe('fan-out');
-    expect(edgeLabel({ ...base, kind: 'static', label: null })).toBeNull();
+    expect(edgeLabel(viewEdge({ ...base, kind: 'branch', label: 'state.x > 1' }))).toBe('state.x > 1');
+    expect(edgeLabel(viewEdge({ ...base, kind: 'route', label: 'ship' }))).toBe('ship');
+    expect(edgeLabel(viewEdge({ ...base, kind: 'default', label: null }))).toBe('default');
+    expect(edgeLabel(viewEdge({ ...base, kind: 'fallback', label: null }))).toBe('fallback');
+    expect(edgeLabel(viewEdge({ ...base, kind: 'on_other', label: null }))).toBe('other');
+    expect(edgeLabel(viewEdge({ ...base, kind: 'next', label: null, dynamic: true }))).toBe('dynamic');
+    expect(edgeLabel(viewEdge({ ...base, kind: 'next', label: null, fanout: true }))).toBe('fan-out');
+    expect(edgeLabel(viewEdge({ ...base, kind: 'static', label: null }))).toBeNull();
   });
 
   it('styles derived edges dashed and dynamic edges distinctly', () => {
@@ -88,7 +88,7 @@ describe('View → React Flow mapping', () => {
   it('handles 2,000 nodes quickly and keeps them all', () => {
     const v = demoView();
     const nodes = Array.from({ length: 2000 }, (_, i) => ({ ...v.nodes[1], id: `n${i}`, x: (i % 40) * 240, y: Math.floor(i / 40) * 100 }));
-    const edges = nodes.slice(1).map((n, i) => ({ id: `e${i}`, from: `n${i}`, to: n.id, kind: 'static' }));
+    const edges = nodes.slice(1).map((n, i) => viewEdge({ id: `e${i}`, from: `n${i}`, to: n.id, kind: 'static' }));
     const m = createFlowMapper();
     const t0 = performance.now();
     const a = m.nodes(nodes, null);
@@ -101,18 +101,18 @@ describe('View → React Flow mapping', () => {
   });
 
   it('single helpers', () => {
-    expect(toFlowNode({ id: 'a', kind: 'llm', derived: false, x: 1, y: 2 }).width).toBe(220);
-    expect(toFlowEdge({ id: 'e', from: 'a', to: 'b', kind: 'fallback' }).data?.label).toBe('fallback');
+    expect(toFlowNode(viewNode({ id: 'a', kind: 'llm', derived: false, x: 1, y: 2 })).width).toBe(220);
+    expect(toFlowEdge(viewEdge({ id: 'e', from: 'a', to: 'b', kind: 'fallback' })).data?.label).toBe('fallback');
   });
 
   it('declares the handles of every node, so React Flow can cull nodes it has not measured', () => {
-    const n = toFlowNode({ id: 'a', kind: 'llm', derived: false, x: 1, y: 2, w: 200, h: 50 });
+    const n = toFlowNode(viewNode({ id: 'a', kind: 'llm', derived: false, x: 1, y: 2, w: 200, h: 50 }));
     expect(n.handles).toEqual(nodeHandles(200, 50));
     const [target, source] = nodeHandles(200, 50);
     // Top-centre target and bottom-centre source, centred on the node's edges like .sy-handle.
     expect(target).toMatchObject({ type: 'target', position: 'top', x: 100 - HANDLE_SIZE / 2, y: -HANDLE_SIZE / 2 });
     expect(source).toMatchObject({ type: 'source', position: 'bottom', x: 100 - HANDLE_SIZE / 2, y: 50 - HANDLE_SIZE / 2 });
-    const marker = toFlowNode({ id: '__start__', kind: '__start__', derived: true, x: 0, y: 0 });
+    const marker = toFlowNode(viewNode({ id: '__start__', kind: '__start__', derived: true, x: 0, y: 0, w: 120, h: 40 }));
     expect(marker.handles?.[1]).toMatchObject({ x: 60 - HANDLE_SIZE / 2, y: 40 - HANDLE_SIZE / 2 });
   });
 });

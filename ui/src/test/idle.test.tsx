@@ -32,7 +32,7 @@ describe('big documents', () => {
   it('build the source editor (text, lint) and the minimap after the canvas', async () => {
     const view = bigView(800, true);
     expect(view.text.length).toBeGreaterThan(DEFER_EDITOR_CHARS);
-    view.diagnostics = [{ severity: 'warning', code: 'W1', message: 'look here', file: view.file_name ?? '', line: 3, column: 3, end_line: 3, end_column: 8 }];
+    view.diagnostics = [{ severity: 'warning', code: 'W1', message: 'look here', file: view.file_name ?? '', line: 3, column: 3, end_line: 3, end_column: 8, hint: null }];
     const store = createAppStore(createFakeBackend(view));
     render(<App store={store} />);
     await waitFor(() => expect(screen.getAllByTestId('node').length).toBeGreaterThan(0));

@@ -64,7 +64,7 @@ describe('source view helpers', () => {
       doc,
       [
         { severity: 'error', code: 'x', message: 'bad', file: '/a/agent.yaml', line: 2, column: 2, end_line: 2, end_column: 4, hint: 'fix it' },
-        { severity: 'warning', code: 'y', message: 'other file', file: '/a/other.yaml', line: 1, column: 1, end_line: 1, end_column: 2 },
+        { severity: 'warning', code: 'y', message: 'other file', file: '/a/other.yaml', line: 1, column: 1, end_line: 1, end_column: 2, hint: null },
       ],
       'agent.yaml',
     );

@@ -453,7 +453,7 @@ const SURFACES: Surface[] = [
       s.app.setState({
         view: {
           ...view,
-          diagnostics: [{ severity: 'error', code: 'x', message: p, hint: p, file: 'a.yaml', line: 1, column: 1, end_line: 1, end_column: 2, node: null }],
+          diagnostics: [{ severity: 'error', code: 'x', message: p, hint: p, file: 'a.yaml', line: 1, column: 1, end_line: 1, end_column: 2 }],
         },
       });
       return mount(s, <Problems />).container;

@@ -5,7 +5,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import '../../debug/debug.css';
 import { errorMessage } from '../../backend';
 import { useDebug, useDebugStore } from '../../debug/store';
-import type { LlmMode, RunConfig } from '../../debug/types';
+import type { JsonValue, LlmMode, RunConfig } from '../../debug/types';
 import type { ModelsInfo } from '../../settings/types';
 import { useApp, useAppStore } from '../../store';
 
@@ -22,7 +22,7 @@ export function needsSettings(message: string | null | undefined): boolean {
 }
 
 /** Parse the initial-state text: empty = none; otherwise a JSON object. */
-export function parseStateText(text: string): { value: Record<string, unknown> | undefined; error: string | null } {
+export function parseStateText(text: string): { value: { [key: string]: JsonValue } | undefined; error: string | null } {
   if (!text.trim()) return { value: undefined, error: null };
   let v: unknown;
   try {
@@ -31,12 +31,12 @@ export function parseStateText(text: string): { value: Record<string, unknown> |
     return { value: undefined, error: `Initial state: not valid JSON (${e instanceof Error ? e.message : String(e)})` };
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return { value: undefined, error: 'Initial state: must be a JSON object, e.g. {"count": 0}' };
-  return { value: v as Record<string, unknown>, error: null };
+  return { value: v as { [key: string]: JsonValue }, error: null };
 }
 
 /** One answer per non-empty line: JSON when the line parses as JSON, otherwise the text. */
-export function parseAnswers(text: string): unknown[] {
-  const out: unknown[] = [];
+export function parseAnswers(text: string): JsonValue[] {
+  const out: JsonValue[] = [];
   for (const raw of text.split('\n')) {
     const line = raw.trim();
     if (!line) continue;
@@ -50,7 +50,7 @@ export function parseAnswers(text: string): unknown[] {
 }
 
 /** The text that `parseAnswers` reads back as `answers`. */
-export function answersText(answers: unknown[] | undefined): string {
+export function answersText(answers: JsonValue[] | undefined): string {
   return (answers ?? [])
     .map((a) => {
       if (typeof a === 'string') {
