@@ -966,6 +966,7 @@ fn build_command(
     }
     // Its own process group, so that closing the run kills whatever the server started too.
     cmd.process_group(0);
+    crate::proctag::limit_tokio(&mut cmd);
     cmd.kill_on_drop(true);
     Ok(cmd)
 }

@@ -11,7 +11,133 @@
 //! environment *and* leaves the group still escapes; nothing short of a cgroup (which needs
 //! privileges a desktop app does not have) catches that.
 
+//!
+//! Every such subprocess also gets **resource limits** ([`Limits`], applied with [`limit`] /
+//! [`limit_tokio`]): CPU seconds, memory (the data segment), and how many more tasks the user may
+//! start, so a fork bomb or a runaway allocation in a script cannot take the machine down. The
+//! defaults are generous; `SWITCHYARD_CHILD_CPU_SECS`, `SWITCHYARD_CHILD_MEMORY_MB` and
+//! `SWITCHYARD_CHILD_TASKS` raise or lower them (0: no limit).
+
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::RwLock;
+
+/// Resource limits of the processes a run starts (0 = no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// CPU seconds (`RLIMIT_CPU`): the process gets SIGXCPU, then SIGKILL 5 s later.
+    pub cpu_secs: u64,
+    /// Memory in MiB (`RLIMIT_DATA`: heap and private writable mappings).
+    pub memory_mb: u64,
+    /// How many tasks (processes and threads) the user may run beyond those running on the
+    /// whole machine when the child starts (`RLIMIT_NPROC`, which counts per user).
+    pub extra_tasks: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { cpu_secs: 3600, memory_mb: 8192, extra_tasks: 1024 }
+    }
+}
+
+impl Limits {
+    /// The defaults, changed by `SWITCHYARD_CHILD_CPU_SECS`, `SWITCHYARD_CHILD_MEMORY_MB`,
+    /// `SWITCHYARD_CHILD_TASKS`.
+    pub fn from_env() -> Limits {
+        let get = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(d);
+        let d = Limits::default();
+        Limits {
+            cpu_secs: get("SWITCHYARD_CHILD_CPU_SECS", d.cpu_secs),
+            memory_mb: get("SWITCHYARD_CHILD_MEMORY_MB", d.memory_mb),
+            extra_tasks: get("SWITCHYARD_CHILD_TASKS", d.extra_tasks),
+        }
+    }
+}
+
+static LIMITS: RwLock<Option<Limits>> = RwLock::new(None);
+
+/// The limits children get now.
+pub fn limits() -> Limits {
+    if let Some(l) = *LIMITS.read().unwrap_or_else(|p| p.into_inner()) {
+        return l;
+    }
+    let l = Limits::from_env();
+    *LIMITS.write().unwrap_or_else(|p| p.into_inner()) = Some(l);
+    l
+}
+
+/// Change the limits for children started from now on (the app's settings, tests).
+pub fn set_limits(l: Limits) {
+    *LIMITS.write().unwrap_or_else(|p| p.into_inner()) = Some(l);
+}
+
+/// Every task running on the machine now (`/proc/loadavg`'s total), an upper bound of the
+/// user's own.
+fn tasks_now() -> u64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(3)?.split('/').nth(1)?.parse().ok())
+        .unwrap_or(4096)
+}
+
+/// The `setrlimit` calls for `l`, computed before the fork (nothing but system calls after it).
+fn rlimits(l: Limits) -> Vec<(rustix::process::Resource, rustix::process::Rlimit)> {
+    use rustix::process::{Resource, Rlimit};
+    let mut out = Vec::new();
+    if l.cpu_secs > 0 {
+        out.push((Resource::Cpu, Rlimit { current: Some(l.cpu_secs), maximum: Some(l.cpu_secs + 5) }));
+    }
+    if l.memory_mb > 0 {
+        let bytes = l.memory_mb.saturating_mul(1024 * 1024);
+        out.push((Resource::Data, Rlimit { current: Some(bytes), maximum: Some(bytes) }));
+    }
+    if l.extra_tasks > 0 {
+        let n = tasks_now().saturating_add(l.extra_tasks);
+        out.push((Resource::Nproc, Rlimit { current: Some(n), maximum: Some(n) }));
+    }
+    out
+}
+
+/// Apply the current [`limits`] to a command (std) before it is spawned. A limit the system
+/// refuses to lower is left as it is.
+pub fn limit(cmd: &mut std::process::Command) {
+    limit_with(cmd, limits());
+}
+
+/// Apply `l` to a command (std) before it is spawned.
+pub fn limit_with(cmd: &mut std::process::Command, l: Limits) {
+    use std::os::unix::process::CommandExt;
+    let set = rlimits(l);
+    if set.is_empty() {
+        return;
+    }
+    // SAFETY: only `setrlimit` system calls run between fork and exec (async-signal-safe); the
+    // vector was built before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            for (r, l) in &set {
+                let _ = rustix::process::setrlimit(*r, l.clone());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// [`limit`] for a tokio command.
+pub fn limit_tokio(cmd: &mut tokio::process::Command) {
+    let set = rlimits(limits());
+    if set.is_empty() {
+        return;
+    }
+    // SAFETY: as in `limit`.
+    unsafe {
+        cmd.pre_exec(move || {
+            for (r, l) in &set {
+                let _ = rustix::process::setrlimit(*r, l.clone());
+            }
+            Ok(())
+        });
+    }
+}
 
 /// The variable that carries the tag.
 pub const VAR: &str = "SWITCHYARD_PROC_TAG";
@@ -151,5 +277,38 @@ mod tests {
         assert!(gone(pid), "the daemon {pid} survived");
         assert_eq!(tag.kill_all(), 0, "nothing left");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn children_get_the_limits_and_the_kernel_enforces_them() {
+        let l = Limits { cpu_secs: 1, memory_mb: 128, extra_tasks: 7 };
+        let mut cmd = Command::new("bash");
+        cmd.args(["-c", "ulimit -t; ulimit -d; ulimit -u"]);
+        limit_with(&mut cmd, l);
+        let out = cmd.output().unwrap();
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        assert_eq!(lines[0], "1", "{lines:?}");
+        assert_eq!(lines[1], (128 * 1024).to_string(), "ulimit -d is in KiB: {lines:?}");
+        let tasks: u64 = lines[2].parse().unwrap();
+        assert!(tasks >= 7 && tasks <= tasks_now() + 7 + 64, "{lines:?}");
+
+        // A busy loop is stopped by its CPU limit (SIGXCPU), long before the test's own limit.
+        let t0 = Instant::now();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "while :; do :; done"]);
+        limit_with(&mut cmd, l);
+        let status = cmd.status().unwrap();
+        assert!(!status.success(), "{status:?}");
+        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+
+        // An allocation over the memory limit fails inside the child.
+        if Command::new("python3").arg("--version").output().is_ok() {
+            let mut cmd = Command::new("python3");
+            cmd.args(["-c", "b = bytearray(512 * 1024 * 1024); print(len(b))"]);
+            limit_with(&mut cmd, l);
+            let out = cmd.output().unwrap();
+            assert!(!out.status.success(), "512 MB under a 128 MB limit: {out:?}");
+            assert!(String::from_utf8_lossy(&out.stderr).contains("MemoryError"), "{out:?}");
+        }
     }
 }

@@ -281,7 +281,9 @@ impl PyBridge {
     fn spawn(&self) -> Result<Proc, PyError> {
         let shown = self.python.to_string_lossy().into_owned();
         let tag = crate::proctag::ProcTag::new();
-        let mut child = Command::new(&self.python)
+        let mut command = Command::new(&self.python);
+        crate::proctag::limit(&mut command);
+        let mut child = command
             .arg("-u")
             .arg("-c")
             .arg(BRIDGE_PY)

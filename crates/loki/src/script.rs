@@ -370,8 +370,10 @@ pub(crate) enum Unfinished {
 }
 
 /// Run `cmd` as the leader of a new process group with stdin closed, stdout and stderr read
-/// concurrently into bounded buffers, until it exits, `deadline` passes or `stop` is raised
-/// (the last two kill the whole group). Script nodes and Loki tools run through this.
+/// concurrently into bounded buffers, with the run's resource limits
+/// (`connect::proctag::limits`), until it exits, `deadline` passes or `stop` is raised (the last
+/// two kill the whole group). Whatever it leaves behind is killed when it ends, however it ends.
+/// Script nodes and Loki tools run through this.
 pub(crate) fn run_supervised(
     cmd: &mut Command,
     deadline: Instant,
@@ -383,6 +385,7 @@ pub(crate) fn run_supervised(
         .process_group(0);
     let tag = connect::proctag::ProcTag::new();
     tag.apply(cmd);
+    connect::proctag::limit(cmd);
     let mut child = cmd.spawn().map_err(Unfinished::Spawn)?;
     let group = ProcessGroup(child.id() as i32, tag);
     let out = Capture::start(child.stdout.take(), false);
@@ -405,6 +408,9 @@ pub(crate) fn run_supervised(
         group.kill();
         return Err(Unfinished::Timeout);
     }
+    // Nothing it started outlives it: a `nohup x &` that let go of the pipes, a daemon that
+    // left the group (found by its tag).
+    group.kill();
     let (stdout, stdout_truncated) = out.take();
     let (stderr, _) = err.take();
     Ok(Finished {
@@ -930,6 +936,21 @@ printf '{"doubled": %d, "cwd_marker": "%s", "file_set": "%s"}\n' $((n * 2)) "$(c
         assert!(e.to_string().contains("timed out after 0.500s"), "{e}");
         let (pid, gone) = child_dies(&d);
         assert!(gone, "child {pid} of the script survived the timeout");
+    }
+
+    #[test]
+    fn what_a_script_leaves_running_is_killed_when_it_ends() {
+        let d = Dir::new("nohup");
+        // `nohup … &` with its output redirected lets go of the pipes: the script ends at once,
+        // successfully, and the background process would outlive the run.
+        d.file(
+            "scripts/s.sh",
+            "nohup sleep 60 >/dev/null 2>&1 &\necho $! > child.pid\necho '{\"ok\": true}'\n",
+        );
+        let out = run_script(&d.0, "scripts/s.sh", &json!({}), Duration::from_secs(20)).unwrap();
+        assert_eq!(out.updates.get("ok"), Some(&json!(true)), "{out:?}");
+        let (pid, gone) = child_dies(&d);
+        assert!(gone, "the background child {pid} outlived the script");
     }
 
     #[test]
