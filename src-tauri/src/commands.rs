@@ -19,17 +19,25 @@ use tauri::{AppHandle, Manager};
 #[derive(Debug, Serialize)]
 pub struct CmdError {
     pub message: String,
+    /// What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs);
+    /// absent for other failures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<&'static str>,
 }
 
 impl CmdError {
     pub fn new(message: impl Into<String>) -> CmdError {
-        CmdError { message: message.into() }
+        CmdError { message: message.into(), code: None }
+    }
+    /// An error the UI tells apart by its `code`.
+    pub fn coded(code: &'static str, message: impl Into<String>) -> CmdError {
+        CmdError { message: message.into(), code: Some(code) }
     }
 }
 
 impl From<String> for CmdError {
     fn from(message: String) -> CmdError {
-        CmdError { message }
+        CmdError { message, code: None }
     }
 }
 

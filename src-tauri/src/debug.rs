@@ -224,6 +224,7 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     let (path, text, selected) = crate::commands::with_session(&app, "starting a run", |s| {
         Ok((s.path().to_path_buf(), s.text().to_string(), s.agent().map(str::to_string)))
     })?;
+    crate::trust::require_trust(&path, &load_str(&path, &text))?;
     // One run at a time: the earlier one is stopped (its drop joins its thread).
     stop_current(&app).await;
     let doc = Arc::new(load_str(&path, &text));
@@ -376,6 +377,7 @@ pub async fn run_resume(
     breakpoints: Option<Vec<Breakpoint>>,
     break_on_error: Option<bool>,
 ) -> Res<RunInfo> {
+    crate::trust::require_trust_of_run(&store::default_db_path(), &id)?;
     stop_current(&app).await;
     let db = store::default_db_path();
     let sink = events_sink(&app);

@@ -10,6 +10,7 @@ mod debug;
 mod recent;
 mod recovery;
 mod settings;
+mod trust;
 mod watch;
 
 use serde::Serialize;
@@ -196,6 +197,10 @@ fn main() {
             settings::settings_save,
             settings::settings_test_provider,
             settings::llm_models,
+            trust::trust_status,
+            trust::trust_folder,
+            trust::trust_forget,
+            trust::trust_confirm_manifest,
         ])
         .run(context);
     if let Err(e) = result {
