@@ -8,13 +8,11 @@
 //! events kept (as in the app); median of 7 after 2 warm-ups. `cargo bench --bench llm_calls`.
 //! Under `cargo test --all-targets` it does nothing.
 
-#[path = "../tests/integration/support/fake_llm.rs"]
-mod fake_llm;
 
 #[path = "peer.rs"]
 mod peer;
 use peer::sherma_python;
-use fake_llm::{FakeLlm, Reply};
+use test_support::fake_llm::{FakeLlm, Reply};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
