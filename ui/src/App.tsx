@@ -23,6 +23,9 @@ import { RunConfigPanel } from './components/debug/RunConfigPanel';
 import { DebugPanel } from './components/debug/DebugPanel';
 import { NestedView } from './components/debug/NestedView';
 import { SettingsDialog } from './components/settings/SettingsDialog';
+import { TrustBanner, TrustQuestion } from './components/TrustBanner';
+import { ManifestDialog } from './components/ManifestDialog';
+import { TrustContext, createTrustStore, useTrust, type TrustState } from './trust/store';
 import { DebugContext, createDebugStore, nestedPause, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
 import type { View } from './types';
 
@@ -38,9 +41,17 @@ export interface DebugHook {
   nested: { run: string; node: string; agent: string; step: number; due: string[]; depth: number } | null;
 }
 
+/** What end-to-end tests read of the open document's trust (null until the shell answered). */
+export interface TrustHook {
+  root: string;
+  trusted: boolean;
+  confirmed: boolean;
+  hash: string;
+}
+
 declare global {
   interface Window {
-    __switchyard?: { ready: boolean; view: View | null; debug?: DebugHook };
+    __switchyard?: { ready: boolean; view: View | null; debug?: DebugHook; trust?: TrustHook | null };
     /** Actions for end-to-end tests that the UI reaches through native dialogs WebDriver cannot
      *  drive (Open trace…): the same store actions the buttons call. */
     __switchyardTest?: { openTrace(path: string): Promise<void>; openPath(path: string): Promise<void> };
@@ -178,6 +189,7 @@ function TestHook() {
   const nested = useDebug(nestedPause);
   const debugStore = useDebugStore();
   const store = useAppStore();
+  const trust = useTrust((s) => s.status);
   useEffect(() => {
     window.__switchyardTest = {
       openTrace: (path) => debugStore.getState().openTrace(path),
@@ -201,6 +213,7 @@ function TestHook() {
               pending,
               nested: nested ? { run: nested.run, node: nested.node, agent: nested.agent, step: nested.step, due: nested.due.slice(), depth: nested.depth } : null,
             },
+            trust: trust ? { root: trust.root, trusted: trust.trusted, confirmed: trust.confirmed, hash: trust.manifest.hash } : null,
           }
         : { ready, view };
   });
@@ -250,6 +263,9 @@ function Shell() {
     <div className={`app ${dark ? 'theme-dark' : 'theme-light'}`} data-testid="app">
       <MemoHeader />
       <RecoveryBanner />
+      <ErrorBoundary label="trust">
+        <TrustBanner />
+      </ErrorBoundary>
       {hasView ? <MemoWorkspace /> : <EmptyState />}
       <ConflictDialog />
       <ErrorBoundary label="run configuration">
@@ -262,6 +278,10 @@ function Shell() {
       <ErrorBoundary label="settings">
         <SettingsDialog />
       </ErrorBoundary>
+      <ErrorBoundary label="run manifest">
+        <TrustQuestion />
+        <ManifestDialog />
+      </ErrorBoundary>
       <Toasts />
       <TestHook />
     </div>
@@ -273,17 +293,23 @@ export interface AppProps {
   store?: StoreApi<AppState>;
   /** A debugger store made by the caller (tests); by default one is made beside the app store. */
   debugStore?: StoreApi<DebugState>;
+  /** A trust store made by the caller (tests); by default one is made beside the app store and
+   *  is the debugger's run gate. */
+  trustStore?: StoreApi<TrustState>;
 }
 
-export function App({ backend, store, debugStore }: AppProps) {
+export function App({ backend, store, debugStore, trustStore }: AppProps) {
   const s = useMemo(() => store ?? createAppStore(backend ?? getBackend()), [store, backend]);
-  const d = useMemo(() => debugStore ?? createDebugStore(s.getState().backend, s), [debugStore, s]);
+  const t = useMemo(() => trustStore ?? createTrustStore(s.getState().backend, s), [trustStore, s]);
+  const d = useMemo(() => debugStore ?? createDebugStore(s.getState().backend, s, t.getState().gate), [debugStore, s, t]);
   return (
     <StoreContext.Provider value={s}>
       <DebugContext.Provider value={d}>
-        <ReactFlowProvider>
-          <Shell />
-        </ReactFlowProvider>
+        <TrustContext.Provider value={t}>
+          <ReactFlowProvider>
+            <Shell />
+          </ReactFlowProvider>
+        </TrustContext.Provider>
       </DebugContext.Provider>
     </StoreContext.Provider>
   );

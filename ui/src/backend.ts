@@ -4,6 +4,7 @@
 import type { DocumentChanged, EditOp, ExprError, Pos, RecoveryOffer, View } from './types';
 import type { Breakpoint, RunBatch, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from './debug/types';
 import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
+import type { TrustStatus } from './contract/trust';
 
 /** `run_control` actions (docs/app-contract.md §5.1). `step_into` steps and pauses inside a
  *  nested run the step starts; `step_out` runs the rest of the nested run paused in. */
@@ -80,6 +81,17 @@ export interface Backend {
   settingsTestProvider(provider: ProviderInput): Promise<ProbeResult>;
   /** The models the open document names and whether each can be called. */
   llmModels(): Promise<ModelsInfo>;
+
+  // Per-folder trust (README "Trust and safety"). Runs are refused by the shell with
+  // `{code: 'untrusted'}` or `{code: 'manifest'}` (see `errorCode`) until these say yes.
+  /** The open document's project root, whether it is trusted, its run manifest, confirmed or not. */
+  trustStatus(): Promise<TrustStatus>;
+  /** Trust the open document's project root. */
+  trustFolder(): Promise<TrustStatus>;
+  /** Stop trusting the open document's folder. */
+  trustForget(): Promise<TrustStatus>;
+  /** Confirm the run manifest with `hash` (refused when the document's manifest is another one). */
+  trustConfirmManifest(hash: string): Promise<TrustStatus>;
 }
 
 /** Normalise whatever a command rejected with into `{message}`. */
@@ -94,6 +106,12 @@ export function errorMessage(e: unknown): string {
   } catch {
     return String(e);
   }
+}
+
+/** The `code` of a refusal the shell tells apart (`untrusted`, `manifest`), else null. */
+export function errorCode(e: unknown): string | null {
+  if (e && typeof e === 'object' && typeof (e as { code?: unknown }).code === 'string') return (e as { code: string }).code;
+  return null;
 }
 
 /** True when a `save` error is a disk conflict (the shell reports `{kind:"conflict"}` or says so). */
@@ -166,6 +184,10 @@ export function createTauriBackend(): Backend {
     settingsSave: (change) => call('settings_save', { change }),
     settingsTestProvider: (provider) => call('settings_test_provider', { provider }),
     llmModels: () => call('llm_models'),
+    trustStatus: () => call('trust_status'),
+    trustFolder: () => call('trust_folder'),
+    trustForget: () => call('trust_forget'),
+    trustConfirmManifest: (hash) => call('trust_confirm_manifest', { hash }),
   };
 }
 

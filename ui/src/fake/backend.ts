@@ -6,6 +6,7 @@ import type { Backend } from '../backend';
 import type { DocumentChanged, EditOp, ExprError, JsonValue, RecoveryOffer, View } from '../types';
 import type { DebugEvent, DurableRun, RunBatch, RunInfo, TraceFile, TraceStateAt } from '../debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Settings, SettingsChange } from '../settings/types';
+import type { RunManifest, TrustStatus } from '../contract/trust';
 import { viewEdge, viewNode } from './demo';
 
 export interface FakeCall {
@@ -61,6 +62,32 @@ export interface FakeBackend extends Backend {
   probe: ProbeResult;
   /** What `llmModels` answers. */
   models: ModelsInfo;
+
+  // Per-folder trust: by default the folder is trusted and the manifest confirmed, so runs start.
+  /** Whether the open document's folder is trusted (false: restricted mode, runs refused). */
+  trusted: boolean;
+  /** The manifest hash confirmed for the open document (null: never). */
+  confirmedHash: string | null;
+  /** The open document's run manifest (set `hash` to something new to "change" it). */
+  manifest: RunManifest;
+  /** The trust commands called, kept apart from `calls`: the status is asked again after every
+   *  edit, and those calls would interleave with the commands other tests look at. */
+  trustCalls: FakeCall[];
+}
+
+/** The fake's default run manifest: one script and one host. */
+export function demoManifest(root = '/demo'): RunManifest {
+  const at = (line: number) => ({ file: `${root}/agent.yaml`, line, column: 5 });
+  return {
+    document: `${root}/agent.yaml`,
+    root,
+    executes: [{ kind: 'script', what: 'scripts/lint.sh', detail: 'bash', ...at(12) }],
+    hosts: [{ kind: 'LLM provider', what: 'api.openai.com', detail: 'live runs of openai:gpt-4o-mini', ...at(4) }],
+    outside_files: [],
+    env_vars: [{ kind: 'variable', what: 'OPENAI_API_KEY', detail: null, ...at(5) }],
+    hash: 'demo-hash-1',
+    inert: false,
+  };
 }
 
 /** The masked form of a key the shell sends (mirrors `settings::mask_key`). */
@@ -211,6 +238,29 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     durableRuns: [],
     changedFiles: [],
     nestedViews: {},
+    trusted: true,
+    confirmedHash: 'demo-hash-1',
+    manifest: demoManifest(),
+    trustCalls: [],
+    trustStatus: () => trustCall('trust_status', undefined, trustStatus),
+    trustFolder: () =>
+      trustCall('trust_folder', undefined, () => {
+        fake.trusted = true;
+        return trustStatus();
+      }),
+    trustForget: () =>
+      trustCall('trust_forget', undefined, () => {
+        fake.trusted = false;
+        return trustStatus();
+      }),
+    trustConfirmManifest: (hash: string) =>
+      trustCall('trust_confirm_manifest', { hash }, () => {
+        if (hash !== fake.manifest.hash) {
+          throw { code: 'manifest', message: 'the run manifest changed while it was shown (the file was edited): look at it again before confirming' };
+        }
+        fake.confirmedHash = hash;
+        return trustStatus();
+      }),
     emitRun(batch) {
       const b = clone(batch);
       if (Array.isArray(b.events)) (runEvents[b.run] ??= []).push(...clone(b.events));
@@ -301,6 +351,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     },
     runStart: (config) =>
       run('run_start', { config }, () => {
+        gate();
         runSeq += 1;
         const info: RunInfo = {
           run: `fake-run-${runSeq}`,
@@ -326,6 +377,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       run('run_resume', { id, force, breakpoints, breakOnError }, () => {
         const r = fake.durableRuns.find((x) => x.id === id);
         if (!r) throw { message: `no run \`${id}\` in the run store /fake/runs.sqlite` };
+        gate();
         if (!['ready', 'paused', 'interrupted'].includes(r.status)) {
           throw { message: `run ${id} has ended (${r.status}); only ready, paused or interrupted runs can be resumed` };
         }
@@ -499,6 +551,43 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         break; // branch ops and doc fields are only recorded
     }
     return v;
+  }
+
+  /** The shell's trust gate (src-tauri/src/trust.rs `require_trust`). */
+  function gate() {
+    const m = fake.manifest;
+    if (!fake.trusted) {
+      throw { code: 'untrusted', message: `Running is blocked: the folder ${m.root} is not trusted (restricted mode).` };
+    }
+    if (fake.confirmedHash !== m.hash) {
+      throw { code: 'manifest', message: `Confirm the run manifest first: what running ${m.document} would execute and contact has not been confirmed yet.` };
+    }
+  }
+
+  function trustStatus(): TrustStatus {
+    const m = fake.manifest;
+    const path = fake.view?.path ?? m.document;
+    return {
+      path,
+      root: m.root,
+      trusted: fake.trusted,
+      trusted_by: fake.trusted ? m.root : null,
+      manifest: clone(m),
+      confirmed: fake.confirmedHash === m.hash,
+      error: null,
+    };
+  }
+
+  async function trustCall(cmd: string, args: unknown, body: () => TrustStatus): Promise<TrustStatus> {
+    fake.trustCalls.push(args === undefined ? { cmd } : { cmd, args: clone(args) });
+    await Promise.resolve();
+    if (failures.has(cmd)) {
+      const err = failures.get(cmd);
+      failures.delete(cmd);
+      throw err;
+    }
+    if (!fake.view) throw { message: 'no document is open' };
+    return body();
   }
 
   async function run<T>(cmd: string, args: unknown, body: () => T): Promise<T> {

@@ -82,6 +82,9 @@ export function controlActions(k: Kit): Actions<ControlAction> {
     async start(mode) {
       const st = get();
       if (st.starting) return;
+      // Per-folder trust: a manifest to confirm first waits for the dialog's Confirm.
+      const retry = () => void get().start(mode);
+      if (k.gate && !k.gate.beforeRun(retry)) return;
       const startMode = mode ?? st.config.start ?? 'continue';
       const before = beginLive(k, { configError: null });
       const cur = get();
@@ -101,6 +104,10 @@ export function controlActions(k: Kit): Actions<ControlAction> {
       } catch (e) {
         const msg = errorMessage(e);
         k.early = [];
+        if (k.gate?.refused(e, retry)) {
+          set({ ...before, starting: false });
+          return;
+        }
         set({ ...before, starting: false, configError: msg });
         k.toast(`Starting the run failed: ${msg}`);
       }
@@ -160,6 +167,12 @@ export function controlActions(k: Kit): Actions<ControlAction> {
       const st = get();
       if (st.starting) return;
       if (st.mode !== 'live' || !st.info) return get().start();
+      // Restarting runs everything again: not in restricted mode.
+      const blocked = k.gate?.blocked() ?? null;
+      if (blocked) {
+        k.toast(`Restart refused: ${blocked}`);
+        return;
+      }
       get().flush();
       archive(k, 'before restart', get().model, st.info.trace);
       await control(k, 'restart', 'Restart');

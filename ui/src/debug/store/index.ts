@@ -22,9 +22,11 @@ import { breakpointActions } from './breakpoints';
 import { controlActions } from './controls';
 import { eventActions } from './events';
 import { historyActions } from './history';
-import { createKit } from './kit';
+import { createKit, type RunGate } from './kit';
 import { runsActions } from './runs';
 import { defaultRunConfig, type DebugState } from './state';
+
+export type { RunGate } from './kit';
 import { stateActions } from './states';
 
 export {
@@ -45,9 +47,10 @@ export {
   type StateView,
 } from './state';
 
-export function createDebugStore(backend: Backend, app: StoreApi<AppState>): StoreApi<DebugState> {
+/** `gate`: per-folder trust asked before every run (the app passes the trust store's). */
+export function createDebugStore(backend: Backend, app: StoreApi<AppState>, gate: RunGate | null = null): StoreApi<DebugState> {
   return createStore<DebugState>()((set, get) => {
-    const k = createKit(backend, app, get, set);
+    const k = createKit(backend, app, get, set, gate);
     return {
       mode: 'idle',
       config: defaultRunConfig(),

@@ -7,8 +7,20 @@ import type { ModelFolder } from '../model';
 import type { RunBatch, RunStatusInfo } from '../types';
 import type { DebugState } from './state';
 
+/** Per-folder trust, asked before a run (src/trust/store.ts implements it; absent: no checks
+ *  here, the shell's refusals are shown as errors). */
+export interface RunGate {
+  /** False when the run must wait (the manifest dialog is shown; `retry` runs after Confirm). */
+  beforeRun(retry: () => void): boolean;
+  /** A run refused by the shell: true when handled (the manifest dialog is shown). */
+  refused(e: unknown, retry: () => void): boolean;
+  /** Why running is refused now (restricted mode), else null. */
+  blocked(): string | null;
+}
+
 export interface Kit {
   backend: Backend;
+  gate: RunGate | null;
   app: StoreApi<AppState>;
   get: () => DebugState;
   set: (patch: Partial<DebugState>) => void;
@@ -37,9 +49,10 @@ export interface Kit {
   nestedRefused: boolean;
 }
 
-export function createKit(backend: Backend, app: StoreApi<AppState>, get: () => DebugState, set: (patch: Partial<DebugState>) => void): Kit {
+export function createKit(backend: Backend, app: StoreApi<AppState>, get: () => DebugState, set: (patch: Partial<DebugState>) => void, gate: RunGate | null = null): Kit {
   return {
     backend,
+    gate,
     app,
     get,
     set,

@@ -52,6 +52,9 @@ export function runsActions(k: Kit): Actions<'openRuns' | 'loadRuns' | 'deleteRu
           return false;
         }
       }
+      // Per-folder trust of the run's file (now the open document): a manifest to confirm first.
+      const retry = () => void get().resumeRun(id, force);
+      if (k.gate && !k.gate.beforeRun(retry)) return false;
       const before = beginLive(k, { runsError: null, runsChanged: null });
       try {
         const cur = get();
@@ -62,6 +65,10 @@ export function runsActions(k: Kit): Actions<'openRuns' | 'loadRuns' | 'deleteRu
       } catch (e) {
         const msg = errorMessage(e);
         k.early = [];
+        if (k.gate?.refused(e, retry)) {
+          set({ ...before, starting: false, runsError: null, runsChanged: null });
+          return false;
+        }
         set({ ...before, starting: false, runsError: msg, runsChanged: /changed since the run started/.test(msg) ? id : null });
         return false;
       }
