@@ -104,9 +104,13 @@ export async function startDriver() {
   // Recovery files of dirty documents (never the user's own ~/.local/state).
   const recoveryDir = tmpDir('switchyard-e2e-recovery-');
   const tag = `${process.pid}-${Date.now()}`;
+  // The trust list (trusted folders, confirmed run manifests) of every app: a scratch file the
+  // tests write before each launch (`writeTrust`), never the developer's own list.
+  const trustFile = path.join(config, 'trust.json');
   // The provider file (Settings) goes to the scratch config dir too: $XDG_CONFIG_HOME/switchyard/.
   const env = {
     ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir, SWITCHYARD_RECOVERY_DIR: recoveryDir, SWITCHYARD_E2E_TAG: tag,
+    SWITCHYARD_TRUST: trustFile,
   };
   delete env.SWITCHYARD_PROVIDERS;
 
@@ -210,6 +214,7 @@ export async function startDriver() {
   await spawnDriver();
   const driver = {
     config,
+    trustFile,
     runsDir,
     recoveryDir,
     settle,
@@ -368,6 +373,42 @@ export function cliGraph(file) {
   const r = spawnSync(CLI, ['graph', file, '--format', 'json'], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`switchyard graph failed (${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout);
+}
+
+/** The run manifest of the agent at `p` (a file or an agent folder): `switchyard run P --manifest
+ *  --format json` (`document`, `root`, `executes`, `hosts`, ..., `hash`); nothing runs. */
+export function manifestOf(p) {
+  if (!fs.existsSync(CLI)) {
+    throw new Error(`the CLI is not built at ${CLI} (the tests trust their agents with the hashes of their run manifests); build it, or set SWITCHYARD_CLI`);
+  }
+  const r = spawnSync(CLI, ['run', path.resolve(p), '--manifest', '--format', 'json'], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`switchyard run ${p} --manifest failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/**
+ * Writes the trust list the app reads (`$SWITCHYARD_TRUST`, the driver's `trustFile`), replacing
+ * what an earlier test left: `folders` trusted, and the current run manifest of each agent of
+ * `agents` (files or agent folders) confirmed, as a user who trusted the folder and confirmed
+ * what the agent runs would have it. No arguments: nothing is trusted (restricted mode).
+ */
+export function writeTrust(file, { folders = [], agents = [] } = {}) {
+  const confirmed = {};
+  for (const a of agents) {
+    const m = manifestOf(a);
+    confirmed[fs.realpathSync(m.document)] = m.hash;
+  }
+  const list = { folders: [...new Set(folders.map((f) => fs.realpathSync(f)))].sort(), confirmed };
+  fs.writeFileSync(file, JSON.stringify(list, null, 2), { mode: 0o600 });
+}
+
+/** The scratch folder (a direct child of the system temp dir) that holds `p`, or null. */
+export function scratchRoot(p) {
+  const tmp = fs.realpathSync(os.tmpdir());
+  const abs = fs.existsSync(p) ? fs.realpathSync(p) : path.resolve(p);
+  const rel = path.relative(tmp, abs);
+  if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) return null;
+  return path.join(tmp, rel.split(path.sep)[0]);
 }
 
 /** Copies `agents/<name>` into a scratch folder; returns its path. */

@@ -6,9 +6,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  ROOT, T, cliGraph, eventually, fixture, hook, killApp, windowTitles, launch, nodeSel, preflight, screenshot, startDriver, testid, tmpDir, waitForView,
+  ROOT, T, cliGraph, eventually, fixture, hook, killApp, windowTitles, launch, nodeSel, preflight, screenshot, scratchRoot, startDriver, testid, tmpDir, waitForView, writeTrust,
 } from './lib.mjs';
 import { registerDebugTests, registerLiveTests } from './debug.mjs';
+import { registerTrustTests } from './trust.mjs';
 
 const tests = [];
 const test = (name, fn, opts = {}) => tests.push({ name, fn, ...opts });
@@ -400,6 +401,7 @@ test('bad input: hostile files open with positioned problems and the window stay
 
 registerDebugTests(test, { assert, assertEq });
 registerLiveTests(test, { assert, assertEq });
+registerTrustTests(test, { assert, assertEq });
 
 async function main() {
   preflight();
@@ -429,6 +431,14 @@ async function main() {
           args = s.args;
           ctx.file = s.file;
         }
+        // Running needs a trusted folder and a confirmed run manifest (README "Trust and
+        // safety"): every test but the trust tests trusts the scratch folders of the agents it
+        // opens, their manifests confirmed, as a user would have done before. Nothing is left
+        // from the test before.
+        ctx.trustFile = driver.trustFile;
+        const agents = args.filter((a) => fs.existsSync(a));
+        if (t.untrusted) writeTrust(driver.trustFile);
+        else writeTrust(driver.trustFile, { folders: agents.map(scratchRoot).filter(Boolean), agents });
         ctx.runsDir = driver.runsDir;
         ctx.recoveryDir = driver.recoveryDir;
         for (const f of fs.readdirSync(driver.recoveryDir)) fs.rmSync(path.join(driver.recoveryDir, f), { force: true });
