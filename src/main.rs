@@ -383,6 +383,10 @@ struct RunArgs {
     answer_stdin: AnswerStdinArg,
     #[command(flatten)]
     trust: TrustArg,
+    /// Let a scripted or replayed run use the network (remote hooks, skill and RAG URLs,
+    /// embeddings, A2A agents, MCP servers over HTTP); such runs are offline otherwise.
+    #[arg(long)]
+    allow_network: bool,
     /// Print what running the agent would execute, contact and read (the run manifest) and
     /// exit without running anything; needs no trust.
     #[arg(long)]
@@ -571,6 +575,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         replay_strict: a.llm.replay_strict,
         live: a.llm.live,
         record: a.llm.record,
+        allow_network: a.allow_network,
     };
     let fe = match Frontend::new(&a.trace, &a.quiet) {
         Ok(f) => f,
@@ -596,7 +601,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         Some(db) => {
             let started = (|| {
                 let llm = launch::llm_choice(&doc, &req);
-                let provider = launch::provider(&doc, &llm, req.record.as_deref())?;
+                let provider = launch::online_if(launch::provider(&doc, &llm, req.record.as_deref())?, req.allow_network);
                 switchyard::run::store::start(&db, doc.clone(), &req, llm, Some(provider), options)
             })();
             match started {

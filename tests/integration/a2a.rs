@@ -621,6 +621,9 @@ fn start(path: &Path, input: &str, script: Option<PathBuf>, a2a: A2aOptions) -> 
 fn start_req(path: &Path, input: &str, mut req: RunRequest, a2a: A2aOptions) -> RunSession {
     let doc = Arc::new(switchyard::doc::load_path(path));
     req.input = Some(input.to_string());
+    // The remote agents are fakes on 127.0.0.1: these runs may use the network (scripted and
+    // replayed runs are offline otherwise, see offline.rs).
+    req.allow_network = true;
     let opts = ShermaOptions {
         a2a,
         ..Default::default()

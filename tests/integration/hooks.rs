@@ -109,9 +109,12 @@ fn start(path: &Path, input: &str) -> RunSession {
     let doc = Arc::new(switchyard::doc::load_path(path));
     let diags = switchyard::validate::validate(&doc, None);
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:#?}");
+    // Remote hook servers are fakes on 127.0.0.1: the run may use the network (offline.rs:
+    // scripted runs are offline otherwise).
     let req = RunRequest {
         input: Some(input.into()),
         llm_script: Some(path.with_file_name("replies.yaml")),
+        allow_network: true,
         ..Default::default()
     };
     launch::start(doc, &req, RunOptions::new(Box::new(NoProvider))).unwrap_or_else(|e| panic!("{e}"))

@@ -19,6 +19,7 @@ mod llm_http;
 mod load;
 mod loki_tools;
 mod mcp;
+mod offline;
 mod prop_edit;
 mod prop_loader;
 mod rag;

@@ -105,6 +105,7 @@ fn retrieve(
         deadline: Instant::now() + Duration::from_secs(20),
         timeout: Duration::from_secs(20),
         log: &log,
+        network: true,
     };
     let r = store.retrieve(spec, query, &ctl);
     drop(ctl);
@@ -135,6 +136,9 @@ fn run(graph: &Path, input: &str, replies: &str, config: Option<Arc<LlmConfig>>)
         m = m.with_llm_config(c);
     }
     let provider = ScriptedProvider::from_str(Path::new("replies.yaml"), replies).expect("replies parse");
+    // Embedding servers and URL documents are fakes on 127.0.0.1: the run may use the network
+    // (offline.rs: scripted runs are offline otherwise).
+    let provider = switchyard::run::provider::Online(Box::new(provider));
     let mut s = RunSession::new(Box::new(m), json!(input), RunOptions::new(Box::new(provider)));
     s.run();
     s
@@ -574,6 +578,7 @@ fn a_stalled_embeddings_server_hits_the_node_timeout_and_a_stop_cancels() {
         deadline: Instant::now() + Duration::from_secs(60),
         timeout: Duration::from_secs(60),
         log: &log,
+        network: true,
     };
     let doc = switchyard::doc::load_path(&g);
     let l = doc.loki().unwrap();
@@ -627,7 +632,7 @@ fn the_cli_runs_a_rag_graph_with_embeddings_from_the_environment() {
     write_graph(&dir, &embedding_graph(""));
     std::fs::write(dir.join("replies.yaml"), REPLY).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(["run", "--trust", dir.to_str().unwrap(), "--input", "automobile engines", "--quiet"])
+        .args(["run", "--trust", "--allow-network", dir.to_str().unwrap(), "--input", "automobile engines", "--quiet"])
         .env("OPENAI_BASE_URL", fake.base())
         .env("OPENAI_API_KEY", "cli-key")
         .env("SWITCHYARD_PROVIDERS", dir.join("no-providers.yaml"))

@@ -90,8 +90,14 @@ fn start(dir: &Path, replies: &str) -> Result<RunSession, String> {
     home();
     write(&dir.join("replies.yaml"), replies);
     let doc = Arc::new(switchyard::doc::load_path(&dir.join("agent.yaml")));
-    let req =
-        RunRequest { input: Some("hello".into()), llm_script: Some(dir.join("replies.yaml")), ..Default::default() };
+    // Skill URLs are fakes on 127.0.0.1: the run may use the network (offline.rs: scripted runs
+    // are offline otherwise).
+    let req = RunRequest {
+        input: Some("hello".into()),
+        llm_script: Some(dir.join("replies.yaml")),
+        allow_network: true,
+        ..Default::default()
+    };
     launch::start(doc, &req, RunOptions::new(Box::new(NoProvider)))
 }
 

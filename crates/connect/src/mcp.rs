@@ -545,6 +545,7 @@ impl McpServer {
         }
         let node = format!("@mcp:{}", self.spec.name);
         let listed = cx.tool(&node, LISTING, &Value::Null, || {
+            self.network(cx)?;
             self.list_tools(cx.stop)
                 .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
         })?;
@@ -553,6 +554,17 @@ impl McpServer {
         })?;
         *self.offered.lock().unwrap_or_else(|p| p.into_inner()) = Some(tools.clone());
         Ok(tools)
+    }
+
+    /// `Ok` unless the server is reached over HTTP and the run is offline (a scripted or replayed
+    /// run the user did not allow the network): stdio servers are local processes.
+    pub fn network(&self, cx: &runtime::session::Cx<'_>) -> Result<(), String> {
+        match &self.spec.transport {
+            McpTransport::Stdio { .. } => Ok(()),
+            McpTransport::Http { url, .. } | McpTransport::Sse { url } => {
+                cx.network(&format!("the MCP server `{}`", self.spec.name), url)
+            }
+        }
     }
 
     /// Whether [`McpServer::tools`] listed this server's tools in this run.

@@ -8,7 +8,6 @@ use crate::{LlmChoice, RunRequest};
 use model::doc::{Dialect, Document};
 use runtime::provider::BoxProvider;
 use runtime::session::{ResumePoint, RunOptions, RunSession, Status};
-use sherma::ShermaOptions;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,9 +48,9 @@ pub fn start(
     };
     let provider = match provider {
         Some(p) => p,
-        None => crate::provider_from_choice(&doc, &llm)?,
+        None => crate::provider::online_if(crate::provider_from_choice(&doc, &llm)?, req.allow_network),
     };
-    let machine = crate::machine_for(doc.clone(), req, ShermaOptions::default())?;
+    let machine = crate::machine_for(doc.clone(), req, crate::sherma_options(&*provider))?;
     if machine.snapshot().is_null() {
         return Err("this run cannot be made durable".into());
     }
@@ -137,13 +136,15 @@ pub fn resume(
         _ => Status::Ready,
     };
     let (at, machine_snap, position) = ResumePoint::parse(&snap, status).map_err(|e| format!("run {id}: {e}"))?;
-    let mut machine = crate::machine_for(doc.clone(), &rec.request, ShermaOptions::default())
-        .map_err(|e| format!("run {id}: {e}"))?;
-    machine.restore(&machine_snap).map_err(|e| format!("run {id}: {e}"))?;
     let provider = match make_provider {
         Some(f) => f(&doc, &rec.llm)?,
         None => crate::provider_from_choice(&doc, &rec.llm)?,
     };
+    // The network stays as the run started: allowed for this run, or not.
+    let provider = crate::provider::online_if(provider, rec.request.allow_network);
+    let mut machine = crate::machine_for(doc.clone(), &rec.request, crate::sherma_options(&*provider))
+        .map_err(|e| format!("run {id}: {e}"))?;
+    machine.restore(&machine_snap).map_err(|e| format!("run {id}: {e}"))?;
     provider.restore_position(&position).map_err(|e| format!("run {id}: {e}"))?;
     options.provider = provider;
     options.run_id = Some(id.to_string());

@@ -20,8 +20,8 @@ pub mod trace;
 pub mod trust;
 
 pub use provider::{
-    default_cassette, default_script, live_config, llm_choice, provider, provider_for, provider_from_choice,
-    scripted,
+    default_cassette, default_script, live_config, llm_choice, online_if, provider, provider_for,
+    provider_from_choice, scripted,
 };
 pub use runtime::request::{LlmChoice, RunRequest};
 
@@ -83,8 +83,14 @@ pub fn start(doc: Arc<Document>, req: &RunRequest, mut options: RunOptions) -> R
 
 /// Start a session with the provider already in `options` (front ends that let the user pick it).
 pub fn session(doc: Arc<Document>, req: &RunRequest, options: RunOptions) -> Result<RunSession, String> {
-    let machine = machine_for(doc, req, ShermaOptions::default())?;
+    let machine = machine_for(doc, req, sherma_options(&*options.provider))?;
     Ok(RunSession::new(machine, input_of(req), options))
+}
+
+/// The sherma machine's options for a run with `provider`: online only when the provider is
+/// (a live run, or the user allowed the network for this run).
+pub(crate) fn sherma_options(provider: &dyn runtime::provider::LlmProvider) -> ShermaOptions {
+    ShermaOptions { network: provider.network_allowed(), ..ShermaOptions::default() }
 }
 
 /// The run's input as the `run_started` event shows it.

@@ -61,7 +61,12 @@ pub fn provider(doc: &Document, choice: &LlmChoice, record: Option<&Path>) -> Re
 /// The provider the CLI's flags in `req` ask for: [`provider`] of [`llm_choice`], recording
 /// when `req.record` is set.
 pub fn provider_for(doc: &Document, req: &RunRequest) -> Result<BoxProvider, String> {
-    provider(doc, &llm_choice(doc, req), req.record.as_deref())
+    Ok(online_if(provider(doc, &llm_choice(doc, req), req.record.as_deref())?, req.allow_network))
+}
+
+/// `p` allowed the network when `allow` (the user's choice for one run), else as it is.
+pub fn online_if(p: BoxProvider, allow: bool) -> BoxProvider {
+    if allow && !p.network_allowed() { Box::new(runtime::provider::Online(p)) } else { p }
 }
 
 /// The provider of a saved [`LlmChoice`] (a resumed durable run), not recording.

@@ -824,6 +824,7 @@ impl Exec<'_, '_> {
             if let Some(d) = self.deadline {
                 timeout = timeout.min(d.saturating_duration_since(Instant::now()));
             }
+            server.network(self.cx)?;
             let result = server.call_with_timeout(&tool, args, self.cx.stop, timeout);
             if let Some(ev) = server.take_log() {
                 self.cx.emit(ev);
@@ -1375,7 +1376,8 @@ impl Exec<'_, '_> {
             args: json!({"query": query, "top_k": spec.top_k()}),
         };
         self.cx.emit(EventBody::ToolCall { node: id.to_string(), call: call.clone() });
-        let ctl = rag::Ctl { stop: self.cx.stop, deadline, timeout, log: &log };
+        let network = self.cx.provider.network_allowed();
+        let ctl = rag::Ctl { stop: self.cx.stop, deadline, timeout, log: &log, network };
         let outcome = self.rag.retrieve(&spec, &query, &ctl);
         let (result, error) = match &outcome {
             Ok(ret) => {

@@ -262,6 +262,9 @@ impl Recorder {
 }
 
 impl LlmProvider for Recorder {
+    fn network_allowed(&self) -> bool {
+        self.inner.network_allowed()
+    }
     fn complete(&self, req: &LlmRequest, ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
         let out = self.inner.complete(req, ctl);
         self.push(|counter| {
@@ -409,6 +412,9 @@ impl Replayer {
 }
 
 impl LlmProvider for Replayer {
+    fn network_allowed(&self) -> bool {
+        false
+    }
     fn complete(&self, req: &LlmRequest, ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
         let call = {
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());

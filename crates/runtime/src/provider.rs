@@ -190,10 +190,71 @@ pub trait LlmProvider: Send + Sync {
     fn restore_position(&self, _position: &Value) -> Result<(), String> {
         Ok(())
     }
+    /// Whether the run may use the network besides its model calls: remote hooks, skill and
+    /// RAG URLs, embeddings, A2A agents, MCP servers over HTTP. Scripted, replayed and
+    /// provider-less runs are offline (`false`) unless the user allows the network for the run
+    /// ([`Online`]); live runs are online.
+    fn network_allowed(&self) -> bool {
+        true
+    }
 }
 
 /// A provider as runs take it.
 pub type BoxProvider = Box<dyn LlmProvider>;
+
+/// A provider whose run may use the network although its replies are scripted or replayed:
+/// the user's explicit choice for one run (`switchyard run --allow-network`).
+pub struct Online(pub BoxProvider);
+
+impl LlmProvider for Online {
+    fn complete(&self, request: &LlmRequest, ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
+        self.0.complete(request, ctl)
+    }
+    fn mark(&self) -> usize {
+        self.0.mark()
+    }
+    fn rewind_to(&self, mark: usize) {
+        self.0.rewind_to(mark)
+    }
+    fn describe(&self) -> String {
+        format!("{}, network allowed", self.0.describe())
+    }
+    fn replay_tool(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
+        self.0.replay_tool(node, name, args)
+    }
+    fn record_tool(&self, node: &str, name: &str, args: &Value, outcome: &Result<Value, String>) {
+        self.0.record_tool(node, name, args, outcome)
+    }
+    fn position(&self) -> Value {
+        self.0.position()
+    }
+    fn restore_position(&self, position: &Value) -> Result<(), String> {
+        self.0.restore_position(position)
+    }
+    fn network_allowed(&self) -> bool {
+        true
+    }
+}
+
+/// The error of a request an offline run does not make: what (`the remote hook`) and where
+/// (a URL; shown without credentials).
+pub fn offline_error(what: &str, target: &str) -> String {
+    let target = match target.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            match rest[..end].rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://{host}{}", &rest[end..]),
+                None => target.to_string(),
+            }
+        }
+        None => target.to_string(),
+    };
+    format!(
+        "this run is offline (scripted or replayed replies make no network requests): {what} at {target} was not contacted; \
+         allow the network for this run with `switchyard run --allow-network` (or the run configuration's \"Allow network\"), \
+         or run live"
+    )
+}
 
 /// The provider of a run that has none: every call fails with a message saying how to get one.
 #[derive(Clone, Debug, Default)]
@@ -211,6 +272,9 @@ impl LlmProvider for NoProvider {
              `replies.yaml` beside the agent; `--replay CASSETTE` to answer from a recording; or \
              `--live` to call the model the agent names (needs its API key)",
         ))
+    }
+    fn network_allowed(&self) -> bool {
+        false
     }
     fn describe(&self) -> String {
         "no LLM provider".into()
@@ -307,6 +371,9 @@ impl ScriptedProvider {
 }
 
 impl LlmProvider for ScriptedProvider {
+    fn network_allowed(&self) -> bool {
+        false
+    }
     fn complete(&self, request: &LlmRequest, _ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
         let node = request.node.as_str();
         let mut cur = self.cursor();

@@ -30,6 +30,9 @@ pub struct RunRequest {
     pub live: bool,
     /// Record every LLM and tool exchange into this cassette.
     pub record: Option<PathBuf>,
+    /// Let a scripted or replayed run use the network (remote hooks, skill and RAG URLs,
+    /// embeddings, A2A, MCP over HTTP); such runs are offline otherwise.
+    pub allow_network: bool,
 }
 
 /// Where a run's LLM answers come from, as a durable run saves it (JSON tagged by `mode`, the

@@ -216,6 +216,7 @@ impl Hooks {
 
     /// One JSON-RPC call; `Ok(None)` = a `null` result (pass through).
     fn remote(&self, url: &str, point: &str, ctx: &Value, timeout: Duration, cx: &Cx<'_>) -> Result<Option<Value>, (String, bool)> {
+        cx.network("the remote hook", url).map_err(|e| (e, true))?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({"jsonrpc": "2.0", "method": point, "params": sendable(ctx), "id": id});
         let url_owned = url.to_string();
@@ -269,6 +270,7 @@ fn mcp_call(
     let listed = {
         let mut g = tools.lock().unwrap_or_else(|p| p.into_inner());
         if g.is_none() {
+            server.network(cx).map_err(|e| (e, true))?;
             let t = server.hook_tools(cx.stop).map_err(|e| (e, true))?;
             *g = Some(t);
         }

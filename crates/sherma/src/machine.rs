@@ -91,6 +91,10 @@ pub struct ShermaOptions {
     pub tools: Option<Arc<Mutex<dyn ToolRunner>>>,
     /// Timeouts and limits of remote (A2A) sub-agents.
     pub a2a: connect::a2a::A2aOptions,
+    /// Whether the run may use the network besides its model calls (remote skill cards and
+    /// files); `launch` sets it from the run's provider (`LlmProvider::network_allowed`).
+    /// Hooks, A2A and MCP ask the step's `Cx`.
+    pub network: bool,
 }
 
 impl Default for ShermaOptions {
@@ -102,6 +106,7 @@ impl Default for ShermaOptions {
             retry_delay_scale: 1.0,
             tools: None,
             a2a: Default::default(),
+            network: true,
         }
     }
 }
@@ -343,7 +348,7 @@ impl ShermaMachine {
     /// Prepare a run of `agent` (default: the first) with `input` (a JSON object of state
     /// fields, or a string = one human message, or null).
     pub fn new(doc: Arc<Document>, agent: Option<&str>, input: Value, opts: ShermaOptions) -> Result<ShermaMachine, String> {
-        let doc = skills::with_remote(doc)?;
+        let doc = skills::with_remote(doc, opts.network)?;
         let Model::Sherma(sd) = &doc.model else {
             return Err(format!("{} is not a sherma agent file (no `manifest_version`/`agents`)", doc.path.display()));
         };
@@ -973,6 +978,7 @@ impl ShermaMachine {
             }
             ToolKind::Mcp(m) => cx.tool(node, &t.name, args, || {
                 let server = &self.shared.mcp.servers()[m.server];
+                server.network(cx)?;
                 let result = server.call(&m.tool, args, cx.stop);
                 if let Some(ev) = server.take_log() {
                     cx.emit(ev);
@@ -1044,7 +1050,7 @@ impl ShermaMachine {
             }
             "activate_skill" => skills::activate(sd, args),
             "load_skill_md" => match card {
-                Some(c) => skills::read_card_file(id, c, "SKILL.md", Some(stop)).unwrap_or_else(|e| format!("Error: {e}")),
+                Some(c) => skills::read_card_file(id, c, "SKILL.md", Some(stop), self.shared.opts.network).unwrap_or_else(|e| format!("Error: {e}")),
                 None => format!("Error: skill '{id}' not found"),
             },
             "unload_skill" => match card {
@@ -1070,7 +1076,7 @@ impl ShermaMachine {
                 if !listed.iter().any(|f| f.as_str() == path) {
                     return format!("Error: '{path}' not found. Available: [{}]", listed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
                 }
-                skills::read_card_file(id, c, path, Some(stop)).unwrap_or_else(|e| format!("Error: {e}"))
+                skills::read_card_file(id, c, path, Some(stop), self.shared.opts.network).unwrap_or_else(|e| format!("Error: {e}"))
             }
         }
     }
@@ -1091,7 +1097,7 @@ impl ShermaMachine {
             let (id, version) = self.hook_before_skill(node, id, version, cx)?;
             let (id, version) = (id.as_str(), version.as_str());
             let Some((_, card)) = sd.skill_cards.iter().find(|(s, _)| s == id) else { continue };
-            let text = match skills::read_card_file(id, card, "SKILL.md", Some(cx.stop)) {
+            let text = match skills::read_card_file(id, card, "SKILL.md", Some(cx.stop), self.shared.opts.network) {
                 Ok(t) => t,
                 Err(e) => {
                     cx.emit(EventBody::Log { source: format!("load_skills `{node}`"), text: format!("skipped: {e}") });

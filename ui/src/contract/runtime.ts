@@ -316,7 +316,12 @@ live: boolean,
 /**
  * Record every LLM and tool exchange into this cassette.
  */
-record: string | null, };
+record: string | null, 
+/**
+ * Let a scripted or replayed run use the network (remote hooks, skill and RAG URLs,
+ * embeddings, A2A, MCP over HTTP); such runs are offline otherwise.
+ */
+allow_network: boolean, };
 
 /**
  * Where a run's LLM answers come from, as a durable run saves it (JSON tagged by `mode`, the

@@ -262,6 +262,9 @@ pub(super) fn read_file(
 
 /// Fetch a URL document (time and size limited) and turn it into text.
 pub(super) fn fetch_url(id: &str, url: &str, ctl: &Ctl<'_>) -> Result<(Vec<u8>, String), String> {
+    if !ctl.network {
+        return Err(format!("rag node '{id}': {}", runtime::provider::offline_error("the document", url)));
+    }
     let fail = |what: String| {
         format!(
             "rag node '{id}': document '{url}' could not be fetched: {what}. Check the URL and the network, or remove it from `documents`"
@@ -390,6 +393,7 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(10),
             timeout: Duration::from_secs(10),
             log: &log,
+            network: true,
         };
         let r = RagStore::new(None).retrieve(&spec, "alpha", &ctl).unwrap();
         assert_eq!(r.kb.document_count(), 2, "{:?}", r.kb.file.documents);

@@ -62,6 +62,12 @@ impl Embedder {
 
     /// Vectors for `texts`, in order, through `POST {base}/embeddings`.
     pub(super) fn embed(&self, id: &str, texts: &[String], ctl: &Ctl<'_>) -> Result<Vec<Vec<f32>>, String> {
+        if !ctl.network {
+            return Err(format!(
+                "rag node '{id}': {}",
+                runtime::provider::offline_error(&format!("the embedding model `{}:{}`", self.model.provider, self.model.name), &self.ep.base_url)
+            ));
+        }
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(self.batch.max(1)) {
             out.extend(self.embed_batch(id, batch, ctl)?);

@@ -93,6 +93,9 @@ pub struct Ctl<'a> {
     pub timeout: Duration,
     /// Warnings and progress for the run log.
     pub log: &'a (dyn Fn(String) + Sync),
+    /// Whether URL documents may be fetched and embeddings computed over the network (`false`
+    /// in an offline run: scripted or replayed replies, network not allowed).
+    pub network: bool,
 }
 
 impl Ctl<'_> {

@@ -356,6 +356,7 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(10),
             timeout: Duration::from_secs(10),
             log: &log,
+            network: true,
         };
         let path = dir.join("kb.yaml");
 

@@ -294,6 +294,16 @@ impl<'a> Cx<'a> {
     pub fn emit(&self, body: EventBody) {
         self.log.emit(&self.run, body);
     }
+    /// `Ok` when the run may contact `target` for `what` (see
+    /// [`crate::provider::LlmProvider::network_allowed`]); else the error saying why not and
+    /// how to allow it.
+    pub fn network(&self, what: &str, target: &str) -> Result<(), String> {
+        if self.provider.network_allowed() {
+            Ok(())
+        } else {
+            Err(crate::provider::offline_error(what, target))
+        }
+    }
     /// Whether events are observed at all (skip building expensive payloads otherwise).
     pub fn wanted(&self) -> bool {
         self.log.wanted()

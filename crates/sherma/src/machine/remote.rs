@@ -319,6 +319,7 @@ impl ShermaMachine {
         // Through the run's provider: a recording keeps the exchange, a replay answers it
         // from the cassette without the remote agent.
         let result = cx.tool(node, &name, &args, || {
+            cx.network(&format!("the A2A agent `{}`", agent.id), &agent.url)?;
             agent
                 .send_blocking(text, task_id.as_deref(), context_id.as_deref(), Some(cx.stop))
                 .map(|reply| {

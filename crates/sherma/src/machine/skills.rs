@@ -70,10 +70,19 @@ fn url_join(base: &str, rel: &str) -> String {
 /// Read file `rel` of a skill: from its folder (never outside it: no `..`, no absolute path, no
 /// symbolic link leading out) or, under a URL `base_uri`, over HTTP. Errors name the skill and
 /// the path or URL.
-pub fn read_card_file(id: &str, card: &LoadedCard, rel: &str, stop: Option<&AtomicBool>) -> Result<String, String> {
+pub fn read_card_file(
+    id: &str,
+    card: &LoadedCard,
+    rel: &str,
+    stop: Option<&AtomicBool>,
+    network: bool,
+) -> Result<String, String> {
     skills::check_relative(rel).map_err(|e| format!("skill '{id}': {e}"))?;
     if is_url(&card.base) {
         let url = url_join(&card.base, rel);
+        if !network {
+            return Err(format!("skill '{id}': {}", runtime::provider::offline_error("the skill file", &url)));
+        }
         fetch_text(&url, stop).map_err(|e| format!("skill '{id}': cannot fetch {url}: {e}"))
     } else {
         skills::read_confined(std::path::Path::new(&card.base), rel).map_err(|e| format!("skill '{id}': {e}"))
@@ -83,7 +92,7 @@ pub fn read_card_file(id: &str, card: &LoadedCard, rel: &str, stop: Option<&Atom
 /// The document with its remote parts fetched: skill cards named by `url` (their `base_uri`
 /// resolved against the card's URL) and `agent_skills` SKILL.md URLs. Unchanged (the same
 /// `Arc`) when there is nothing remote. A failure names the skill and the URL.
-pub fn with_remote(doc: Arc<Document>) -> Result<Arc<Document>, String> {
+pub fn with_remote(doc: Arc<Document>, network: bool) -> Result<Arc<Document>, String> {
     let Model::Sherma(sd) = &doc.model else { return Ok(doc) };
     let pending: Vec<(String, String)> = sd
         .skills
@@ -98,6 +107,9 @@ pub fn with_remote(doc: Arc<Document>) -> Result<Arc<Document>, String> {
     for (id, url) in pending {
         if !is_url(&url) {
             return Err(format!("skill `{id}`: `url` must be an http:// or https:// URL, got `{url}`"));
+        }
+        if !network {
+            return Err(format!("skill `{id}`: {}", runtime::provider::offline_error("the remote skill card", &url)));
         }
         let text =
             fetch_text(&url, None).map_err(|e| format!("skill `{id}`: cannot fetch its skill card {url}: {e}"))?;
@@ -126,6 +138,9 @@ pub fn with_remote(doc: Arc<Document>) -> Result<Arc<Document>, String> {
         sd2.skill_cards.push((id, LoadedCard { path: doc.path.clone(), card, base, url: Some(url) }));
     }
     for url in sd.agent_skills.urls.clone() {
+        if !network {
+            return Err(format!("Agent Skill {url}: {}", runtime::provider::offline_error("the remote SKILL.md", &url)));
+        }
         let text = fetch_text(&url, None).map_err(|e| format!("Agent Skill {url}: cannot fetch it: {e}"))?;
         let (md, _) = skills::parse_skill_md(&SourceFile::new(&url, text.clone()), false);
         let front = md.front.unwrap_or_default();
