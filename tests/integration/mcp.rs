@@ -277,11 +277,13 @@ fn a_slow_call_times_out_fast_with_a_clear_message() {
     );
     assert_eq!(e, "MCP server `calc`: tool `slow` timed out after 0.4s");
     // The spec's own timeout applies to `call`.
+    // (Connected first and with room to spare: a loaded machine may take seconds to start Python.)
     let mut spec = McpServerSpec::stdio("slowpoke", "python3", &[&server_py()]);
-    spec.timeout = Duration::from_secs(1);
+    spec.timeout = Duration::from_secs(5);
     let s2 = McpServer::new(spec);
+    s2.list_tools(&go()).unwrap();
     let e = s2.call("slow", &json!({"seconds": 30}), &go()).unwrap_err();
-    assert_eq!(e, "MCP server `slowpoke`: tool `slow` timed out after 1s");
+    assert_eq!(e, "MCP server `slowpoke`: tool `slow` timed out after 5s");
 }
 
 #[test]

@@ -632,7 +632,8 @@ fn settings_timeout_aborts_between_and_during_super_steps() {
     let mut s = session(&g, "", NO_REPLIES, &[]);
     s.run();
     assert_eq!(failure(&s), r#"Graph 'slow2' timed out after 1s during super-step with frontier ["s"]"#);
-    assert!((3..=5).contains(&visited(&s.events()).len()), "{:?}", visited(&s.events()));
+    // At most budget / nap steps (a loaded machine may take fewer).
+    assert!((1..=5).contains(&visited(&s.events()).len()), "{:?}", visited(&s.events()));
 }
 
 #[test]
@@ -1094,13 +1095,20 @@ nodes:
   q2: { type: input, question: "second?", state_updates: { two: "{{input}}" }, next: j }
   j: { type: end, output: "{{one}}{{two}} {{done}}" }
 "#,
-        &[("s.sh", "echo '{}'\n"), ("nap.sh", "sleep 0.6\necho '{}'\n")],
+        // Each branch marks that it started and waits (up to 20 s) until both have: run one
+        // after the other, the first would give up and fail. Proven by overlap, not by a
+        // stopwatch, so a loaded machine cannot fail it.
+        &[
+            ("s.sh", "echo '{}'\n"),
+            (
+                "nap.sh",
+                "d=$(dirname \"$0\")\ntouch \"$d/started.$$\"\nfor i in $(seq 200); do [ \"$(ls \"$d\" | grep -c '^started\\.')\" -ge 2 ] && break; sleep 0.1; done\n[ \"$(ls \"$d\" | grep -c '^started\\.')\" -ge 2 ] || { echo 'ran alone' >&2; exit 1; }\necho '{}'\n",
+            ),
+        ],
     );
-    let t0 = std::time::Instant::now();
     let mut s = session(&g, "", NO_REPLIES, &["1", "2"]);
     s.run();
-    assert_eq!(completed(&s), json!(r#"12 ["a","b"]"#));
-    assert!(t0.elapsed().as_secs_f64() < 1.1, "a and b slept concurrently: {:?}", t0.elapsed());
+    assert_eq!(completed(&s), json!(r#"12 ["a","b"]"#), "a and b ran at the same time");
     let asked: Vec<String> = s
         .events()
         .into_iter()
