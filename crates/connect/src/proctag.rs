@@ -106,37 +106,36 @@ pub fn limit(cmd: &mut std::process::Command) {
 /// Apply `l` to a command (std) before it is spawned.
 pub fn limit_with(cmd: &mut std::process::Command, l: Limits) {
     use std::os::unix::process::CommandExt;
-    let set = rlimits(l);
-    if set.is_empty() {
-        return;
-    }
-    // SAFETY: only `setrlimit` system calls run between fork and exec (async-signal-safe); the
-    // vector was built before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            for (r, l) in &set {
-                let _ = rustix::process::setrlimit(*r, l.clone());
-            }
-            Ok(())
-        });
+    if let Some(f) = pre_exec(l) {
+        // SAFETY: `pre_exec` runs only `setrlimit` system calls (async-signal-safe).
+        unsafe {
+            cmd.pre_exec(f);
+        }
     }
 }
 
 /// [`limit`] for a tokio command.
 pub fn limit_tokio(cmd: &mut tokio::process::Command) {
-    let set = rlimits(limits());
-    if set.is_empty() {
-        return;
+    if let Some(f) = pre_exec(limits()) {
+        // SAFETY: as in `limit_with`.
+        unsafe {
+            cmd.pre_exec(f);
+        }
     }
-    // SAFETY: as in `limit`.
-    unsafe {
-        cmd.pre_exec(move || {
+}
+
+/// What runs between fork and exec: the `setrlimit` calls of `l`, computed before the fork (the
+/// closure allocates nothing), or `None` when there is nothing to limit.
+fn pre_exec(l: Limits) -> Option<impl FnMut() -> std::io::Result<()> + Send + Sync + 'static> {
+    let set = rlimits(l);
+    (!set.is_empty()).then(move || {
+        move || {
             for (r, l) in &set {
                 let _ = rustix::process::setrlimit(*r, l.clone());
             }
             Ok(())
-        });
-    }
+        }
+    })
 }
 
 /// The variable that carries the tag.

@@ -1,4 +1,4 @@
-// Generated from crates/runtime (events, wire, session, driver, store, request) by ts-rs (`cargo test --workspace --lib contract`); do not edit.
+// Generated from crates/runtime (events, wire, session, driver, store, request) by ts-rs (`cargo test --workspace --features switchyard-app/custom-protocol --lib contract`); do not edit.
 // UPDATE_TS=1 with that command rewrites it after a change to the Rust types.
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
