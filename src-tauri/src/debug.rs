@@ -144,6 +144,11 @@ pub struct RunConfig {
     #[serde(default)]
     #[ts(optional = nullable)]
     durable: bool,
+    /// Let a scripted or replayed run use the network (remote hooks, skill and RAG URLs,
+    /// embeddings, A2A, MCP over HTTP); such runs are offline otherwise. Live runs are online.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    allow_network: bool,
 }
 
 /// What `run_start` and `run_resume` answer.
@@ -239,11 +244,17 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         }
     };
     let agent = config.agent.clone().or(if dialect == "sherma" { selected } else { None });
-    let req = RunRequest { agent: agent.clone(), input: config.input.clone(), state: config.state.clone(), ..RunRequest::default() };
+    let req = RunRequest {
+        agent: agent.clone(),
+        input: config.input.clone(),
+        state: config.state.clone(),
+        allow_network: config.allow_network,
+        ..RunRequest::default()
+    };
     let base = doc.base_dir.clone();
     let choice = llm_choice(&config.llm, &base, &doc);
     let record = config.record.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(|r| resolve(&base, r));
-    let llm = provider(&choice, &doc, record.as_deref())?;
+    let llm = launch::online_if(provider(&choice, &doc, record.as_deref())?, config.allow_network);
     let llm_text = llm.describe();
     let run = new_run_id();
     let agent_name = agent.clone().unwrap_or_else(|| {

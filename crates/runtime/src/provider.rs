@@ -251,7 +251,7 @@ pub fn offline_error(what: &str, target: &str) -> String {
     };
     format!(
         "this run is offline (scripted or replayed replies make no network requests): {what} at {target} was not contacted; \
-         allow the network for this run with `switchyard run --allow-network` (or the run configuration's \"Allow network\"), \
+         allow the network for this run with `switchyard run --allow-network` (or \"Allow network\" in the app's run configuration), \
          or run live"
     )
 }

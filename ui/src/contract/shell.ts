@@ -26,7 +26,12 @@ record?: string | null,
  * A durable run: every step is written to the run store, so the run can be resumed after
  * the app was closed (`runs_list`, `run_resume`).
  */
-durable?: boolean, };
+durable?: boolean, 
+/**
+ * Let a scripted or replayed run use the network (remote hooks, skill and RAG URLs,
+ * embeddings, A2A, MCP over HTTP); such runs are offline otherwise. Live runs are online.
+ */
+allow_network?: boolean, };
 
 /**
  * Where a run's LLM answers come from (`RunConfig.llm`, tagged by `mode`).

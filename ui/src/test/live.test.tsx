@@ -212,6 +212,22 @@ describe('run configuration: replay, live, record', () => {
     });
   });
 
+  it('a scripted run may be allowed the network; a live run needs no such choice', async () => {
+    const { backend } = await renderApp();
+    fireEvent.click(byId('dbg-config'));
+    await screen.findByTestId('run-config');
+    const allow = byId('run-allow-network') as HTMLInputElement;
+    expect(allow.checked).toBe(false);
+    fireEvent.click(allow);
+    fireEvent.click(byId('run-config-run'));
+    await waitFor(() => expect(cmds(backend, 'run_start')).toHaveLength(1));
+    expect((cmds(backend, 'run_start')[0].args as { config: unknown }).config).toMatchObject({ allow_network: true });
+    fireEvent.click(byId('dbg-config'));
+    await screen.findByTestId('run-config');
+    fireEvent.change(byId('run-llm-mode'), { target: { value: 'live' } });
+    expect(screen.queryByTestId('run-allow-network')).toBeNull();
+  });
+
   it('live lists the document models, picks a run model, and a missing key offers Settings', async () => {
     const { backend, store } = await renderApp();
     backend.models = {

@@ -294,6 +294,21 @@ function RunConfigForm() {
         Durable run <span className="muted small">(resumable after closing the app)</span>
       </label>
 
+      {config.llm.mode !== 'live' ? (
+        <label
+          className="rc-check"
+          title="Scripted and replayed runs contact no host. Allow this run to call remote hooks, skill and RAG URLs, embedding models, A2A agents and MCP servers over HTTP"
+        >
+          <input
+            type="checkbox"
+            data-testid="run-allow-network"
+            checked={!!config.allow_network}
+            onChange={(e) => set({ allow_network: e.target.checked })}
+          />
+          Allow network <span className="muted small">(this run may contact the hosts its agent names)</span>
+        </label>
+      ) : null}
+
       <label className="rc-field">
         <span className="rc-label">
           Answers queued for interrupts <span className="muted">(one per line; JSON or text)</span>
