@@ -14,13 +14,22 @@ export type View = { path: string, file_name: string, dialect: "sherma" | "loki"
  */
 schema: { [key in string]: SchemaObj }, width: number, height: number, };
 
-export type ViewNode = { id: string, kind: string, derived: boolean, summary: string, dynamic_next: boolean, order: number, line: number | null, end_line: number | null, x: number, y: number, w: number, h: number, 
+export type ViewNode = { id: string, 
+/**
+ * The node type as written (`call_llm`, `script`, ...; an unknown or misspelt type too, which
+ * the diagnostics report), or the markers `__start__` / `__end__`: an open set.
+ */
+kind: string, derived: boolean, summary: string, dynamic_next: boolean, order: number, line: number | null, end_line: number | null, x: number, y: number, w: number, h: number, 
 /**
  * The user dragged it (position from the sidecar, not the automatic layout).
  */
 pinned: boolean, data: JsonValue, errors: number, warnings: number, sub_agent?: string, };
 
-export type ViewEdge = { id: string, from: string, to: string, kind: string, label: string | null, derived: boolean, dynamic: boolean, fanout: boolean, order: number, 
+export type ViewEdge = { id: string, from: string, to: string, 
+/**
+ * `model::graph::EdgeKind` (`as_str`): a closed set.
+ */
+kind: "entry" | "static" | "branch" | "default" | "next" | "route" | "on_other" | "fallback" | "map_branch" | "dynamic", label: string | null, derived: boolean, dynamic: boolean, fanout: boolean, order: number, 
 /**
  * Position of the branch / route inside its source, for branch ops.
  */

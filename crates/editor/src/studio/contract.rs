@@ -86,6 +86,46 @@ mod tests {
         check("editor.ts", &editor_ts());
     }
 
+    /// `ViewEdge.kind`'s TypeScript union is exactly the graph's edge kinds.
+    #[test]
+    fn view_edge_kinds_are_the_graph_edge_kinds() {
+        use model::graph::EdgeKind;
+        let all = [
+            EdgeKind::Entry,
+            EdgeKind::Static,
+            EdgeKind::Branch,
+            EdgeKind::Default,
+            EdgeKind::Next,
+            EdgeKind::Route,
+            EdgeKind::OnOther,
+            EdgeKind::Fallback,
+            EdgeKind::MapBranch,
+            EdgeKind::Dynamic,
+        ];
+        for k in all {
+            // No wildcard: a new edge kind stops this compiling until it is listed above.
+            match k {
+                EdgeKind::Entry
+                | EdgeKind::Static
+                | EdgeKind::Branch
+                | EdgeKind::Default
+                | EdgeKind::Next
+                | EdgeKind::Route
+                | EdgeKind::OnOther
+                | EdgeKind::Fallback
+                | EdgeKind::MapBranch
+                | EdgeKind::Dynamic => {}
+            }
+        }
+        let ts = declaration::<ViewEdge>(&config());
+        let union = ts.split("kind: ").nth(1).and_then(|r| r.split(',').next()).expect("ViewEdge.kind in the TS");
+        let mut in_ts: Vec<&str> = union.split('|').map(|v| v.trim().trim_matches('"')).collect();
+        let mut in_rust: Vec<&str> = all.iter().map(|k| k.as_str()).collect();
+        in_ts.sort();
+        in_rust.sort();
+        assert_eq!(in_ts, in_rust, "ViewEdge.kind's #[ts(type)] and model::graph::EdgeKind differ");
+    }
+
     /// `SchemaType.kind` lists every kind name a `Ty` can have.
     #[test]
     fn schema_type_kinds_are_the_kind_names() {

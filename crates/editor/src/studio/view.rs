@@ -38,6 +38,8 @@ pub struct View {
 #[derive(Clone, Debug, Serialize, TS)]
 pub struct ViewNode {
     pub id: String,
+    /// The node type as written (`call_llm`, `script`, ...; an unknown or misspelt type too, which
+    /// the diagnostics report), or the markers `__start__` / `__end__`: an open set.
     pub kind: String,
     pub derived: bool,
     pub summary: String,
@@ -64,6 +66,8 @@ pub struct ViewEdge {
     pub id: String,
     pub from: String,
     pub to: String,
+    /// `model::graph::EdgeKind` (`as_str`): a closed set.
+    #[ts(type = r#""entry" | "static" | "branch" | "default" | "next" | "route" | "on_other" | "fallback" | "map_branch" | "dynamic""#)]
     pub kind: &'static str,
     pub label: Option<String>,
     pub derived: bool,
