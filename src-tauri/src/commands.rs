@@ -14,14 +14,16 @@ use std::path::{Path, PathBuf};
 use switchyard::edit::EditOp;
 use switchyard::studio::{Pos, SaveError, Session, View};
 use tauri::{AppHandle, Manager};
+use ts_rs::TS;
 
-/// What every failing command rejects with.
-#[derive(Debug, Serialize)]
+/// What every failing command rejects with: what went wrong and what to do.
+#[derive(Debug, Serialize, TS)]
 pub struct CmdError {
     pub message: String,
     /// What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs);
     /// absent for other failures.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = r#""untrusted" | "manifest""#)]
     pub code: Option<&'static str>,
 }
 
@@ -213,20 +215,24 @@ pub async fn select_agent(app: AppHandle, name: String) -> Res<View> {
     })
 }
 
-/// The View plus `select`: the node the UI should select after the edit (new or renamed node).
+/// `apply_edit`'s answer: the `View` after the edit and `select`, the node the UI should select
+/// afterwards (a new or renamed node), else null.
+#[derive(Debug, Serialize, TS)]
+#[ts(type = "View & { select: string | null }")]
+pub struct EditedView {
+    #[serde(flatten)]
+    pub view: View,
+    pub select: Option<String>,
+}
+
 #[tauri::command]
-pub async fn apply_edit(app: AppHandle, op: Value) -> Res<Value> {
+pub async fn apply_edit(app: AppHandle, op: Value) -> Res<EditedView> {
     let op: EditOp = serde_json::from_value(op).map_err(|e| {
         CmdError::new(format!("the editor sent an edit the engine does not understand ({e}); this is a bug in the UI"))
     })?;
     with_session(&app, "applying the edit", |s| {
         let select = s.apply(&op).map_err(|e| CmdError::new(e.message))?;
-        let view = view_of(s, "drawing the document")?;
-        let mut v = serde_json::to_value(view).map_err(|e| CmdError::new(e.to_string()))?;
-        if let Value::Object(m) = &mut v {
-            m.insert("select".into(), select.map(Value::String).unwrap_or(Value::Null));
-        }
-        Ok(v)
+        Ok(EditedView { view: view_of(s, "drawing the document")?, select })
     })
 }
 
@@ -267,7 +273,7 @@ pub async fn save(app: AppHandle, force: Option<bool>) -> Res<View> {
         }
     });
     if let Some(view) = conflict_view {
-        documents_changed(&app, "conflict", Some(view));
+        documents_changed(&app, crate::ChangeKind::Conflict, view);
     }
     if out.is_ok() {
         // Saved: the recovery file is obsolete now, not in 1.5 s.
@@ -319,7 +325,8 @@ pub async fn relayout(app: AppHandle) -> Res<View> {
     })
 }
 
-#[derive(Debug, Serialize)]
+/// One problem `check_expr` found in an expression.
+#[derive(Debug, Serialize, TS)]
 pub struct ExprIssue {
     pub message: String,
     /// Offsets in UTF-16 code units (JavaScript string indices), end exclusive.
@@ -357,7 +364,8 @@ pub async fn check_expr(kind: String, text: String) -> Res<Vec<ExprIssue>> {
         .map_err(|p| panic_message("checking the expression", p))
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq)]
+/// `export_diagram`'s format.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, TS)]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
     Svg,
@@ -418,6 +426,22 @@ mod tests {
         let e = check_expression("cel", "'é' + )");
         assert_eq!(e.len(), 1);
         assert!(e[0].end <= "'é' + )".encode_utf16().count());
+    }
+
+    /// `EditedView`'s TypeScript is `View & { select: string | null }`: the view's keys at the top.
+    #[test]
+    fn edited_view_is_the_view_plus_select() {
+        let dir = std::env::temp_dir().join(format!("switchyard-edited-view-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("agent.yaml");
+        std::fs::write(&file, "a: 1\n").unwrap();
+        let view = Session::open(&file).unwrap().view();
+        let v = serde_json::to_value(EditedView { view, select: Some("n".into()) }).unwrap();
+        for k in ["path", "text", "nodes", "edges", "diagnostics", "revision"] {
+            assert!(v.get(k).is_some(), "{k} in {v}");
+        }
+        assert_eq!(v["select"], "n");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

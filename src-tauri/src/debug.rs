@@ -608,13 +608,17 @@ mod tests {
 }
 
 /// The shell's command types in TypeScript (`ui/src/contract/shell.ts`), generated with `ts-rs`
-/// like the engine's (`switchyard::studio::contract`): the debugger's and the Settings page's.
+/// like the engine's (`switchyard::studio::contract`): the debugger's, the Settings page's, and the
+/// editor commands' own (`CmdError`, `apply_edit`'s `EditedView`, `check_expr`'s `ExprIssue`,
+/// `export_diagram`'s `ExportFormat`, the `document-changed` payload).
 #[cfg(test)]
 mod contract {
     use crate::settings::{
         DocModel, KeySource, KeyringInfo, ModelsInfo, ProbeResult, ProbeStatus, ProviderInfo, ProviderInput,
         SaveResult, Settings, SettingsChange,
     };
+    use crate::commands::{CmdError, EditedView, ExportFormat, ExprIssue};
+    use crate::{ChangeKind, DocumentChanged};
     use switchyard::studio::contract::{check_or_update, config, declaration, file, ui_contract_path};
 
     const COMMAND: &str = "cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract";
@@ -639,13 +643,58 @@ mod contract {
             declaration::<ProbeStatus>(c),
             declaration::<ModelsInfo>(c),
             declaration::<DocModel>(c),
+            declaration::<CmdError>(c),
+            declaration::<EditedView>(c),
+            declaration::<ExprIssue>(c),
+            declaration::<ExportFormat>(c),
+            declaration::<DocumentChanged>(c),
+            declaration::<ChangeKind>(c),
         ];
         file(
-            "src-tauri (debug, settings)",
+            "src-tauri (commands, main, debug, settings)",
             COMMAND,
-            &["import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';"],
+            &[
+                "import type { Severity } from './syntax';",
+                "import type { View } from './editor';",
+                "import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';",
+            ],
             &decls,
         )
+    }
+
+    /// `CmdError.code`'s TypeScript union is exactly the codes the shell refuses with, and every
+    /// coded error in src-tauri/src (`CmdError::coded`) names one of them.
+    #[test]
+    fn cmd_error_codes_are_the_ones_the_shell_sends() {
+        let codes = [("UNTRUSTED", crate::trust::UNTRUSTED), ("MANIFEST", crate::trust::MANIFEST)];
+        let ts = declaration::<CmdError>(&config());
+        let union = ts.split("code?: ").nth(1).and_then(|r| r.split([',', '}']).next()).expect("CmdError.code in the TS");
+        let mut in_ts: Vec<&str> = union.split('|').map(|v| v.trim().trim_matches('"')).collect();
+        let mut in_rust: Vec<&str> = codes.iter().map(|(_, v)| *v).collect();
+        in_ts.sort();
+        in_rust.sort();
+        assert_eq!(in_ts, in_rust, "CmdError.code's #[ts(type)] and the codes differ");
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        // Built here so that this file's own text is not a call.
+        let call_of = format!("{}::{}(", "CmdError", "coded");
+        let mut calls = 0;
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for call in text.split(call_of.as_str()).skip(1) {
+                let arg = call.split(',').next().unwrap_or("").trim();
+                assert!(
+                    codes.iter().any(|(name, _)| *name == arg),
+                    "{}: the code {arg} is not one CmdError's TypeScript lists (its #[ts(type)] and this test)",
+                    path.display()
+                );
+                calls += 1;
+            }
+        }
+        assert!(calls > 0, "no CmdError::coded call found under {}", src.display());
     }
 
     #[test]

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use switchyard::studio::{DiskEvent, Session, View};
 use tauri::{AppHandle, Emitter, Manager, WindowEvent};
+use ts_rs::TS;
 
 /// The open document (if any) and the watch on its folder.
 #[derive(Default)]
@@ -33,19 +34,31 @@ impl AppState {
     }
 }
 
-/// Payload of the `document-changed` event.
-#[derive(Serialize, Clone)]
-struct DocumentChanged {
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    view: Option<View>,
+/// Payload of the `document-changed` event: the open document changed on disk (or a save met
+/// a change there), and the view after it.
+#[derive(Serialize, Clone, TS)]
+pub struct DocumentChanged {
+    pub kind: ChangeKind,
+    pub view: View,
+}
+
+/// What happened to the open document on disk.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// Changed on disk while clean: reloaded (undoable).
+    Reloaded,
+    /// Changed on disk while there are unsaved edits (or a save found it changed).
+    Conflict,
+    /// Removed from disk; the text stays open.
+    Deleted,
 }
 
 pub const MAIN_WINDOW: &str = "main";
 
-pub fn documents_changed(app: &AppHandle, kind: &'static str, view: Option<View>) {
+pub fn documents_changed(app: &AppHandle, kind: ChangeKind, view: View) {
     if let Err(e) = app.emit("document-changed", DocumentChanged { kind, view }) {
-        eprintln!("switchyard: could not notify the UI of a {kind} document: {e}");
+        eprintln!("switchyard: could not notify the UI of a {kind:?} document: {e}");
     }
 }
 
@@ -103,10 +116,11 @@ pub fn check_disk(app: &AppHandle) {
     };
     let kind = match event {
         DiskEvent::Unchanged => return,
-        DiskEvent::Reloaded => "reloaded",
-        DiskEvent::Conflict => "conflict",
-        DiskEvent::Deleted => "deleted",
+        DiskEvent::Reloaded => ChangeKind::Reloaded,
+        DiskEvent::Conflict => ChangeKind::Conflict,
+        DiskEvent::Deleted => ChangeKind::Deleted,
     };
+    let Some(view) = view else { return };
     documents_changed(app, kind, view);
     refresh_title(app);
     recovery::changed(app);

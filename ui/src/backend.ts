@@ -1,14 +1,15 @@
 // The only module that talks to Tauri. Everything else uses the `Backend` interface, so the tests
 // and `npm run dev` can run the UI against the in-memory fake (`src/fake/backend.ts`, which is
 // kept out of the production bundle).
-import type { DocumentChanged, EditOp, ExprError, Pos, RecoveryOffer, View } from './types';
+import type { CommandError, DocumentChanged, EditedView, EditOp, ExportFormat, ExprError, Pos, RecoveryOffer, View } from './types';
+import type { Control } from './contract/runtime';
 import type { Breakpoint, RunBatch, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from './debug/types';
 import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 import type { TrustStatus } from './contract/trust';
 
-/** `run_control` actions (docs/app-contract.md §5.1). `step_into` steps and pauses inside a
- *  nested run the step starts; `step_out` runs the rest of the nested run paused in. */
-export type RunAction = 'continue' | 'step' | 'step_into' | 'step_out' | 'pause' | 'stop' | 'restart';
+/** `run_control` actions (docs/app-contract.md §5.1; engine `Control`). `step_into` steps and
+ *  pauses inside a nested run the step starts; `step_out` runs the rest of the nested run paused in. */
+export type RunAction = Control;
 
 export interface Backend {
   openPath(path: string): Promise<View>;
@@ -16,7 +17,8 @@ export interface Backend {
   recentFiles(): Promise<string[]>;
   getView(): Promise<View | null>;
   selectAgent(name: string): Promise<View>;
-  applyEdit(op: EditOp): Promise<View>;
+  /** The view after the edit, plus `select`: the node to select afterwards (new or renamed). */
+  applyEdit(op: EditOp): Promise<EditedView>;
   setText(text: string): Promise<View>;
   undo(): Promise<View>;
   redo(): Promise<View>;
@@ -26,7 +28,7 @@ export interface Backend {
   diskText(): Promise<string | null>;
   setPositions(positions: Record<string, Pos>): Promise<null>;
   checkExpr(kind: 'cel' | 'template', text: string): Promise<ExprError[]>;
-  exportDiagram(format: 'svg' | 'png', data: string): Promise<string | null>;
+  exportDiagram(format: ExportFormat, data: string): Promise<string | null>;
   relayout(): Promise<View>;
   /** Unsaved text a recovery file kept for the open document (after a crash), or null. */
   recoveryOffer(): Promise<RecoveryOffer | null>;
@@ -94,7 +96,7 @@ export interface Backend {
   trustConfirmManifest(hash: string): Promise<TrustStatus>;
 }
 
-/** Normalise whatever a command rejected with into `{message}`. */
+/** Normalise whatever a command rejected with (`CommandError`, or anything else) into its message. */
 export function errorMessage(e: unknown): string {
   if (e == null) return 'unknown error';
   if (typeof e === 'string') return e;
@@ -109,8 +111,8 @@ export function errorMessage(e: unknown): string {
 }
 
 /** The `code` of a refusal the shell tells apart (`untrusted`, `manifest`), else null. */
-export function errorCode(e: unknown): string | null {
-  if (e && typeof e === 'object' && typeof (e as { code?: unknown }).code === 'string') return (e as { code: string }).code;
+export function errorCode(e: unknown): NonNullable<CommandError['code']> | null {
+  if (e && typeof e === 'object' && typeof (e as { code?: unknown }).code === 'string') return (e as Required<CommandError>).code;
   return null;
 }
 

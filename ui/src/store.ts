@@ -2,7 +2,7 @@
 import { createContext, useContext } from 'react';
 import { createStore, useStore, type StoreApi } from 'zustand';
 import { errorMessage, isConflictError, type Backend } from './backend';
-import type { DocumentChanged, EditOp, ExprError, Pos, RecoveryOffer, View, ViewEdge, ViewNode } from './types';
+import type { DocumentChanged, EditOp, ExportFormat, ExprError, Pos, RecoveryOffer, View, ViewEdge, ViewNode } from './types';
 
 export type Selection = { type: 'node'; id: string } | { type: 'edge'; id: string } | null;
 export type ThemePref = 'system' | 'light' | 'dark';
@@ -82,7 +82,7 @@ export interface AppState {
   setPositions(p: Record<string, Pos>): Promise<void>;
   relayout(): Promise<void>;
   checkExpr(kind: 'cel' | 'template', text: string): Promise<ExprError[]>;
-  exportDiagram(format: 'svg' | 'png', data: string): Promise<void>;
+  exportDiagram(format: ExportFormat, data: string): Promise<void>;
   select(sel: Selection, opts?: { reveal?: boolean; focus?: boolean }): void;
   deleteSelection(): Promise<void>;
   renameNode(from: string, to: string): Promise<void>;
@@ -333,7 +333,7 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
         try {
           return await backend.checkExpr(kind, text);
         } catch (e) {
-          return [{ message: `could not check: ${errorMessage(e)}`, start: 0, end: text.length }];
+          return [{ message: `could not check: ${errorMessage(e)}`, start: 0, end: text.length, severity: 'error' }];
         }
       },
 

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { useApp, useAppStore } from '../store';
 import { buildSvg, svgToPngBase64 } from '../exportDiagram';
 import { useDarkTheme } from '../theme';
+import type { ExportFormat } from '../types';
 
 function SearchBox() {
   const store = useAppStore();
@@ -45,7 +46,7 @@ function ExportMenu() {
   const store = useAppStore();
   const dark = useDarkTheme();
   const [open, setOpen] = useState(false);
-  const run = async (format: 'svg' | 'png') => {
+  const run = async (format: ExportFormat) => {
     setOpen(false);
     const view = store.getState().view;
     if (!view) return;

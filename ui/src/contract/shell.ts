@@ -1,5 +1,7 @@
-// Generated from src-tauri (debug, settings) by ts-rs (`cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract`); do not edit.
+// Generated from src-tauri (commands, main, debug, settings) by ts-rs (`cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract`); do not edit.
 // UPDATE_TS=1 with that command rewrites it after a change to the Rust types.
+import type { Severity } from './syntax';
+import type { View } from './editor';
 import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';
 
 /**
@@ -257,3 +259,44 @@ ready: boolean,
  * Why it cannot be called (the run would refuse to start with this message).
  */
 problem: string | null, };
+
+/**
+ * What every failing command rejects with: what went wrong and what to do.
+ */
+export type CmdError = { message: string, 
+/**
+ * What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs);
+ * absent for other failures.
+ */
+code?: "untrusted" | "manifest", };
+
+/**
+ * `apply_edit`'s answer: the `View` after the edit and `select`, the node the UI should select
+ * afterwards (a new or renamed node), else null.
+ */
+export type EditedView = View & { select: string | null };
+
+/**
+ * One problem `check_expr` found in an expression.
+ */
+export type ExprIssue = { message: string, 
+/**
+ * Offsets in UTF-16 code units (JavaScript string indices), end exclusive.
+ */
+start: number, end: number, severity: Severity, };
+
+/**
+ * `export_diagram`'s format.
+ */
+export type ExportFormat = "svg" | "png";
+
+/**
+ * Payload of the `document-changed` event: the open document changed on disk (or a save met
+ * a change there), and the view after it.
+ */
+export type DocumentChanged = { kind: ChangeKind, view: View, };
+
+/**
+ * What happened to the open document on disk.
+ */
+export type ChangeKind = "reloaded" | "conflict" | "deleted";

@@ -215,9 +215,9 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       for (const ch of text) {
         if (ch === '(' || ch === '[' || ch === '{') depth++;
         if (ch === ')' || ch === ']' || ch === '}') depth--;
-        if (depth < 0) return [{ message: 'unbalanced bracket', start: 0, end: text.length }];
+        if (depth < 0) return [{ message: 'unbalanced bracket', start: 0, end: text.length, severity: 'error' }];
       }
-      return depth === 0 ? [] : [{ message: 'unclosed bracket', start: 0, end: text.length }];
+      return depth === 0 ? [] : [{ message: 'unclosed bracket', start: 0, end: text.length, severity: 'error' }];
     },
     failNext(cmd, error) {
       failures.set(cmd, error);
@@ -276,7 +276,12 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         v.agent = name;
         return v;
       }),
-    applyEdit: (op) => run('apply_edit', { op }, () => edit(op)),
+    // Like the engine: select the node an op adds, renames or sets a field of.
+    applyEdit: (op) =>
+      run('apply_edit', { op }, () => ({
+        ...edit(op),
+        select: op.op === 'add_node' ? op.name : op.op === 'rename_node' ? op.to : op.op === 'set_field' ? op.node : null,
+      })),
     setText: (text) =>
       run('set_text', { text }, () => {
         const v = mutate();
