@@ -180,7 +180,7 @@ fn durable_live_runs_their_resume_and_embeddings_use_the_keyring_key() {
         ),
     )
     .unwrap();
-    let out = cli(&["run", "--trust", kb.to_str().unwrap(), "--input", "honey", "--quiet"]);
+    let out = cli(&["run", "--trust", "--allow-network", kb.to_str().unwrap(), "--input", "honey", "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Bees make honey."), "{}", text(&out));
     assert!(!fake.embedding_requests().is_empty(), "no embeddings request: {}", text(&out));
