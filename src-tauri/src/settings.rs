@@ -702,7 +702,13 @@ pub async fn settings_test_provider(provider: ProviderInput) -> Res<ProbeResult>
 /// The Settings probe: the form's values, else the saved ones as every live run resolves them
 /// (`launch::live_config`: the provider file, the OS keyring, the environment).
 fn test_provider(provider: ProviderInput) -> Result<ProbeResult, String> {
-    let cfg = switchyard::run::launch::live_config().unwrap_or_default();
+    test_provider_with(provider, switchyard::run::launch::live_config().unwrap_or_default())
+}
+
+/// [`test_provider`] against a given configuration. A saved key goes only to the saved base URL:
+/// a form that changed the URL without typing a key probes without one (a page could otherwise
+/// ask the shell to send the saved key anywhere).
+fn test_provider_with(provider: ProviderInput, cfg: LlmConfig) -> Result<ProbeResult, String> {
     let name = provider.name.trim().to_string();
     let ep = cfg.endpoint(&name).ok();
     let wire = provider
@@ -729,9 +735,25 @@ fn test_provider(provider: ProviderInput) -> Result<ProbeResult, String> {
     {
         Some(k) => Some(k.to_string()),
         None if provider.clear_key => None,
-        None => ep.and_then(|e| e.api_key),
+        None => ep.filter(|e| same_base(&e.base_url, &base)).and_then(|e| e.api_key),
     };
     Ok(probe(wire, &base, key.as_deref()))
+}
+
+/// Whether two base URLs are the same endpoint (trailing slashes and letter case of scheme and
+/// host aside).
+fn same_base(a: &str, b: &str) -> bool {
+    let norm = |u: &str| {
+        let u = u.trim().trim_end_matches('/');
+        match u.split_once("://") {
+            Some((scheme, rest)) => {
+                let end = rest.find('/').unwrap_or(rest.len());
+                format!("{}://{}{}", scheme.to_ascii_lowercase(), rest[..end].to_ascii_lowercase(), &rest[end..])
+            }
+            None => u.to_string(),
+        }
+    };
+    norm(a) == norm(b)
 }
 
 /// The models the open document names, whether each can be called, and the models to offer
@@ -1181,6 +1203,51 @@ mod tests {
             info.choices,
             vec!["local:qwen", "openai:gpt-4o", "local:llama"]
         );
+    }
+
+    #[test]
+    fn a_saved_key_is_sent_only_to_the_saved_base_url() {
+        use std::io::{Read, Write};
+        let serve = || {
+            let srv = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = srv.local_addr().unwrap();
+            let t = std::thread::spawn(move || {
+                let (mut c, _) = srv.accept().unwrap();
+                let mut buf = [0u8; 4096];
+                let n = c.read(&mut buf).unwrap();
+                let body = r#"{"data":[]}"#;
+                let _ = write!(c, "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase()
+            });
+            (addr, t)
+        };
+        let (saved, t1) = serve();
+        let (other, t2) = serve();
+        let cfg = LlmConfig::new(
+            ProviderFile {
+                providers: [(
+                    "mine".to_string(),
+                    ProviderEntry {
+                        wire: Some(Wire::Openai),
+                        base_url: Some(format!("http://{saved}/v1/")),
+                        api_key: Some("sk-saved-key-0123456789".into()),
+                        ..Default::default()
+                    },
+                )]
+                .into_iter()
+                .collect(),
+                ..Default::default()
+            },
+            BTreeMap::new(),
+        );
+        let form = |base: Option<String>| ProviderInput { name: "mine".into(), base_url: base, ..Default::default() };
+        // The saved URL (as saved, or written differently): the saved key goes along.
+        test_provider_with(form(Some(format!("http://{saved}/v1"))), cfg.clone()).unwrap();
+        assert!(t1.join().unwrap().contains("authorization: bearer sk-saved-key-0123456789"));
+        // Another URL: probed without the saved key.
+        test_provider_with(form(Some(format!("http://{other}/v1"))), cfg).unwrap();
+        let req = t2.join().unwrap();
+        assert!(!req.contains("authorization"), "the saved key went to another server: {req}");
     }
 
     /// The Settings probe resolves a saved key like every live run: a key only in the OS keyring

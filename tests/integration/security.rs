@@ -317,6 +317,10 @@ fn the_webview_gets_only_the_apps_commands_and_a_strict_csp() {
     let scripts = get("script-src").or_else(|| get("default-src")).expect("script sources are limited");
     assert!(!scripts.contains(&"'unsafe-eval'") && !scripts.contains(&"'unsafe-inline'"), "{csp}");
     assert!(get("default-src").is_some(), "{csp}");
+    // No plugins, no <base> rewriting relative URLs, no form posts, no frames.
+    for name in ["object-src", "base-uri", "form-action", "frame-src"] {
+        assert_eq!(get(name), Some(vec!["'none'"]), "{name} must be 'none': {csp}");
+    }
     for (name, sources) in &directives {
         for s in sources {
             let remote = (s.starts_with("http:") || s.starts_with("https:") || s.starts_with("ws")) && !s.contains("ipc.localhost");
