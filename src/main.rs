@@ -471,7 +471,11 @@ impl Frontend {
         use std::sync::{Arc, Mutex};
         let trace = match &trace.trace {
             None => None,
-            Some(p) => match std::fs::File::create(p) {
+            Some(p) => match {
+                use std::os::unix::fs::OpenOptionsExt;
+                // Readable by the user only: a trace holds the run's states.
+                std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(p)
+            } {
                 Ok(f) => Some(Arc::new(Mutex::new(std::io::BufWriter::new(f)))),
                 Err(e) => return Err(format!("cannot write the trace {}: {e}", p.display())),
             },

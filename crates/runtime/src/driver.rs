@@ -206,7 +206,17 @@ impl Driver {
                     let _ = std::fs::create_dir_all(dir);
                 }
                 Some(std::io::BufWriter::new(
-                    std::fs::File::create(p).map_err(|e| format!("cannot write the trace {}: {e}", p.display()))?,
+                    {
+                        // Readable by the user only: a trace holds the run's states.
+                        use std::os::unix::fs::OpenOptionsExt;
+                        std::fs::OpenOptions::new()
+                            .write(true)
+                            .create(true)
+                            .truncate(true)
+                            .mode(0o600)
+                            .open(p)
+                            .map_err(|e| format!("cannot write the trace {}: {e}", p.display()))?
+                    },
                 ))
             }
             None => None,

@@ -182,6 +182,12 @@ impl RunStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create the folder of the run store {}: {e}", path.display()))?;
         }
+        // A new store is readable by the user only (it holds whole run states); SQLite gives its
+        // WAL and shared-memory files the database file's mode.
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
+        }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|e| format!("cannot open the run store {}: {}", path.display(), explain(&e)))?;
@@ -538,6 +544,15 @@ mod tests {
         assert!(s.insert(&record("r1")).unwrap_err().contains(&db.display().to_string()));
         s.save("r1", &point(1, &Status::Ready), None).unwrap();
         s.save("r1", &point(2, &Status::Ready), None).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&db), 0o600, "the store holds run states: the user's only");
+            let wal = db.with_file_name("runs.sqlite-wal");
+            if wal.exists() {
+                assert_eq!(mode(&wal), 0o600);
+            }
+        }
         let pending = Pending {
             id: "ask#1".into(),
             node: "ask".into(),
