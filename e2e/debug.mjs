@@ -3,7 +3,7 @@
 // run.mjs; each test gets a fresh app on a scratch copy of its agent.
 import fs from 'node:fs';
 import path from 'node:path';
-import { E2E, T, eventually, fixture, nodeSel, screenshot, testid, tmpDir, waitForView } from './lib.mjs';
+import { E2E, T, click, eventually, fixture, nodeSel, screenshot, press, testid, tmpDir, waitForView } from './lib.mjs';
 
 function loopFixture() {
   const dir = path.join(tmpDir(), 'loop');
@@ -31,21 +31,6 @@ async function attr(b, sel, name) {
   const el = await b.$(sel);
   if (!(await el.isExisting())) return null;
   return el.getAttribute(name);
-}
-
-/** Keys go to the document: take focus off any input first (click an empty part of the canvas). */
-async function press(b, ...keys) {
-  await b.execute(() => {
-    const a = document.activeElement;
-    if (a && a !== document.body && typeof a.blur === 'function') a.blur();
-  });
-  await b.keys(keys);
-}
-
-async function click(b, sel) {
-  const el = await b.$(sel);
-  await el.waitForClickable({ timeout: T.ui });
-  await el.click();
 }
 
 async function bpDot(b, node) {

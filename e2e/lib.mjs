@@ -354,6 +354,22 @@ export function testid(id) {
   return `[data-testid="${id}"]`;
 }
 
+/** Keys go to the document: take focus off any input first. */
+export async function press(b, ...keys) {
+  await b.execute(() => {
+    const a = document.activeElement;
+    if (a && a !== document.body && typeof a.blur === 'function') a.blur();
+  });
+  await b.keys(keys);
+}
+
+/** Click `sel` once it is clickable (readiness, not a fixed wait). */
+export async function click(b, sel) {
+  const el = await b.$(sel);
+  await el.waitForClickable({ timeout: T.ui });
+  await el.click();
+}
+
 export function nodeSel(id) {
   return `[data-testid="node"][data-node-id="${id}"]`;
 }

@@ -6,27 +6,13 @@
 // file) starts empty.
 import fs from 'node:fs';
 import path from 'node:path';
-import { E2E, T, eventually, screenshot, testid, tmpDir, waitForView } from './lib.mjs';
+import { E2E, T, click, eventually, screenshot, press, testid, tmpDir, waitForView } from './lib.mjs';
 
 function trustFixture() {
   const dir = path.join(tmpDir(), 'trust');
   fs.cpSync(path.join(E2E, 'fixtures', 'trust'), dir, { recursive: true });
   for (const f of fs.readdirSync(path.join(dir, 'scripts'))) fs.chmodSync(path.join(dir, 'scripts', f), 0o755);
   return dir;
-}
-
-async function press(b, ...keys) {
-  await b.execute(() => {
-    const a = document.activeElement;
-    if (a && a !== document.body && typeof a.blur === 'function') a.blur();
-  });
-  await b.keys(keys);
-}
-
-async function click(b, sel) {
-  const el = await b.$(sel);
-  await el.waitForClickable({ timeout: T.ui });
-  await el.click();
 }
 
 /** `window.__switchyard.trust` and the debugger's state, in one round trip. */

@@ -828,6 +828,26 @@ mod tests {
             .unwrap_or_else(|| panic!("no provider {name}"))
     }
 
+    /// A server on 127.0.0.1 that answers one request with `status` and a JSON `body`, and hands
+    /// back the request it got (lower-cased for header checks where the caller wants).
+    fn one_request(status: &'static str, body: &'static str) -> (std::net::SocketAddr, std::thread::JoinHandle<String>) {
+        use std::io::{Read, Write};
+        let srv = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = srv.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let (mut c, _) = srv.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let n = c.read(&mut buf).unwrap();
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            String::from_utf8_lossy(&buf[..n]).to_string()
+        });
+        (addr, t)
+    }
+
     #[test]
     fn keys_are_masked_to_a_prefix_and_the_last_four_characters() {
         assert_eq!(mask_key("sk-proj-abcdefghijklmnop9f3a"), "sk-…9f3a");
@@ -1127,7 +1147,6 @@ mod tests {
 
     #[test]
     fn probing_a_dead_port_is_unreachable_and_a_live_server_is_classified() {
-        use std::io::{Read, Write};
         // A port nobody listens on.
         let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = dead.local_addr().unwrap().port();
@@ -1135,21 +1154,7 @@ mod tests {
         let r = probe(Wire::Openai, &format!("http://127.0.0.1:{port}/v1"), None);
         assert_eq!(r.status, ProbeStatus::Unreachable, "{}", r.message);
         // A server that refuses the key.
-        let srv = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = srv.local_addr().unwrap();
-        let t = std::thread::spawn(move || {
-            let (mut c, _) = srv.accept().unwrap();
-            let mut buf = [0u8; 4096];
-            let n = c.read(&mut buf).unwrap();
-            let req = String::from_utf8_lossy(&buf[..n]).to_string();
-            let body = r#"{"error":{"message":"invalid api key"}}"#;
-            let _ = write!(
-                c,
-                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            req
-        });
+        let (addr, t) = one_request("401 Unauthorized", r#"{"error":{"message":"invalid api key"}}"#);
         let r = probe(Wire::Openai, &format!("http://{addr}/v1"), Some("sk-test"));
         let req = t.join().unwrap();
         assert!(
@@ -1207,19 +1212,9 @@ mod tests {
 
     #[test]
     fn a_saved_key_is_sent_only_to_the_saved_base_url() {
-        use std::io::{Read, Write};
         let serve = || {
-            let srv = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let addr = srv.local_addr().unwrap();
-            let t = std::thread::spawn(move || {
-                let (mut c, _) = srv.accept().unwrap();
-                let mut buf = [0u8; 4096];
-                let n = c.read(&mut buf).unwrap();
-                let body = r#"{"data":[]}"#;
-                let _ = write!(c, "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
-                String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase()
-            });
-            (addr, t)
+            let (addr, t) = one_request("200 OK", r#"{"data":[]}"#);
+            (addr, std::thread::spawn(move || t.join().unwrap().to_ascii_lowercase()))
         };
         let (saved, t1) = serve();
         let (other, t2) = serve();
@@ -1256,7 +1251,6 @@ mod tests {
     #[test]
     #[ignore = "needs a running secret service; ./dev test runs it under dbus-run-session with gnome-keyring"]
     fn the_settings_probe_uses_a_key_that_is_only_in_the_os_keyring() {
-        use std::io::{Read, Write};
         const PROVIDER: &str = "syprobe";
         const KEY: &str = "sk-syprobe-only-in-the-keyring-41c9";
         const VAR: &str = "SYPROBE_KEYRING_API_KEY";
@@ -1264,21 +1258,7 @@ mod tests {
         store.delete(PROVIDER).unwrap_or_else(|e| panic!("the OS keyring is not available: {e}"));
         store.set(PROVIDER, KEY).unwrap();
 
-        let srv = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = srv.local_addr().unwrap();
-        let t = std::thread::spawn(move || {
-            let (mut c, _) = srv.accept().unwrap();
-            let mut buf = [0u8; 4096];
-            let n = c.read(&mut buf).unwrap();
-            let req = String::from_utf8_lossy(&buf[..n]).to_string();
-            let body = r#"{"data":[{"id":"m1"}]}"#;
-            let _ = write!(
-                c,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            req
-        });
+        let (addr, t) = one_request("200 OK", r#"{"data":[{"id":"m1"}]}"#);
         let dir = std::env::temp_dir().join(format!("switchyard-probe-keyring-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
