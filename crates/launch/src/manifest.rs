@@ -196,20 +196,6 @@ fn host_of(url: &str) -> String {
     }
 }
 
-/// `url` with any `user:password@` removed (the manifest is shown and may be pasted anywhere).
-fn without_credentials(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            match rest[..end].rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://{host}{}", &rest[end..]),
-                None => url.to_string(),
-            }
-        }
-        None => url.to_string(),
-    }
-}
-
 fn is_url(s: &str) -> bool {
     let l = s.trim().to_ascii_lowercase();
     l.starts_with("http://") || l.starts_with("https://")
@@ -229,7 +215,7 @@ impl Builder {
     }
 
     fn host(&mut self, kind: &str, url: &str, at: Origin) {
-        let shown = without_credentials(url.trim());
+        let shown = runtime::secrets::without_credentials(url.trim());
         let detail = (host_of(url) != shown).then_some(shown);
         self.m.hosts.push(item(kind, host_of(url), detail, at));
     }
@@ -515,7 +501,7 @@ mod tests {
         assert_eq!(host_of("https://User:pw@Evil.Example:8443/x?k=1"), "https://evil.example:8443");
         assert_eq!(host_of("http://127.0.0.1:9/a"), "http://127.0.0.1:9");
         assert_eq!(host_of("not a url"), "not a url");
-        assert_eq!(without_credentials("https://u:p@h.example/x?y"), "https://h.example/x?y");
+        assert_eq!(runtime::secrets::without_credentials("https://u:p@h.example/x?y"), "https://h.example/x?y");
         assert_eq!(shell_word("a b"), "'a b'");
         assert_eq!(shell_word("--flag=x"), "--flag=x");
     }

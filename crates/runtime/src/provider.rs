@@ -239,16 +239,7 @@ impl LlmProvider for Online {
 /// The error of a request an offline run does not make: what (`the remote hook`) and where
 /// (a URL; shown without credentials).
 pub fn offline_error(what: &str, target: &str) -> String {
-    let target = match target.split_once("://") {
-        Some((scheme, rest)) => {
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            match rest[..end].rsplit_once('@') {
-                Some((_, host)) => format!("{scheme}://{host}{}", &rest[end..]),
-                None => target.to_string(),
-            }
-        }
-        None => target.to_string(),
-    };
+    let target = crate::secrets::without_credentials(target);
     format!(
         "this run is offline (scripted or replayed replies make no network requests): {what} at {target} was not contacted; \
          allow the network for this run with `switchyard run --allow-network` (or \"Allow network\" in the app's run configuration), \

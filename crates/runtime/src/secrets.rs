@@ -245,6 +245,20 @@ pub fn scrub_shapes(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// `url` with any `user:password@` removed (for messages and manifests people may paste anywhere).
+pub fn without_credentials(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            match rest[..end].rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://{host}{}", &rest[end..]),
+                None => url.to_string(),
+            }
+        }
+        None => url.to_string(),
+    }
+}
+
 /// `text` with known secrets ([`global`]) and secret-shaped strings replaced.
 pub fn scrub_text(text: &str) -> String {
     scrub_shapes(&global().str(text)).into_owned()
