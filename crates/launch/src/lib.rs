@@ -12,12 +12,15 @@
 //!   document alone.
 //! - [`trace`]: a recorded run (JSONL trace) reviewed: its state at any step, rebuilt with the
 //!   dialect's own reducers.
+//! - [`worktree`]: whether a file about to be recorded into is inside a git work tree and
+//!   not ignored there, and the `.gitignore` line that fixes it.
 
 pub mod durable;
 pub mod manifest;
 mod provider;
 pub mod trace;
 pub mod trust;
+pub mod worktree;
 
 pub use provider::{
     default_cassette, default_script, live_config, llm_choice, online_if, provider, provider_for,
