@@ -198,9 +198,13 @@ struct LlmArgs {
     /// With --replay: fail at the first request that differs from the recording.
     #[arg(long, requires = "replay")]
     replay_strict: bool,
-    /// Record every LLM and tool exchange of this run into a cassette (for --replay).
+    /// Record every LLM and tool exchange of this run into a cassette (for --replay), with
+    /// what scripts, hooks, Python tools and RAG nodes returned. Secrets are redacted.
     #[arg(long, value_name = "CASSETTE.json")]
     record: Option<PathBuf>,
+    /// With --record: keep secrets in the cassette as they are instead of redacting them.
+    #[arg(long, requires = "record")]
+    raw: bool,
 }
 
 #[derive(Subcommand)]
@@ -579,8 +583,14 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         replay_strict: a.llm.replay_strict,
         live: a.llm.live,
         record: a.llm.record,
+        record_raw: a.llm.raw,
         allow_network: a.allow_network,
     };
+    for (what, file) in [("cassette", req.record.as_ref()), ("trace", a.trace.trace.as_ref())] {
+        if let Some(file) = file {
+            warn_if_committable(what, file);
+        }
+    }
     let fe = match Frontend::new(&a.trace, &a.quiet) {
         Ok(f) => f,
         Err(e) => {
@@ -605,7 +615,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         Some(db) => {
             let started = (|| {
                 let llm = launch::llm_choice(&doc, &req);
-                let provider = launch::online_if(launch::provider(&doc, &llm, req.record.as_deref())?, req.allow_network);
+                let provider = launch::provider_for(&doc, &req)?;
                 switchyard::run::store::start(&db, doc.clone(), &req, llm, Some(provider), options)
             })();
             match started {
@@ -622,6 +632,25 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         }
     };
     drive(session, &fe, a.answer_stdin.answer_stdin, durable.as_ref())
+}
+
+/// A recording (cassette or trace) about to be written inside a git work tree that does not
+/// ignore it could be committed: say so, and give the line that ignores it.
+fn warn_if_committable(what: &str, file: &std::path::Path) {
+    use switchyard::run::launch::worktree;
+    let Some(wt) = worktree::check(file) else { return };
+    if wt.ignored {
+        return;
+    }
+    let line = worktree::pattern(&wt.relative);
+    eprintln!(
+        "warning: the {what} {} is inside the git work tree {} and git does not ignore it; it holds prompts, replies and tool results{}.\n  \
+         to keep it out of commits: echo '{line}' >> {}",
+        file.display(),
+        wt.root.display(),
+        if what == "cassette" { " (secrets redacted unless --raw)" } else { "" },
+        wt.root.join(".gitignore").display()
+    );
 }
 
 /// Refuse (exit 2) to run `d` unless its folder is trusted or `once` (`--trust`) says so, naming

@@ -173,6 +173,48 @@ fn read_log(path: &Path) -> Vec<Value> {
 // ---------------------------------------------------------------------------------------------
 // Python hooks through the bridge
 // ---------------------------------------------------------------------------------------------
+/// Record a run into `cassette` (replies from the agent's replies.yaml), or replay it.
+fn start_taped(path: &Path, input: &str, record: Option<&Path>, replay: Option<&Path>) -> RunSession {
+    let doc = Arc::new(switchyard::doc::load_path(path));
+    let req = RunRequest {
+        input: Some(input.into()),
+        llm_script: replay.is_none().then(|| path.with_file_name("replies.yaml")),
+        record: record.map(Path::to_path_buf),
+        replay: replay.map(Path::to_path_buf),
+        replay_strict: true,
+        ..Default::default()
+    };
+    launch::start(doc, &req, RunOptions::new(Box::new(NoProvider))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A recorded run keeps what its Python hooks and tools answered: the replay runs no Python at
+/// all (the hook module and the tool module are deleted before it, and the hooks' log stays
+/// empty) and ends in the same state with the same hook events and model requests.
+#[test]
+fn a_replay_takes_hook_and_tool_results_from_the_cassette_and_runs_no_python() {
+    let dir = TempDir::new("hooks-replay");
+    let log = python_hooks(&dir);
+    let path = agent(&dir, "  - import_path: myhooks.Recorder\n  - import_path: myhooks.Second\n");
+    let cassette = dir.join("run.cassette.json");
+    let mut rec = start_taped(&path, "weather in Paris?", Some(&cassette), None);
+    run_through(&mut rec, "yes");
+    let (status, state) = finished(&rec);
+    assert_eq!(status, RunStatus::Completed, "{}", dump(&rec));
+    assert!(!read_log(&log).is_empty(), "the hooks ran while recording");
+
+    std::fs::remove_file(&log).unwrap();
+    std::fs::remove_file(dir.join("myhooks.py")).unwrap();
+    std::fs::remove_file(dir.join("tools.py")).unwrap();
+    let mut rep = start_taped(&path, "weather in Paris?", None, Some(&cassette));
+    run_through(&mut rep, "yes");
+    let (status2, state2) = finished(&rep);
+    assert_eq!(status2, RunStatus::Completed, "{}", dump(&rep));
+    assert_eq!(state2, state);
+    assert!(!log.exists(), "a hook ran during the replay: {:?}", read_log(&log));
+    assert_eq!(hook_events(&rep.events()), hook_events(&rec.events()));
+    assert_eq!(requests(&rep.events()), requests(&rec.events()));
+}
+
 
 /// A hook executor touching every point the test agent reaches; it logs each call as a JSON
 /// line (point + what it saw) to `{log}`.

@@ -529,3 +529,68 @@ fn python_global_tools_run_their_run_function() {
         json!({"words": 4, "top": ["b"]})
     );
 }
+
+/// A recorded run keeps what its script node printed, what its rag node retrieved and how the
+/// Python bridge described a tool: the replay runs none of it (the script now fails and writes
+/// a marker, the document is gone, importing the tool writes the marker), says so, and ends the
+/// same way, with the same trace.
+#[test]
+fn scripts_retrievals_and_tool_descriptions_are_recorded_and_replayed_without_running() {
+    let graph = "name: researcher\nglobal_tools: [word_stats.py]\nstart: prep\nnodes:\n  prep:\n    type: script\n    script: scripts/prep.sh\n    next: look\n  look:\n    type: rag\n    documents: [notes.txt]\n    query: \"{{topic}}\"\n    top_k: 1\n    state_updates: { found: \"{{output.context}}\" }\n    next: research\n  research:\n    type: llm\n    prompt: \"{{found}}\"\n    tools: [word_stats]\n    max_iterations: 3\n    state_updates: { answer: \"{{output}}\" }\n    next: done\n  done: { type: end, output: \"{{topic}} {{answer}}\" }\n";
+    let dir = agent(Some(graph));
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    let marker = dir.join("script-ran.marker");
+    std::fs::write(
+        dir.join("scripts/prep.sh"),
+        format!("#!/usr/bin/env bash\necho ran >> '{}'\necho '{{\"topic\": \"kites\"}}'\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes.txt"), "Kites fly best in a steady wind.\n\nBoats need water.\n").unwrap();
+    let replies = "replies:\n  - tool_calls: [{ name: word_stats, args: { text: kites fly } }]\n  - content: recorded\n";
+    let cassette = dir.join("run.cassette.json");
+    let mut s = session_with(&dir, "go", Box::new(Recorder::new(provider(replies), &cassette)));
+    s.run();
+    assert_eq!(completed(&s), json!("kites recorded"), "{}", dump(&s));
+    assert!(marker.exists(), "the script ran while recording");
+    let prompts = requests(&s);
+    assert!(prompts[0].iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains("steady wind"))), "{prompts:?}");
+
+    // Everything the run touched is gone or broken now.
+    std::fs::remove_file(&marker).unwrap();
+    std::fs::write(
+        dir.join("scripts/prep.sh"),
+        format!("#!/usr/bin/env bash\necho replayed >> '{}'\nexit 7\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::remove_file(dir.join("notes.txt")).unwrap();
+    // Importing the tool module now leaves a marker: describing or calling it would show.
+    let tool = dir.parent().unwrap().parent().unwrap().join("functions/tools/word_stats.py");
+    let code = std::fs::read_to_string(&tool).unwrap();
+    std::fs::write(&tool, format!("open({:?}, 'a').write('imported')\n{code}", marker.display().to_string())).unwrap();
+
+    let mut r = session_with(&dir, "go", Box::new(Replayer::load(&cassette, true).unwrap()));
+    r.run();
+    assert_eq!(completed(&r), json!("kites recorded"), "{}", dump(&r));
+    assert!(!marker.exists(), "the script ran during the replay");
+    assert_eq!(requests(&r), prompts, "the model saw something else on replay");
+    assert_eq!(offered(&r), offered(&s), "the tool was described differently on replay");
+    assert_eq!(tool_results(&r.events()), tool_results(&s.events()));
+    // The same trace, but for times and run ids (and the text deltas a replay streams where
+    // scripted replies come whole).
+    let comparable = |s: &RunSession| -> Vec<Value> {
+        s.events()
+            .iter()
+            .filter(|e| !matches!(e.body, EventBody::LlmDelta { .. }))
+            .map(|e| {
+                let mut v = e.to_value();
+                for k in ["ts_ms", "run", "duration_ms"] {
+                    v.as_object_mut().unwrap().remove(k);
+                }
+                v
+            })
+            .collect()
+    };
+    assert_eq!(comparable(&r), comparable(&s), "the replay's trace differs");
+    let said = Replayer::load(&cassette, true).unwrap().describe();
+    assert!(said.contains("scripts, hooks, tools and retrievals answered from it, nothing runs"), "{said}");
+}

@@ -61,7 +61,13 @@ pub fn provider(doc: &Document, choice: &LlmChoice, record: Option<&Path>) -> Re
 /// The provider the CLI's flags in `req` ask for: [`provider`] of [`llm_choice`], recording
 /// when `req.record` is set.
 pub fn provider_for(doc: &Document, req: &RunRequest) -> Result<BoxProvider, String> {
-    Ok(online_if(provider(doc, &llm_choice(doc, req), req.record.as_deref())?, req.allow_network))
+    let choice = llm_choice(doc, req);
+    let p = match &req.record {
+        // Secrets kept as they are: the user asked for it (`--raw`).
+        Some(path) if req.record_raw => Box::new(Recorder::raw(provider(doc, &choice, None)?, path)),
+        record => provider(doc, &choice, record.as_deref())?,
+    };
+    Ok(online_if(p, req.allow_network))
 }
 
 /// `p` allowed the network when `allow` (the user's choice for one run), else as it is.

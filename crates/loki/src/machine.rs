@@ -712,6 +712,9 @@ impl LlmErr {
     }
 }
 
+/// The node name under which a recording keeps the Python bridge's tool descriptions.
+const PYTHON_NODE: &str = "@python";
+
 /// What one super-step's nodes share.
 struct Exec<'a, 'c> {
     l: &'a LokiDoc,
@@ -784,9 +787,15 @@ impl Exec<'_, '_> {
     fn describe_tool(&self, name: &str) -> Value {
         let bare = json!({"name": name, "parameters": {"type": "object"}});
         match self.python_import(name) {
+            // Describing imports the module (its top-level code runs): an effect, so a replay
+            // takes the recorded description and starts no Python.
             Some(Ok(import)) => self
-                .with_bridge(|b| b.describe(&import).map_err(|e| e.to_string()))
-                .map(|info| json!({"name": name, "description": info.description, "parameters": info.schema}))
+                .cx
+                .effect(PYTHON_NODE, &format!("describe:{import}"), &Value::Null, || {
+                    self.with_bridge(|b| b.describe(&import).map_err(|e| e.to_string()))
+                        .map(|info| json!({"description": info.description, "parameters": info.schema}))
+                })
+                .map(|info| json!({"name": name, "description": info["description"], "parameters": info["parameters"]}))
                 .unwrap_or(bare),
             Some(Err(_)) => bare,
             None => match self.subprocess_tool(name) {
@@ -923,17 +932,26 @@ impl Exec<'_, '_> {
                 if let Some(d) = self.deadline {
                     timeout = timeout.min(d.saturating_duration_since(Instant::now()));
                 }
-                match run_script_until(&self.l.agent_dir, &script, &state_value(st), timeout, Some(self.cx.stop)) {
+                // An effect: a replay of a recording answers it and the script does not run.
+                let input = state_value(st);
+                let ran = self.cx.effect(id, &format!("script:{script}"), &input, || {
+                    run_script_until(&self.l.agent_dir, &script, &input, timeout, Some(self.cx.stop))
+                        .map(|out| json!({"updates": out.updates, "next": out.next}))
+                        .map_err(|e| e.to_string())
+                });
+                match ran {
                     Ok(out) => {
-                        for (k, v) in out.updates {
-                            st.insert(k, Arc::new(v));
+                        if let Some(Value::Object(updates)) = out.get("updates") {
+                            for (k, v) in updates {
+                                st.insert(k.clone(), Arc::new(v.clone()));
+                            }
                         }
                         apply_updates(node, st, None);
                         if !routing {
                             return Ok(Ran::go(Vec::new()));
                         }
-                        let targets = match out.next {
-                            Some(n) => vec![(n, RouteReason::Next)],
+                        let targets = match out.get("next").and_then(Value::as_str) {
+                            Some(n) => vec![(n.to_string(), RouteReason::Next)],
                             None => Self::static_next(node, "script")?,
                         };
                         Ok(Ran::go(targets))
@@ -943,7 +961,7 @@ impl Exec<'_, '_> {
                             tracing::warn!("script node '{id}' failed, routing to fallback '{}': {e}", fb.value);
                             Ok(Ran::go(vec![(fb.value.clone(), RouteReason::Fallback)]))
                         }
-                        _ => Err(e.to_string()),
+                        _ => Err(e),
                     },
                 }
             }
@@ -1377,42 +1395,59 @@ impl Exec<'_, '_> {
         };
         self.cx.emit(EventBody::ToolCall { node: id.to_string(), call: call.clone() });
         let network = self.cx.provider.network_allowed();
-        let ctl = rag::Ctl { stop: self.cx.stop, deadline, timeout, log: &log, network };
-        let outcome = self.rag.retrieve(&spec, &query, &ctl);
-        let (result, error) = match &outcome {
-            Ok(ret) => {
-                let kb = &ret.kb;
-                let what = format!(
-                    "{} ({} documents, {} chunks{})",
-                    kb.path.display(),
-                    kb.document_count(),
-                    kb.chunk_count(),
-                    match &kb.file.vectors_model {
-                        Some(m) if kb.embedded_count() > 0 => format!(", {} embedded with {m}", kb.embedded_count()),
-                        _ => String::new(),
-                    }
-                );
-                match &ret.source {
-                    rag::KbSource::Memory => {}
-                    rag::KbSource::File => log(format!("loaded knowledge base {what}")),
-                    rag::KbSource::Built { reason, read, kept, embedded } => log(format!(
-                        "built knowledge base {what}: {reason}; {read} documents read, {kept} unchanged, {embedded} chunks embedded"
-                    )),
+        // An effect: a replay of a recording answers it without building or reading anything.
+        // What it says about the knowledge base is part of the result, so a replay says it too.
+        let said = Mutex::new(Vec::new());
+        let note = |text: String| {
+            log(text.clone());
+            said.lock().unwrap_or_else(|p| p.into_inner()).push(text);
+        };
+        let ctl = rag::Ctl { stop: self.cx.stop, deadline, timeout, log: &note, network };
+        let outcome = self.cx.effect(id, "rag", &call.args, || {
+            let ret = self.rag.retrieve(&spec, &query, &ctl)?;
+            let kb = &ret.kb;
+            let what = format!(
+                "{} ({} documents, {} chunks{})",
+                kb.path.display(),
+                kb.document_count(),
+                kb.chunk_count(),
+                match &kb.file.vectors_model {
+                    Some(m) if kb.embedded_count() > 0 => format!(", {} embedded with {m}", kb.embedded_count()),
+                    _ => String::new(),
                 }
-                let hits: Vec<Value> = ret
-                    .hits
-                    .iter()
-                    .map(|h| {
-                        json!({"source": h.source, "chunk": h.chunk, "score": h.score, "keyword": h.keyword, "cosine": h.cosine, "text": h.text})
-                    })
-                    .collect();
-                let mode = if ret.hybrid { "hybrid" } else { "keyword" };
-                (json!({"mode": mode, "hits": hits}), None)
+            );
+            match &ret.source {
+                rag::KbSource::Memory => {}
+                rag::KbSource::File => note(format!("loaded knowledge base {what}")),
+                rag::KbSource::Built { reason, read, kept, embedded } => note(format!(
+                    "built knowledge base {what}: {reason}; {read} documents read, {kept} unchanged, {embedded} chunks embedded"
+                )),
             }
+            let hits: Vec<Value> = ret
+                .hits
+                .iter()
+                .map(|h| {
+                    json!({"source": h.source, "chunk": h.chunk, "score": h.score, "keyword": h.keyword, "cosine": h.cosine, "text": h.text})
+                })
+                .collect();
+            let mode = if ret.hybrid { "hybrid" } else { "keyword" };
+            let said = said.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            Ok(json!({"result": {"mode": mode, "hits": hits}, "output": ret.output(), "log": said}))
+        });
+        // Replayed (nothing was said while it ran): say what the recorded run said.
+        if said.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+            for line in outcome.iter().filter_map(|v| v.get("log")?.as_array()).flatten() {
+                if let Some(text) = line.as_str() {
+                    log(text.to_string());
+                }
+            }
+        }
+        let (result, error) = match &outcome {
+            Ok(v) => (v.get("result").cloned().unwrap_or(Value::Null), None),
             Err(e) => (Value::Null, Some(e.clone())),
         };
         self.cx.emit(EventBody::ToolResult { node: id.to_string(), id: call.id, name: call.name, result, error });
-        outcome.map(|ret| ret.output())
+        outcome.map(|v| v.get("output").cloned().unwrap_or(Value::Null))
     }
 
     /// Run a child graph agent to its end (nested run, answers from the queue).

@@ -27,6 +27,13 @@
 //! replays to the same trace. The file is readable by the user only (0600), written to an
 //! exclusive random temp name beside it (never following a planted symlink) and renamed.
 //!
+//! **Effects** (version 2) are what a run does to the machine it runs on, recorded with their
+//! results so that a replay does none of it: a Loki script node's output, a hook's answer, a
+//! Python tool's description, a RAG retrieval. They are matched by node, name and input (the
+//! 2nd run of script `a.sh` at node `x` with the same state gets the 2nd recorded result), so
+//! map items in any order replay correctly. A version 1 cassette has no effects; replaying it
+//! runs them, as before.
+//!
 //! Tool exchanges also hold what a run asks outside its model: an MCP server's tool listing
 //! (node `@mcp:<server>`, name `tools/list`, so a replay never starts the server) and each A2A
 //! exchange with a remote sub-agent (name `a2a:<id>`; args: URL, message, task ids; result:
@@ -42,7 +49,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The tool name under which a run's cassette records an MCP server's tool listing (node
 /// `@mcp:<server>`), so a replay offers the same tools without starting the server.
@@ -111,6 +118,19 @@ pub enum Exchange {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A side effect with its result (see the module docs).
+    Effect {
+        node: String,
+        /// What ran: `script:<path>`, `hook:<executor>:<point>`, `describe:<import path>`, `rag`.
+        name: String,
+        /// Its input (a script's state, a hook's context, a query).
+        #[serde(default)]
+        args: Value,
+        #[serde(default)]
+        result: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
 }
 
 fn recorded_request(req: &LlmRequest) -> RecordedRequest {
@@ -128,8 +148,12 @@ impl Cassette {
         let c: Cassette = serde_json::from_str(&text).map_err(|e| {
             format!("{}:{}:{}: not a cassette: {e}", path.display(), e.line(), e.column())
         })?;
-        if c.version != VERSION {
-            return Err(format!("{}: cassette version {} is not supported (this build reads version {VERSION})", path.display(), c.version));
+        if !(1..=VERSION).contains(&c.version) {
+            return Err(format!(
+                "{}: cassette version {} is not supported (this build reads versions 1 to {VERSION})",
+                path.display(),
+                c.version
+            ));
         }
         Ok(c)
     }
@@ -211,6 +235,14 @@ impl Counter {
         *n += 1;
         *n
     }
+}
+
+/// The counter key of an effect: node, name and a digest of its (scrubbed) input.
+fn effect_key(node: &str, name: &str, args: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(args.to_string().as_bytes());
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("effect\u{1f}{node}\u{1f}{name}\u{1f}{hex}")
 }
 
 /// Records every exchange of a run into a cassette file (see the module docs).
@@ -314,6 +346,18 @@ impl LlmProvider for Recorder {
     fn replay_tool(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
         self.inner.replay_tool(node, name, args)
     }
+    fn replay_effect(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
+        self.inner.replay_effect(node, name, args)
+    }
+    fn record_effect(&self, node: &str, name: &str, args: &Value, outcome: &Result<Value, String>) {
+        self.push(|_| {
+            let (result, error) = match outcome {
+                Ok(v) => (v.clone(), None),
+                Err(e) => (Value::Null, Some(e.clone())),
+            };
+            Exchange::Effect { node: node.to_string(), name: name.to_string(), args: args.clone(), result, error }
+        });
+    }
     fn record_tool(&self, node: &str, name: &str, args: &Value, outcome: &Result<Value, String>) {
         self.push(|counter| {
             let call = counter.next(true, node);
@@ -406,6 +450,7 @@ impl Replayer {
             .filter(|e| match e {
                 Exchange::Llm { node: n, .. } => !tool && n == node,
                 Exchange::Tool { node: n, .. } => tool && n == node,
+                Exchange::Effect { .. } => false,
             })
             .count()
     }
@@ -487,7 +532,16 @@ impl LlmProvider for Replayer {
         }
     }
     fn describe(&self) -> String {
-        format!("replay of {}{}", self.path.display(), if self.strict { " (strict)" } else { "" })
+        format!(
+            "replay of {}{}{}",
+            self.path.display(),
+            if self.strict { " (strict)" } else { "" },
+            if self.cassette.version >= 2 {
+                "; scripts, hooks, tools and retrievals answered from it, nothing runs"
+            } else {
+                "; an old cassette: scripts, hooks and retrievals run again"
+            }
+        )
     }
     fn position(&self) -> Value {
         json!({"replay": self.state.lock().unwrap_or_else(|p| p.into_inner()).counter.to_json()})
@@ -502,6 +556,35 @@ impl LlmProvider for Replayer {
             None if position.is_null() => Ok(()),
             None => Err(format!("the saved run did not replay a cassette; it cannot go on with {}", self.path.display())),
         }
+    }
+    fn replay_effect(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
+        if self.cassette.version < 2 {
+            return None;
+        }
+        let mut now = args.clone();
+        crate::secrets::scrub_for_file(&mut now);
+        let key = effect_key(node, name, &now);
+        let nth = {
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.counter.next(true, &key)
+        };
+        let mut same = self.cassette.exchanges.iter().filter_map(|e| match e {
+            Exchange::Effect { node: n, name: nm, args: a, result, error } if n == node && nm == name => {
+                let mut rec = a.clone();
+                crate::secrets::scrub_for_file(&mut rec);
+                (rec == now).then_some((result, error))
+            }
+            _ => None,
+        });
+        Some(match same.nth(nth - 1) {
+            Some((_, Some(e))) => Err(e.clone()),
+            Some((result, None)) => Ok(result.clone()),
+            None => Err(format!(
+                "replay: {} holds no result of `{name}` at node `{node}` for this input (run {nth} with it); \
+                 the graph or its input changed since the recording, and a replay runs nothing: record the run again (`--record`)",
+                self.path.display()
+            )),
+        })
     }
     fn replay_tool(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
         let call = {
@@ -650,6 +733,38 @@ mod tests {
         let raw = Recorder::raw(Box::new(script), &d.join("raw.json"));
         raw.complete(&req("a", &prompt), &ctl).unwrap();
         assert!(std::fs::read_to_string(d.join("raw.json")).unwrap().contains(known));
+    }
+
+    #[test]
+    fn effects_replay_by_node_name_and_input_in_any_order_and_old_cassettes_run_them() {
+        let d = scratch("effects");
+        let script = ScriptedProvider::from_str(Path::new("r.yaml"), "replies: []\n").unwrap();
+        let rec = Recorder::new(Box::new(script), &d.join("c.json"));
+        // Two map items running the same script with different input, and one running twice.
+        rec.record_effect("m", "script:a.sh", &json!({"item": 1}), &Ok(json!({"n": 1})));
+        rec.record_effect("m", "script:a.sh", &json!({"item": 2}), &Ok(json!({"n": 2})));
+        rec.record_effect("m", "script:a.sh", &json!({"item": 1}), &Err("exit 3".into()));
+        let c = Cassette::load(&d.join("c.json")).unwrap();
+        assert_eq!(c.version, VERSION);
+        assert!(matches!(&c.exchanges[0], Exchange::Effect { node, name, .. } if node == "m" && name == "script:a.sh"));
+
+        let rep = Replayer::load(&d.join("c.json"), false).unwrap();
+        assert_eq!(rep.replay_effect("m", "script:a.sh", &json!({"item": 2})), Some(Ok(json!({"n": 2}))));
+        assert_eq!(rep.replay_effect("m", "script:a.sh", &json!({"item": 1})), Some(Ok(json!({"n": 1}))));
+        assert_eq!(rep.replay_effect("m", "script:a.sh", &json!({"item": 1})), Some(Err("exit 3".into())));
+        let e = rep.replay_effect("m", "script:a.sh", &json!({"item": 1})).unwrap().unwrap_err();
+        assert!(e.contains("no result of `script:a.sh` at node `m`") && e.contains("runs nothing"), "{e}");
+        let e = rep.replay_effect("m", "script:a.sh", &json!({"item": 9})).unwrap().unwrap_err();
+        assert!(e.contains("record the run again"), "{e}");
+        // Effects do not shift the numbering of tool calls.
+        assert!(matches!(rep.replay_tool("m", "t", &json!({})), Some(Err(e)) if e.contains("tool call 1 of node `m`")));
+
+        // A version 1 cassette recorded no effects: replaying it runs them (None).
+        std::fs::write(d.join("v1.json"), "{\"version\": 1, \"exchanges\": []}").unwrap();
+        let old = Replayer::load(&d.join("v1.json"), true).unwrap();
+        assert_eq!(old.replay_effect("m", "script:a.sh", &json!({"item": 1})), None);
+        std::fs::write(d.join("v9.json"), "{\"version\": 9, \"exchanges\": []}").unwrap();
+        assert!(Replayer::load(&d.join("v9.json"), true).err().unwrap().contains("versions 1 to 2"));
     }
 
     #[test]

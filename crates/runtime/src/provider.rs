@@ -179,6 +179,14 @@ pub trait LlmProvider: Send + Sync {
     }
     /// A tool call that ran, with its outcome (a recording provider writes it down).
     fn record_tool(&self, _node: &str, _name: &str, _args: &Value, _outcome: &Result<Value, String>) {}
+    /// A side effect about to happen (a script, a hook, a Python import, a RAG retrieval): a
+    /// replay of a cassette that recorded effects answers it from the recording (`Some`), so
+    /// nothing runs; every other provider lets it happen (`None`).
+    fn replay_effect(&self, _node: &str, _name: &str, _args: &Value) -> Option<Result<Value, String>> {
+        None
+    }
+    /// A side effect that happened, with its outcome (a recording provider writes it down).
+    fn record_effect(&self, _node: &str, _name: &str, _args: &Value, _outcome: &Result<Value, String>) {}
     /// Where the provider stands, as JSON, for a durable run's checkpoint (scripted replies:
     /// which were taken; a replay: the calls answered per node). `null` for providers
     /// without a position (live).
@@ -224,6 +232,12 @@ impl LlmProvider for Online {
     }
     fn record_tool(&self, node: &str, name: &str, args: &Value, outcome: &Result<Value, String>) {
         self.0.record_tool(node, name, args, outcome)
+    }
+    fn replay_effect(&self, node: &str, name: &str, args: &Value) -> Option<Result<Value, String>> {
+        self.0.replay_effect(node, name, args)
+    }
+    fn record_effect(&self, node: &str, name: &str, args: &Value, outcome: &Result<Value, String>) {
+        self.0.record_effect(node, name, args, outcome)
     }
     fn position(&self) -> Value {
         self.0.position()

@@ -30,6 +30,9 @@ pub struct RunRequest {
     pub live: bool,
     /// Record every LLM and tool exchange into this cassette.
     pub record: Option<PathBuf>,
+    /// With `record`: keep secrets in the cassette as they are (an explicit opt-in; cassettes
+    /// are redacted otherwise).
+    pub record_raw: bool,
     /// Let a scripted or replayed run use the network (remote hooks, skill and RAG URLs,
     /// embeddings, A2A, MCP over HTTP); such runs are offline otherwise.
     pub allow_network: bool,

@@ -166,11 +166,26 @@ impl Hooks {
             }
             let t0 = Instant::now();
             let before = ctx.clone();
-            let result = match &e.source {
+            let call = || match &e.source {
                 Source::Python(path) => py(path, point, &ctx, e.timeout).map_err(|m| (m, true)),
                 Source::Remote(url) if point != "on_chat_model_create" => self.remote(url, point, &ctx, e.timeout, cx),
                 Source::Mcp { server, tools } if point != "on_chat_model_create" => mcp_call(server, tools, point, &ctx, cx),
                 _ => Ok(None),
+            };
+            // An effect: a replay of a recording takes the hook's recorded answer and runs no
+            // Python, contacts no server. Recorded as `{"result": ...}` or `{"error", "hard"}`.
+            let recorded = cx.effect(node.unwrap_or("@run"), &format!("hook:{}:{point}", e.label), &ctx, || {
+                Ok(match call() {
+                    Ok(v) => json!({"result": v}),
+                    Err((message, hard)) => json!({"error": message, "hard": hard}),
+                })
+            });
+            let result = match recorded {
+                Ok(v) => match v.get("error").and_then(Value::as_str) {
+                    Some(m) => Err((m.to_string(), v.get("hard").and_then(Value::as_bool).unwrap_or(true))),
+                    None => Ok(v.get("result").cloned().filter(|r| !r.is_null())),
+                },
+                Err(m) => Err((m, true)),
             };
             let emit = |outcome: HookOutcome, detail: Option<String>| {
                 cx.emit(EventBody::Hook {

@@ -557,7 +557,7 @@ impl ShermaMachine {
         let node = decl.name.value.as_str();
         // 1. tools
         let tools = self.bound_tools(c, cx).map_err(NodeError::plain)?;
-        let tools_json: Vec<Value> = tools.iter().map(|t| self.tool_schema(t)).collect();
+        let tools_json: Vec<Value> = tools.iter().map(|t| self.tool_schema(t, cx)).collect();
         // 2. prompt
         let mut wire: Vec<Value> = Vec::new();
         for item in &c.prompt {
@@ -788,18 +788,23 @@ impl ShermaMachine {
         Ok(out)
     }
 
-    fn tool_schema(&self, t: &Tool) -> Value {
+    fn tool_schema(&self, t: &Tool, cx: &Cx<'_>) -> Value {
         let (description, parameters) = match &t.kind {
             ToolKind::Python(path) => {
                 let cached = self.shared.described.lock().unwrap_or_else(|p| p.into_inner()).get(path).cloned();
                 match cached {
                     Some(d) => d,
                     None => {
-                        let described = self
-                            .shared
-                            .runner()
+                        // Describing imports the module (its top-level code runs): an effect,
+                        // so a replay takes the recorded description and starts no Python.
+                        let described = cx
+                            .effect("@python", &format!("describe:{path}"), &Value::Null, || {
+                                let r = self.shared.runner()?;
+                                let d = r.lock().unwrap_or_else(|p| p.into_inner()).describe(path);
+                                d.map(|(d, schema)| json!([d, schema])).ok_or_else(|| format!("{path} cannot be described"))
+                            })
                             .ok()
-                            .and_then(|r| r.lock().unwrap_or_else(|p| p.into_inner()).describe(path));
+                            .and_then(|v| Some((v.get(0)?.as_str()?.to_string(), v.get(1)?.clone())));
                         let d = described.unwrap_or_else(|| (format!("Python tool {path}"), json!({"type": "object"})));
                         self.shared.described.lock().unwrap_or_else(|p| p.into_inner()).insert(path.clone(), d.clone());
                         d

@@ -318,6 +318,11 @@ live: boolean,
  */
 record: string | null, 
 /**
+ * With `record`: keep secrets in the cassette as they are (an explicit opt-in; cassettes
+ * are redacted otherwise).
+ */
+record_raw: boolean, 
+/**
  * Let a scripted or replayed run use the network (remote hooks, skill and RAG URLs,
  * embeddings, A2A, MCP over HTTP); such runs are offline otherwise.
  */

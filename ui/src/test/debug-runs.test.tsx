@@ -25,7 +25,7 @@ function durable(id: string, status: string, file: string, extra: Partial<Durabl
     error: null,
     input: null,
     llm: { mode: 'scripted', script: null },
-    request: { agent: null, input: null, state: null, llm_script: null, python_path: [], replay: null, replay_strict: false, live: false, record: null, allow_network: false },
+    request: { agent: null, input: null, state: null, llm_script: null, python_path: [], replay: null, replay_strict: false, live: false, record: null, record_raw: false, allow_network: false },
     doc_hash: '0',
     ...extra,
   };

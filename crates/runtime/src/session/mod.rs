@@ -389,6 +389,30 @@ impl<'a> Cx<'a> {
         self.provider.record_tool(node, name, args, &out);
         out
     }
+    /// One side effect (a script, a hook, a Python import, a RAG retrieval), through the
+    /// provider: a replay of a cassette with effects answers it from the recording, nothing
+    /// runs, and the trace is the recorded one (the replay says so once, in its description);
+    /// a recording writes it down; otherwise `run` runs it.
+    ///
+    /// The run's id differs from run to run (a hook's context carries it as `thread_id`), so
+    /// the recording holds `{run}` in its place, and a replay puts the current id back.
+    pub fn effect(&self, node: &str, name: &str, args: &Value, run: impl FnOnce() -> Result<Value, String>) -> Result<Value, String> {
+        let mut key = args.clone();
+        replace_strings(&mut key, &self.run, RUN_ID_PLACEHOLDER);
+        if let Some(r) = self.provider.replay_effect(node, name, &key) {
+            return r.map(|mut v| {
+                replace_strings(&mut v, RUN_ID_PLACEHOLDER, &self.run);
+                v
+            });
+        }
+        let out = run();
+        let mut kept = out.clone();
+        if let Ok(v) = &mut kept {
+            replace_strings(v, &self.run, RUN_ID_PLACEHOLDER);
+        }
+        self.provider.record_effect(node, name, &key, &kept);
+        out
+    }
     /// The context of a nested run (a child agent): its own run id, one level deeper.
     pub fn child(&self, node: &str) -> Cx<'a> {
         Cx {
@@ -401,6 +425,29 @@ impl<'a> Cx<'a> {
             depth: self.depth + 1,
             gate: self.gate,
         }
+    }
+}
+
+/// What a recorded effect holds in place of the run's id (see [`Cx::effect`]).
+const RUN_ID_PLACEHOLDER: &str = "{run}";
+
+/// Replace `from` by `to` in every string (and object key) of `v`.
+fn replace_strings(v: &mut Value, from: &str, to: &str) {
+    if from.is_empty() {
+        return;
+    }
+    match v {
+        Value::String(s) if s.contains(from) => *s = s.replace(from, to),
+        Value::Array(items) => items.iter_mut().for_each(|i| replace_strings(i, from, to)),
+        Value::Object(map) if map.keys().any(|k| k.contains(from)) => {
+            let old = std::mem::take(map);
+            for (k, mut item) in old {
+                replace_strings(&mut item, from, to);
+                map.insert(k.replace(from, to), item);
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(|i| replace_strings(i, from, to)),
+        _ => {}
     }
 }
 
