@@ -107,10 +107,15 @@ export async function startDriver() {
   // The trust list (trusted folders, confirmed run manifests) of every app: a scratch file the
   // tests write before each launch (`writeTrust`), never the developer's own list.
   const trustFile = path.join(config, 'trust.json');
+  // The "system browser" of external links (the app runs $SWITCHYARD_BROWSER with the URL as its
+  // one argument): a script that appends each URL it gets to a file the tests read.
+  const browserLog = path.join(config, 'browser-opened.txt');
+  const browser = path.join(config, 'browser.sh');
+  fs.writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$#:$1" >> '${browserLog}'\n`, { mode: 0o755 });
   // The provider file (Settings) goes to the scratch config dir too: $XDG_CONFIG_HOME/switchyard/.
   const env = {
     ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir, SWITCHYARD_RECOVERY_DIR: recoveryDir, SWITCHYARD_E2E_TAG: tag,
-    SWITCHYARD_TRUST: trustFile,
+    SWITCHYARD_TRUST: trustFile, SWITCHYARD_BROWSER: browser,
   };
   delete env.SWITCHYARD_PROVIDERS;
 
@@ -215,6 +220,7 @@ export async function startDriver() {
   const driver = {
     config,
     trustFile,
+    browserLog,
     runsDir,
     recoveryDir,
     settle,

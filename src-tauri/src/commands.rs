@@ -20,10 +20,10 @@ use ts_rs::TS;
 #[derive(Debug, Serialize, TS)]
 pub struct CmdError {
     pub message: String,
-    /// What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs);
-    /// absent for other failures.
+    /// What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs;
+    /// `path_not_allowed`: see paths.rs); absent for other failures.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = r#""untrusted" | "manifest""#)]
+    #[ts(optional, type = r#""untrusted" | "manifest" | "path_not_allowed""#)]
     pub code: Option<&'static str>,
 }
 
@@ -121,8 +121,9 @@ pub fn open(app: &AppHandle, path: &Path) -> Res<View> {
 /// The graph of another agent file, read-only (the open document is not touched): what the
 /// debugger shows when the run is paused inside a nested run of that agent.
 #[tauri::command]
-pub async fn nested_view(file: String, agent: Option<String>) -> Res<View> {
+pub async fn nested_view(app: AppHandle, file: String, agent: Option<String>) -> Res<View> {
     let path = absolute(Path::new(&file));
+    crate::paths::check(&app, &path, "draw the nested agent")?;
     let mut session = match catch_unwind(AssertUnwindSafe(|| Session::open(&path))) {
         Ok(Ok(s)) => s,
         Ok(Err(d)) => return Err(CmdError::new(format!("cannot draw the nested agent {}: {}", path.display(), d.message))),
@@ -151,6 +152,7 @@ pub async fn open_path(app: AppHandle, path: String, discard: Option<bool>) -> R
     if path.trim().is_empty() {
         return Err(CmdError::new("no path given: choose a YAML file or an agent folder to open"));
     }
+    crate::paths::check(&app, Path::new(&path), "open")?;
     if !discard.unwrap_or(false) {
         refuse_if_dirty(&app)?;
     }
@@ -189,6 +191,8 @@ pub async fn open_dialog(app: AppHandle, discard: Option<bool>) -> Res<Option<Vi
         dialog = dialog.set_directory(dir);
     }
     let Some(file) = dialog.pick_file().await else { return Ok(None) };
+    // Chosen by the user in a native dialog: the webview may name it from now on.
+    crate::paths::grant(&app, file.path());
     open(&app, file.path()).map(Some)
 }
 

@@ -166,6 +166,78 @@ pub struct RunInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     durable: Option<String>,
+    /// Set when the run records to a cassette: where, and whether git would commit it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    record: Option<RecordCheck>,
+}
+
+/// Where a recording goes and whether it is inside a git work tree that does not ignore it
+/// (`launch::worktree`): what `record_check`, `record_gitignore` and `run_start` answer.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct RecordCheck {
+    /// The file the recording is written to.
+    path: String,
+    /// The git work tree it is in; null outside one.
+    work_tree: Option<String>,
+    /// Git ignores the file (always false outside a work tree).
+    ignored: bool,
+    /// The `.gitignore` line that would ignore it; null outside a work tree.
+    pattern: Option<String>,
+    /// In a work tree and not ignored: the recording (prompts, replies, tool results) could be committed.
+    warn: bool,
+}
+
+fn record_check_of(path: &Path) -> RecordCheck {
+    use switchyard::run::launch::worktree;
+    match worktree::check(path) {
+        Some(w) => RecordCheck {
+            path: path.display().to_string(),
+            work_tree: Some(w.root.display().to_string()),
+            ignored: w.ignored,
+            pattern: Some(worktree::pattern(&w.relative)),
+            warn: !w.ignored,
+        },
+        None => RecordCheck { path: path.display().to_string(), work_tree: None, ignored: false, pattern: None, warn: false },
+    }
+}
+
+/// The recording path `record` (relative to the open agent, as `RunConfig.record`) resolved and
+/// judged by the path rule.
+fn record_target(app: &AppHandle, record: &str) -> Res<PathBuf> {
+    let record = record.trim();
+    if record.is_empty() {
+        return Err(CmdError::new("no recording path given"));
+    }
+    let (path, text) = crate::commands::with_session(app, "checking the recording path", |s| {
+        Ok((s.path().to_path_buf(), s.text().to_string()))
+    })?;
+    let base = load_str(&path, &text).base_dir.clone();
+    let target = resolve(&base, record);
+    crate::paths::check(app, &target, "record the cassette")?;
+    Ok(target)
+}
+
+/// Where a recording to `record` would go, and whether git would commit it.
+#[tauri::command]
+pub async fn record_check(app: AppHandle, record: String) -> Res<RecordCheck> {
+    let target = record_target(&app, &record)?;
+    blocking(move || Ok(record_check_of(&target))).await
+}
+
+/// Adds the line that ignores the recording `record` to the `.gitignore` at the top of its work
+/// tree (atomically, once); answers the check after it.
+#[tauri::command]
+pub async fn record_gitignore(app: AppHandle, record: String) -> Res<RecordCheck> {
+    use switchyard::run::launch::worktree;
+    let target = record_target(&app, &record)?;
+    blocking(move || {
+        let w = worktree::check(&target)
+            .ok_or_else(|| format!("{} is not inside a git work tree: there is no .gitignore to add it to", target.display()))?;
+        worktree::add_to_gitignore(&w.root, &target)?;
+        Ok(record_check_of(&target))
+    })
+    .await
 }
 
 /// What `open_trace` answers.
@@ -194,7 +266,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Sen
 }
 
 /// Where traces go: `$SWITCHYARD_RUNS_DIR`, else the app data folder's `runs/`.
-fn runs_dir(app: &AppHandle) -> Option<PathBuf> {
+pub(crate) fn runs_dir(app: &AppHandle) -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("SWITCHYARD_RUNS_DIR").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(d));
     }
@@ -230,8 +302,6 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         Ok((s.path().to_path_buf(), s.text().to_string(), s.agent().map(str::to_string)))
     })?;
     crate::trust::require_trust(&path, &load_str(&path, &text))?;
-    // One run at a time: the earlier one is stopped (its drop joins its thread).
-    stop_current(&app).await;
     let doc = Arc::new(load_str(&path, &text));
     let dialect = match doc.dialect() {
         Some(Dialect::Sherma) => "sherma",
@@ -254,6 +324,23 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     let base = doc.base_dir.clone();
     let choice = llm_choice(&config.llm, &base, &doc);
     let record = config.record.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(|r| resolve(&base, r));
+    // The replies file, the cassette and the recording are paths the webview named.
+    match &choice {
+        LlmChoice::Scripted { script: Some(p) } => {
+            crate::paths::check(&app, p, "read the replies file")?;
+        }
+        LlmChoice::Replay { cassette: Some(p), .. } => {
+            crate::paths::check(&app, p, "replay the cassette")?;
+        }
+        _ => {}
+    }
+    if let Some(r) = &record {
+        crate::paths::check(&app, r, "record the cassette")?;
+    }
+    let record_check = record.as_deref().map(record_check_of);
+    // One run at a time: the earlier one is stopped (its drop joins its thread), once this one
+    // passed its checks.
+    stop_current(&app).await;
     let llm = launch::online_if(provider(&choice, &doc, record.as_deref())?, config.allow_network);
     let llm_text = llm.describe();
     let run = new_run_id();
@@ -308,6 +395,7 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         dialect,
         llm: llm_text,
         durable: db.map(|p| p.display().to_string()),
+        record: record_check,
     };
     if let Some(t) = trace {
         app.state::<Debugger>().remember(t, started_from);
@@ -435,6 +523,7 @@ pub async fn run_resume(
         dialect: if rec.dialect == "loki" { "loki" } else { "sherma" },
         llm: llm_text,
         durable: Some(db.display().to_string()),
+        record: None,
     };
     app.state::<Debugger>().replace(Some(Arc::new(driver)));
     Ok(info)
@@ -480,7 +569,11 @@ pub async fn run_rewind(app: AppHandle, step: u64) -> Res<()> {
 #[tauri::command]
 pub async fn open_trace(app: AppHandle, path: Option<String>) -> Res<Option<TraceFile>> {
     let path = match path {
-        Some(p) => PathBuf::from(p),
+        Some(p) => {
+            let p = PathBuf::from(p);
+            crate::paths::check(&app, &p, "read the trace")?;
+            p
+        }
         None => {
             let mut dialog = rfd::AsyncFileDialog::new()
                 .set_title("Open a run trace")
@@ -490,7 +583,11 @@ pub async fn open_trace(app: AppHandle, path: Option<String>) -> Res<Option<Trac
                 dialog = dialog.set_directory(dir);
             }
             match dialog.pick_file().await {
-                Some(f) => f.path().to_path_buf(),
+                Some(f) => {
+                    // Chosen in a native dialog: the webview may ask for its states from now on.
+                    crate::paths::grant(&app, f.path());
+                    f.path().to_path_buf()
+                }
                 None => return Ok(None),
             }
         }
@@ -523,6 +620,7 @@ pub struct TraceStateAt {
 #[tauri::command]
 pub async fn trace_state_at(app: AppHandle, path: String, step: u64, events: Option<usize>) -> Res<TraceStateAt> {
     let path = PathBuf::from(path);
+    crate::paths::check(&app, &path, "read the trace")?;
     let doc = app.state::<Debugger>().started_from(&path).or_else(|| {
         let state = app.state::<crate::AppState>();
         let session = state.lock_session();
@@ -564,6 +662,14 @@ pub fn shut_down(app: &AppHandle) {
 fn events_sink(app: &AppHandle) -> Sink {
     let app = app.clone();
     Arc::new(move |b: Batch| {
+        // A nested run's agent file is named by the run, not the webview: the UI may draw it.
+        for e in &b.events {
+            if e.get("event").and_then(Value::as_str) == Some("nested_paused")
+                && let Some(f) = e.get("file").and_then(Value::as_str)
+            {
+                crate::paths::grant(&app, Path::new(f));
+            }
+        }
         let sent = serde_json::to_string(&b).map_err(|e| e.to_string()).and_then(|json| app.emit("run-events", json).map_err(|e| e.to_string()));
         if let Err(e) = sent {
             eprintln!("switchyard: could not send run events to the window: {e}");
@@ -629,6 +735,7 @@ mod contract {
             declaration::<super::RunConfig>(c),
             declaration::<super::LlmMode>(c),
             declaration::<super::RunInfo>(c),
+            declaration::<super::RecordCheck>(c),
             declaration::<super::RunsList>(c),
             declaration::<super::TraceFile>(c),
             declaration::<super::TraceStateAt>(c),
@@ -666,7 +773,11 @@ mod contract {
     /// coded error in src-tauri/src (`CmdError::coded`) names one of them.
     #[test]
     fn cmd_error_codes_are_the_ones_the_shell_sends() {
-        let codes = [("UNTRUSTED", crate::trust::UNTRUSTED), ("MANIFEST", crate::trust::MANIFEST)];
+        let codes = [
+            ("UNTRUSTED", crate::trust::UNTRUSTED),
+            ("MANIFEST", crate::trust::MANIFEST),
+            ("PATH_NOT_ALLOWED", crate::paths::PATH_NOT_ALLOWED),
+        ];
         let ts = declaration::<CmdError>(&config());
         let union = ts.split("code?: ").nth(1).and_then(|r| r.split([',', '}']).next()).expect("CmdError.code in the TS");
         let mut in_ts: Vec<&str> = union.split('|').map(|v| v.trim().trim_matches('"')).collect();

@@ -7,6 +7,8 @@
 
 mod commands;
 mod debug;
+mod links;
+mod paths;
 mod recent;
 mod recovery;
 mod settings;
@@ -146,6 +148,7 @@ fn main() {
     let result = tauri::Builder::default()
         .manage(AppState::default())
         .manage(debug::Debugger::default())
+        .manage(paths::Grants::default())
         .setup(|app| {
             let dir = app.path().app_config_dir().ok();
             app.manage(recent::Recent::new(dir.map(|d| d.join("recent.json"))));
@@ -154,6 +157,8 @@ fn main() {
             app.manage(recovery::Recovery::new(rec_dir));
             recovery::start(app.handle());
             if let Some(p) = startup_path() {
+                // Given on the command line: the user's choice, not the webview's.
+                paths::grant(app.handle(), &p);
                 if let Err(e) = commands::open(app.handle(), &p) {
                     eprintln!("switchyard: {}", e.message);
                 }
@@ -165,12 +170,25 @@ fn main() {
             // Belt and braces next to the watcher: look at the disk when the user comes back.
             match event {
                 WindowEvent::Focused(true) => check_disk(window.app_handle()),
+                // Files dropped on the window are the user's choice: the UI opens them next.
+                WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths: dropped, .. }) => {
+                    for p in dropped {
+                        paths::grant(window.app_handle(), p);
+                    }
+                }
                 WindowEvent::Destroyed => {
                     // Unsaved text outlives the window: it is offered again on the next open.
                     recovery::sync_now(window.app_handle());
                     debug::shut_down(window.app_handle());
                 }
                 _ => {}
+            }
+        })
+        .on_webview_event(|webview, event| {
+            if let tauri::WebviewEvent::DragDrop(tauri::DragDropEvent::Drop { paths: dropped, .. }) = event {
+                for p in dropped {
+                    paths::grant(webview.app_handle(), p);
+                }
             }
         })
         .invoke_handler(tauri::generate_handler![
@@ -204,6 +222,9 @@ fn main() {
             debug::open_trace,
             debug::trace_state_at,
             commands::nested_view,
+            debug::record_check,
+            debug::record_gitignore,
+            links::open_external,
             debug::runs_list,
             debug::runs_delete,
             debug::run_resume,

@@ -25,6 +25,7 @@ import { NestedView } from './components/debug/NestedView';
 import { SettingsDialog } from './components/settings/SettingsDialog';
 import { TrustBanner, TrustQuestion } from './components/TrustBanner';
 import { ManifestDialog } from './components/ManifestDialog';
+import { ExternalLinkDialog } from './components/ExternalLink';
 import { TrustContext, createTrustStore, useTrust, type TrustState } from './trust/store';
 import { DebugContext, createDebugStore, nestedPause, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
 import type { View } from './types';
@@ -282,6 +283,7 @@ function Shell() {
         <TrustQuestion />
         <ManifestDialog />
       </ErrorBoundary>
+      <ExternalLinkDialog open={(url) => store.getState().backend.openExternal(url)} />
       <Toasts />
       <TestHook />
     </div>

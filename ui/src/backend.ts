@@ -3,7 +3,7 @@
 // kept out of the production bundle).
 import type { CommandError, DocumentChanged, EditedView, EditOp, ExportFormat, ExprError, Pos, RecoveryOffer, View } from './types';
 import type { Control } from './contract/runtime';
-import type { Breakpoint, RunBatch, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from './debug/types';
+import type { Breakpoint, RecordCheck, RunBatch, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from './debug/types';
 import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 import type { TrustStatus } from './contract/trust';
 
@@ -73,6 +73,15 @@ export interface Backend {
   /** The graph of another agent file (a nested run's), laid out like `getView`, read-only: the
    *  open document is not changed. `agent` picks the agent of a multi-agent file. */
   nestedView(file: string, agent: string | null): Promise<View>;
+  /** Where a recording to `record` (relative to the agent, as `RunConfig.record`) goes, and
+   *  whether it is inside a git work tree that does not ignore it (`warn`). */
+  recordCheck(record: string): Promise<RecordCheck>;
+  /** Add the line that ignores the recording `record` to its work tree's `.gitignore`; the check after. */
+  recordGitignore(record: string): Promise<RecordCheck>;
+
+  /** Open an http, https or mailto link in the system browser (the UI asks the user first:
+   *  `ExternalLink`). */
+  openExternal(url: string): Promise<null>;
 
   // Settings (docs/app-contract.md §6). No command returns an API key, only a masked form.
   /** Providers, where their keys come from, the default model, the keyring's state. */
@@ -110,7 +119,7 @@ export function errorMessage(e: unknown): string {
   }
 }
 
-/** The `code` of a refusal the shell tells apart (`untrusted`, `manifest`), else null. */
+/** The `code` of a refusal the shell tells apart (`untrusted`, `manifest`, `path_not_allowed`), else null. */
 export function errorCode(e: unknown): NonNullable<CommandError['code']> | null {
   if (e && typeof e === 'object' && typeof (e as { code?: unknown }).code === 'string') return (e as Required<CommandError>).code;
   return null;
@@ -182,6 +191,9 @@ export function createTauriBackend(): Backend {
     runsDelete: (ids) => call('runs_delete', { ids }),
     runResume: (id, force, breakpoints, breakOnError) => call('run_resume', { id, force, breakpoints, breakOnError }),
     nestedView: (file, agent) => call('nested_view', { file, agent }),
+    recordCheck: (record) => call('record_check', { record }),
+    recordGitignore: (record) => call('record_gitignore', { record }),
+    openExternal: (url) => call('open_external', { url }),
     settingsGet: () => call('settings_get'),
     settingsSave: (change) => call('settings_save', { change }),
     settingsTestProvider: (provider) => call('settings_test_provider', { provider }),

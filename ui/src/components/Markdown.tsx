@@ -3,16 +3,18 @@
 //   turns it into text nodes), so a `<script>` or `<img onerror>` is shown, never built. Only the
 //   elements Markdown itself produces are allowed; anything else is unwrapped to its text.
 // - URLs: `safeUrl` keeps absolute http, https and mailto URLs; everything else is removed.
-// - Links never navigate the app's webview: http(s) links are anchors with target="_blank" and
-//   rel="noreferrer noopener"; mailto and removed links are text with the URL in the tooltip.
-// - Images are never loaded (no fetch from the webview): the alt text is shown instead, as a link
-//   to the image when its URL is http(s).
+// - Links never navigate the app's webview: http(s) and mailto links are `ExternalLink`s (a
+//   click asks "Open in your browser?" with the full URL, then the shell opens it in the system
+//   browser); removed links are text with the URL in the tooltip.
+// - Images are never loaded (no fetch from the webview): the alt text is shown instead, as an
+//   `ExternalLink` to the image when its URL is http(s).
 // - API-key-shaped strings are masked before parsing (`maskSecrets`).
 // `PlainText` is the other mode: the text as is, whitespace preserved.
 import { Component, memo, type ReactNode } from 'react';
 import ReactMarkdown, { type Components, type ExtraProps } from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 import { maskSecrets, safeUrl } from '../untrusted';
+import { ExternalLink } from './ExternalLink';
 
 /** Elements Markdown (with GFM) produces; anything else is unwrapped to its contents. */
 const ALLOWED = [
@@ -53,19 +55,11 @@ const isWeb = (u: string | undefined): u is string => !!u && /^https?:/i.test(u)
 const COMPONENTS: Components = {
   a({ href, title, children, node }) {
     const url = safeUrl(href);
-    if (isWeb(url)) {
-      return (
-        <a className="md-link" href={url} target="_blank" rel="noreferrer noopener" title={title ? `${title}\n${clip(url)}` : clip(url)}>
-          {children}
-        </a>
-      );
-    }
     if (url) {
-      // mailto: shown, not followed (the webview has nowhere to send it).
       return (
-        <span className="md-link md-link-text" title={clip(url)}>
+        <ExternalLink className="md-link" url={url} title={title ?? undefined}>
           {children}
-        </span>
+        </ExternalLink>
       );
     }
     const raw = rawUrlOf(node);
@@ -84,9 +78,9 @@ const COMPONENTS: Components = {
     const label = `🖼 ${alt || title || 'image'}`;
     if (isWeb(url)) {
       return (
-        <a className="md-img" href={url} target="_blank" rel="noreferrer noopener" title={`image not loaded: ${clip(url)}`}>
+        <ExternalLink className="md-img" url={url} title="image not loaded">
           {label}
-        </a>
+        </ExternalLink>
       );
     }
     const raw = rawUrlOf(node);

@@ -72,7 +72,37 @@ llm: string,
 /**
  * Set for a durable run: the run store it writes to.
  */
-durable?: string, };
+durable?: string, 
+/**
+ * Set when the run records to a cassette: where, and whether git would commit it.
+ */
+record?: RecordCheck, };
+
+/**
+ * Where a recording goes and whether it is inside a git work tree that does not ignore it
+ * (`launch::worktree`): what `record_check`, `record_gitignore` and `run_start` answer.
+ */
+export type RecordCheck = { 
+/**
+ * The file the recording is written to.
+ */
+path: string, 
+/**
+ * The git work tree it is in; null outside one.
+ */
+work_tree: string | null, 
+/**
+ * Git ignores the file (always false outside a work tree).
+ */
+ignored: boolean, 
+/**
+ * The `.gitignore` line that would ignore it; null outside a work tree.
+ */
+pattern: string | null, 
+/**
+ * In a work tree and not ignored: the recording (prompts, replies, tool results) could be committed.
+ */
+warn: boolean, };
 
 /**
  * What `runs_list` answers.
@@ -265,10 +295,10 @@ problem: string | null, };
  */
 export type CmdError = { message: string, 
 /**
- * What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs);
- * absent for other failures.
+ * What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs;
+ * `path_not_allowed`: see paths.rs); absent for other failures.
  */
-code?: "untrusted" | "manifest", };
+code?: "untrusted" | "manifest" | "path_not_allowed", };
 
 /**
  * `apply_edit`'s answer: the `View` after the edit and `select`, the node the UI should select

@@ -46,4 +46,4 @@ export interface TokenUsage {
   output: number;
 }
 
-export type { LlmMode, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from '../contract/shell';
+export type { LlmMode, RecordCheck, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from '../contract/shell';

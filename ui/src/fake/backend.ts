@@ -4,7 +4,7 @@
 // folder (eslint.config.js), and `npm run check:bundle` fails if it reaches the production bundle.
 import type { Backend } from '../backend';
 import type { DocumentChanged, EditOp, ExprError, JsonValue, RecoveryOffer, View } from '../types';
-import type { DebugEvent, DurableRun, RunBatch, RunInfo, TraceFile, TraceStateAt } from '../debug/types';
+import type { DebugEvent, DurableRun, RecordCheck, RunBatch, RunInfo, TraceFile, TraceStateAt } from '../debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Settings, SettingsChange } from '../settings/types';
 import type { RunManifest, TrustStatus } from '../contract/trust';
 import { viewEdge, viewNode } from './demo';
@@ -51,6 +51,11 @@ export interface FakeBackend extends Backend {
   /** What `nestedView(file, agent)` serves: keyed `<file>#<agent>`, else by file; a file missing
    *  here is refused like an unreadable one. */
   nestedViews: Record<string, View>;
+  /** What `recordCheck` answers for a recording path (by path; else outside any work tree);
+   *  `recordGitignore` marks it ignored. */
+  recordChecks: Record<string, RecordCheck>;
+  /** URLs `openExternal` was asked to open, in order. */
+  opened: string[];
 
   // Settings: an in-memory provider file and key store.
   settings: Settings;
@@ -238,6 +243,22 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     durableRuns: [],
     changedFiles: [],
     nestedViews: {},
+    recordChecks: {},
+    opened: [],
+    recordCheck: (record) =>
+      run('record_check', { record }, () => fake.recordChecks[record] ?? { path: `/fake/${record}`, work_tree: null, ignored: false, pattern: null, warn: false }),
+    recordGitignore: (record) =>
+      run('record_gitignore', { record }, () => {
+        const c = fake.recordChecks[record];
+        if (!c?.work_tree) throw { message: `/fake/${record} is not inside a git work tree: there is no .gitignore to add it to` };
+        fake.recordChecks[record] = { ...c, ignored: true, warn: false };
+        return fake.recordChecks[record];
+      }),
+    openExternal: (url) =>
+      run('open_external', { url }, () => {
+        fake.opened.push(url);
+        return null;
+      }),
     trusted: true,
     confirmedHash: 'demo-hash-1',
     manifest: demoManifest(),

@@ -586,16 +586,16 @@ describe('Markdown rendering rules', () => {
     expect(container.querySelector('td')?.textContent).toBe('1');
   });
 
-  it('http(s) links open outside the app; mailto is text; other schemes are removed, with the URL in the tooltip', () => {
+  it('http(s) and mailto links are external links that never navigate; other schemes are removed, with the URL in the tooltip', () => {
     const { container } = render(<Markdown text={'[web](https://example.com/a?b=1) [mail](mailto:me@example.com) [js](javascript:alert(1)) [rel](./x) www.example.org'} />);
     const anchors = Array.from(container.querySelectorAll('a'));
-    expect(anchors.map((a) => a.getAttribute('href'))).toEqual(['https://example.com/a?b=1', 'http://www.example.org/']);
+    expect(anchors.map((a) => a.getAttribute('href'))).toEqual(['https://example.com/a?b=1', 'mailto:me@example.com', 'http://www.example.org/']);
     for (const a of anchors) {
-      expect(a.getAttribute('target')).toBe('_blank');
-      expect(a.getAttribute('rel')).toBe('noreferrer noopener');
+      // No target: a click is handled by the app (it asks first), never by the webview.
+      expect(a.getAttribute('target')).toBeNull();
+      expect(a.getAttribute('data-testid')).toBe('external-link');
     }
     const mail = within(container).getByText('mail');
-    expect(mail.tagName).toBe('SPAN');
     expect(mail.getAttribute('title')).toBe('mailto:me@example.com');
     const js = within(container).getByText('js');
     expect(js.tagName).toBe('SPAN');

@@ -7,6 +7,7 @@ import { useAppStore } from '../../store';
 import { CallInspector } from './CallInspector';
 import { StateTree } from './StateTree';
 import { Timeline } from './Timeline';
+import { RecordWarning } from './RecordWarning';
 
 const TABS: { id: PanelTab; label: string }[] = [
   { id: 'timeline', label: 'Timeline' },
@@ -48,6 +49,7 @@ function RunHeader() {
           </option>
         ))}
       </select>
+      {info?.record?.warn && mode === 'live' && viewing == null ? <RecordWarning key={info.run} check={info.record} compact /> : null}
     </div>
   );
 }

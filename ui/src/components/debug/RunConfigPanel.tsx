@@ -5,7 +5,8 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import '../../debug/debug.css';
 import { errorMessage } from '../../backend';
 import { useDebug, useDebugStore } from '../../debug/store';
-import type { JsonValue, LlmMode, RunConfig } from '../../debug/types';
+import type { JsonValue, LlmMode, RecordCheck, RunConfig } from '../../debug/types';
+import { RecordWarning } from './RecordWarning';
 import type { ModelsInfo } from '../../settings/types';
 import { useApp, useAppStore } from '../../store';
 
@@ -283,6 +284,7 @@ function RunConfigForm() {
           }}
         />
       </div>
+      {recording ? <RecordCheckRow record={config.record ?? ''} /> : null}
       {overwriting ? (
         <div className="rc-warn small" data-testid="run-record-warning">
           Recording over the cassette being replayed: choose another path to keep the original.
@@ -352,6 +354,45 @@ function RunConfigForm() {
       </div>
     </div>
   );
+}
+
+/** Where the recording goes: asked of the shell whenever the path changes; a warning with "Add
+ *  to .gitignore" when git would commit it, the refusal when the path is not one the app may write. */
+function RecordCheckRow({ record }: { record: string }) {
+  const backend = useAppStore().getState().backend;
+  const [check, setCheck] = useState<RecordCheck | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let alive = true;
+    if (!record.trim()) {
+      setCheck(null);
+      setError(null);
+      return;
+    }
+    backend.recordCheck(record.trim()).then(
+      (c) => {
+        if (!alive) return;
+        setCheck(c);
+        setError(null);
+      },
+      (e) => {
+        if (!alive) return;
+        setCheck(null);
+        setError(errorMessage(e));
+      },
+    );
+    return () => {
+      alive = false;
+    };
+  }, [backend, record]);
+  if (error) {
+    return (
+      <div className="rc-error small" data-testid="record-check-error">
+        {error}
+      </div>
+    );
+  }
+  return check ? <RecordWarning key={check.path} check={check} /> : null;
 }
 
 /** The live mode's models: those the document names (with whether each can be called) and the
