@@ -170,3 +170,130 @@ fn resume_needs_trust_too() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
 }
+
+/// A recorded run whose prompt carries a known secret (an environment variable named like a
+/// token): the cassette holds no occurrence of it, is 0600, and replays — with the script made
+/// to fail, so it must not run — to the same trace. Recording inside a git work tree that does
+/// not ignore the cassette warns with the `.gitignore` line; `--raw` keeps the secret.
+#[test]
+fn a_recorded_cassette_holds_no_secret_is_private_warns_in_a_work_tree_and_replays_to_the_same_trace() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TempDir::new("trust-cassette");
+    let dir = t.path().join("repo");
+    let agent = dir.join("agent");
+    std::fs::create_dir_all(agent.join("scripts")).unwrap();
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let secret = "s3cr3t-value-9f2c41d7e0";
+    let marker = t.path().join("ran.marker");
+    std::fs::write(
+        agent.join("scripts/fetch.sh"),
+        format!("#!/usr/bin/env bash\necho ran >> '{}'\necho '{{\"note\": \"token {secret}\"}}'\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        agent.join("graph.yaml"),
+        "version: \"1.0\"\nname: taped\nstart: fetch\nnodes:\n  fetch:\n    type: script\n    script: scripts/fetch.sh\n    next: think\n  think:\n    type: llm\n    prompt: \"Use {{note}}\"\n    state_updates: { reply: \"{{output}}\" }\n    next: done\n  done:\n    type: end\n    output: \"{{reply}}\"\n",
+    )
+    .unwrap();
+    std::fs::write(agent.join("replies.yaml"), "replies:\n  - content: fine\n").unwrap();
+    let tf = t.path().join("trust.json");
+    let cassette = agent.join("run.cassette.json");
+    let (c, a) = (cassette.to_str().unwrap(), agent.to_str().unwrap());
+    let (t1, t2) = (t.path().join("rec.jsonl"), t.path().join("rep.jsonl"));
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("SWITCHYARD_TRUST", &tf)
+            .env("SWITCHYARD_RUNS_DB", t.path().join("runs.sqlite"))
+            .env("DEMO_SERVICE_TOKEN", secret)
+            .output()
+            .unwrap()
+    };
+
+    let o = run(&["run", a, "--trust", "--quiet", "--record", c, "--trace", t1.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let said = text(&o);
+    assert!(said.contains("inside the git work tree") && said.contains("/agent/run.cassette.json"), "{said}");
+    assert!(said.contains(".gitignore"), "{said}");
+    let recorded = std::fs::read_to_string(&cassette).unwrap();
+    assert!(!recorded.contains(secret), "the cassette holds the secret:\n{recorded}");
+    assert!(recorded.contains("[redacted:DEMO_SERVICE_TOKEN]"), "{recorded}");
+    assert_eq!(std::fs::metadata(&cassette).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().lines().count(), 1);
+
+    // The script would fail now (and mark the run): the replay must not run it.
+    std::fs::write(agent.join("scripts/fetch.sh"), format!("#!/usr/bin/env bash\necho again >> '{}'\nexit 3\n", marker.display())).unwrap();
+    let o = run(&["run", a, "--trust", "--quiet", "--replay", c, "--replay-strict", "--trace", t2.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().lines().count(), 1, "the script ran during the replay");
+    let comparable = |p: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                for k in ["ts_ms", "run", "duration_ms"] {
+                    v.as_object_mut().unwrap().remove(k);
+                }
+                v
+            })
+            .filter(|v| v["event"] != "llm_delta")
+            .collect()
+    };
+    assert_eq!(comparable(&t2), comparable(&t1), "the replay's trace differs");
+
+    // Ignored by git: no warning. `--raw`: the secret is kept, on request.
+    if Command::new("git").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        std::fs::remove_dir_all(dir.join(".git")).unwrap();
+        assert!(Command::new("git").args(["init", "-q"]).current_dir(&dir).status().unwrap().success());
+        std::fs::write(dir.join(".gitignore"), "*.cassette.json\n").unwrap();
+        std::fs::write(agent.join("scripts/fetch.sh"), format!("#!/usr/bin/env bash\necho '{{\"note\": \"token {secret}\"}}'\n")).unwrap();
+        let raw = agent.join("raw.cassette.json");
+        let o = run(&["run", a, "--trust", "--quiet", "--record", raw.to_str().unwrap(), "--raw"]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(!text(&o).contains("git work tree"), "{}", text(&o));
+        assert!(std::fs::read_to_string(&raw).unwrap().contains(secret));
+    }
+}
+
+/// Files outside the project root (here a prompt's `instructions_path` and a sub-agent's
+/// `yaml_path`, absolute or through `${HOME}`) are refused with a positioned error while the
+/// folder is not trusted; once it is, they are the manifest's business and validation is quiet.
+#[test]
+fn files_outside_the_project_root_are_refused_until_the_folder_is_trusted() {
+    let t = TempDir::new("trust-outside");
+    let home = t.path().join("home");
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(home.join(".aws/credentials"), "[default]\naws_secret_access_key = abc\n").unwrap();
+    let dir = t.path().join("proj");
+    std::fs::create_dir_all(&dir).unwrap();
+    let agent = dir.join("agent.yaml");
+    std::fs::write(
+        &agent,
+        "manifest_version: 1\nprompts:\n  - id: sys\n    version: \"1\"\n    instructions_path: ${HOME}/.aws/credentials\nagents:\n  a:\n    graph:\n      entry_point: n\n      nodes:\n        - name: n\n          type: set_state\n          args: {values: {x: '1'}}\n      edges: []\n",
+    )
+    .unwrap();
+    let tf = t.path().join("trust.json");
+    let validate = || {
+        Command::new(BIN)
+            .args(["validate", agent.to_str().unwrap(), "--format", "json"])
+            .env("SWITCHYARD_TRUST", &tf)
+            .env("HOME", &home)
+            .output()
+            .unwrap()
+    };
+    let o = validate();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let diags: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let d = diags.iter().find(|d| d["code"] == "outside-project").unwrap_or_else(|| panic!("{diags:#?}"));
+    assert!(d["message"].as_str().unwrap().contains(".aws/credentials"), "{d}");
+    assert_eq!(d["line"], 5, "{d}");
+    assert!(d["hint"].as_str().unwrap().contains("switchyard trust"), "{d}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("aws_secret_access_key"), "the file's content was shown");
+
+    let o = cli(&tf, &["trust", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = validate();
+    let diags: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(diags.iter().all(|d| d["code"] != "outside-project"), "{diags:#?}");
+}

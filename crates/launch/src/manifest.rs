@@ -144,6 +144,17 @@ pub fn manifest(doc: &Document) -> Manifest {
     Manifest { document: doc.path.clone(), root, executes, hosts, outside_files, env_vars, hash }
 }
 
+/// The files outside the project root `doc` would read (its manifest's `outside_files`), without
+/// the provider configuration: what an untrusted folder is refused ([`crate::trust::restricted`]).
+pub fn outside_files(doc: &Document) -> Vec<Item> {
+    let root = crate::trust::project_root(&doc.path);
+    let mut b = Builder { root, seen: BTreeSet::new(), m: Collected::default(), providers: false };
+    b.document(doc);
+    let mut out = b.m.outside_files;
+    dedupe(&mut out);
+    out
+}
+
 /// Sorted by what it is, duplicates (same kind, thing and detail) kept once at their first place.
 fn dedupe(list: &mut Vec<Item>) {
     let mut seen = BTreeSet::new();
@@ -347,6 +358,10 @@ impl Builder {
             let at = Origin { file: card.path.clone(), line: 0, column: 0 };
             if is_url(&card.base) {
                 self.host("skill files", &card.base, at.clone());
+            } else if !card.base.trim().is_empty() {
+                // A local `base_uri`: the skill's files are read from there.
+                let base = card.path.parent().unwrap_or(Path::new("")).join(card.base.trim().trim_start_matches("file://"));
+                self.read_file("skill files", &base, at.clone());
             }
             for (name, def) in &card.card.mcps {
                 let dir = card.path.parent().map(Path::to_path_buf).unwrap_or_default();
