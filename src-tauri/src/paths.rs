@@ -110,7 +110,7 @@ pub fn judge(path: &Path, allowed: &Allowed, what: &str) -> Result<PathBuf, CmdE
     let under = |dir: &Path| p.starts_with(dir);
     let ok = allowed.root.as_deref().is_some_and(under)
         || allowed.granted.iter().any(|g| under(g))
-        || allowed.recent.iter().any(|r| p == *r)
+        || allowed.recent.contains(&p)
         || allowed.app_dirs.iter().any(|d| under(d));
     if ok {
         Ok(p)
