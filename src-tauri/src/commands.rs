@@ -81,7 +81,15 @@ pub fn with_session<T>(
 }
 
 fn view_of(s: &Session, what: &str) -> Res<View> {
-    catch_unwind(AssertUnwindSafe(|| s.view())).map_err(|p| panic_message(what, p))
+    catch_unwind(AssertUnwindSafe(|| trusted_view(s))).map_err(|p| panic_message(what, p))
+}
+
+/// The view of `s` with what a folder that is not trusted is refused (files outside the project
+/// root, `launch::trust::restricted`) among its problems, at their lines.
+pub fn trusted_view(s: &Session) -> View {
+    let mut v = s.view();
+    v.diagnostics.extend(switchyard::run::launch::trust::restricted(&s.document()));
+    v
 }
 
 /// Opens `path` (a file or an agent folder), replacing the current document, and starts watching it.

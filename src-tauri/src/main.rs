@@ -108,7 +108,7 @@ pub fn check_disk(app: &AppHandle) {
         let Some(s) = guard.as_mut() else { return };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let ev = s.check_disk();
-            let view = if ev == DiskEvent::Unchanged { None } else { Some(s.view()) };
+            let view = if ev == DiskEvent::Unchanged { None } else { Some(crate::commands::trusted_view(s)) };
             (ev, view)
         }));
         match r {

@@ -165,7 +165,7 @@ pub async fn recovery_restore(app: AppHandle) -> Result<View, CmdError> {
     };
     let view = with_session(&app, "restoring unsaved changes", |s| {
         s.restore(&offer).map_err(CmdError::new)?;
-        Ok(s.view())
+        Ok(crate::commands::trusted_view(&s))
     })?;
     *lock(&app.state::<Recovery>().offer) = None;
     sync_now(&app);

@@ -97,6 +97,16 @@ export function createTrustStore(backend: Backend, app: StoreApi<AppState>, { de
       seq++;
       set({ status, error: null });
     };
+    /** The document's problems depend on trust (files outside the project are refused while it
+     *  is not trusted): draw it again after trust changed. */
+    const redraw = async () => {
+      try {
+        const view = await backend.getView();
+        if (view) app.getState().setView(view);
+      } catch {
+        // The next edit or open draws it again.
+      }
+    };
     const waitForConfirm = (retry: () => void) => {
       pending = retry;
       set({ manifest: { readOnly: false }, dialogError: null });
@@ -133,6 +143,7 @@ export function createTrustStore(backend: Backend, app: StoreApi<AppState>, { de
         try {
           adopt(await backend.trustFolder());
           set({ busy: false, asking: false });
+          await redraw();
           return true;
         } catch (e) {
           set({ busy: false, dialogError: errorMessage(e) });
@@ -146,6 +157,7 @@ export function createTrustStore(backend: Backend, app: StoreApi<AppState>, { de
           adopt(await backend.trustForget());
           set({ busy: false, manifest: null });
           pending = null;
+          await redraw();
         } catch (e) {
           set({ busy: false, dialogError: errorMessage(e) });
         }
