@@ -14,6 +14,7 @@ mod durable;
 mod edit_ops;
 mod faults;
 mod hooks;
+mod hostile;
 mod keyring;
 mod llm_http;
 mod load;

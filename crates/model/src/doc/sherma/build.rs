@@ -98,7 +98,14 @@ impl Builder<'_> {
         let path = Path::new(&p.value);
         let full = if path.is_absolute() { path.to_path_buf() } else { self.base_dir.join(path) };
         if !full.is_file() {
-            let what = if full.is_dir() { "is a directory, not a file" } else { "does not exist" };
+            let what = if full.is_dir() {
+                "is a directory, not a file"
+            } else if full.exists() {
+                // A device (`/dev/zero`), a named pipe or a socket: never read, never waited on.
+                "is not a regular file (a device, pipe or socket is never read)"
+            } else {
+                "does not exist"
+            };
             self.diags.push(
                 Diagnostic::error("file-not-found", format!("`{field}` names {} which {what}", full.display()))
                     .at(self.file, p.span)
