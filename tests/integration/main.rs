@@ -9,6 +9,7 @@
 mod a2a;
 mod bad_input;
 mod cases;
+mod child_env;
 mod conformance;
 mod durable;
 mod edit_ops;

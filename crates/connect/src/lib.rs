@@ -8,10 +8,13 @@
 //! - [`a2a`]: the A2A client for remote sub-agents.
 //! - [`pybridge`]: sherma `import_path` tools in a long-lived Python process.
 //! - [`proctag`]: the tag that lets a stop kill every process a run started.
+//! - [`childenv`]: the environment those processes see (scrubbed: the base set, what the agent
+//!   file references, the user's opt-in).
 //!
 //! Every call here runs under a stop flag and a deadline; nothing blocks a stop.
 
 pub mod a2a;
+pub mod childenv;
 pub mod llm;
 pub mod mcp;
 pub mod proctag;

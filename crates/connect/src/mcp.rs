@@ -17,6 +17,7 @@
 //! All async work runs on the engine's shared runtime ([`crate::rt`]); a timeout or a stop drops
 //! the request's future, which makes rmcp send `notifications/cancelled` to the server.
 
+use crate::childenv::ChildEnv;
 use crate::rt::{self, Interrupted};
 use runtime::events::EventBody;
 use rmcp::model::CallToolRequestParams;
@@ -446,6 +447,8 @@ pub struct McpServer {
     pid: Arc<Mutex<Option<u32>>>,
     /// Carried by a stdio server and everything it starts (see `proctag`).
     tag: crate::proctag::ProcTag,
+    /// The environment a stdio server gets (see `childenv`), before its own `env:` map.
+    child_env: Mutex<ChildEnv>,
     /// The tools a run was offered ([`McpServer::tools`]), live or from a replay.
     offered: Mutex<Option<Vec<McpTool>>>,
 }
@@ -531,8 +534,15 @@ impl McpServer {
             stderr: Default::default(),
             pid: Default::default(),
             tag: crate::proctag::ProcTag::new(),
+            child_env: Mutex::new(ChildEnv::default()),
             offered: Mutex::new(None),
         }
+    }
+
+    /// The run's [`ChildEnv`] for a stdio server started from now on (default: the base set
+    /// and the user's opt-in only). The server's own `env:` entries are set on top of it.
+    pub fn set_child_env(&self, env: &ChildEnv) {
+        *self.child_env.lock().unwrap_or_else(|p| p.into_inner()) = env.clone();
     }
 
     /// The tools as a run sees them, through the run's provider: a replay answers from the
@@ -788,6 +798,7 @@ impl McpServer {
         let stderr = self.stderr.clone();
         let pid = self.pid.clone();
         let tag = self.tag.clone();
+        let child_env = self.child_env.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let fut = async move {
             let service = match &spec.transport {
                 McpTransport::Stdio {
@@ -796,7 +807,7 @@ impl McpServer {
                     env,
                     cwd,
                 } => {
-                    let mut cmd = build_command(&spec.name, command, args, env, cwd.as_deref())?;
+                    let mut cmd = build_command(&spec.name, command, args, &child_env, env, cwd.as_deref())?;
                     tag.apply_tokio(&mut cmd);
                     let (transport, err) = TokioChildProcess::builder(cmd)
                         .stderr(std::process::Stdio::piped())
@@ -959,10 +970,13 @@ fn build_command(
     server: &str,
     command: &str,
     args: &[String],
+    child_env: &ChildEnv,
     env: &[(String, String)],
     cwd: Option<&Path>,
 ) -> Result<tokio::process::Command, String> {
     let mut cmd = tokio::process::Command::new(command);
+    // A scrubbed environment (`childenv`), then the server's own `env:` entries.
+    child_env.apply_tokio(&mut cmd);
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
@@ -1050,6 +1064,13 @@ impl McpPool {
         }
     }
 
+    /// The run's [`ChildEnv`] for every stdio server of the pool started from now on.
+    pub fn set_child_env(&self, env: &ChildEnv) {
+        for s in &self.servers {
+            s.set_child_env(env);
+        }
+    }
+
     /// Record a server that cannot be used and why.
     pub fn add_unavailable(&mut self, name: &str, why: String) {
         self.unavailable.push((name.to_string(), why));
@@ -1120,6 +1141,20 @@ pub fn loki_pool(agent_dir: &Path, servers: &[String]) -> McpPool {
 /// The definitions of the MCP servers a Loki agent names (see [`loki_pool`]), read without
 /// starting anything: each server's spec, or its name and why it cannot be used.
 pub fn loki_server_specs(agent_dir: &Path, servers: &[String]) -> Vec<Result<McpServerSpec, (String, String)>> {
+    loki_server_entries(agent_dir, servers)
+        .into_iter()
+        .map(|found| {
+            let (name, file, v) = found?;
+            McpServerSpec::from_json(&name, &v, agent_dir, Some(&process_env))
+                .map_err(|e| (name.clone(), format!("{e} (in {})", file.display())))
+        })
+        .collect()
+}
+
+/// The `mcpServers` entries of the MCP servers a Loki agent names, as written (before `${VAR}`
+/// expansion): for each server its name, the file that defines it and its entry, or its name
+/// and why no definition can be read.
+pub fn loki_server_entries(agent_dir: &Path, servers: &[String]) -> Vec<Result<(String, PathBuf, Value), (String, String)>> {
     let mut out = Vec::new();
     if servers.is_empty() {
         return out;
@@ -1156,10 +1191,7 @@ pub fn loki_server_specs(agent_dir: &Path, servers: &[String]) -> Vec<Result<Mcp
             }
         }
         match found {
-            Some((file, v)) => out.push(
-                McpServerSpec::from_json(name, &v, agent_dir, Some(&process_env))
-                    .map_err(|e| (name.clone(), format!("{e} (in {})", file.display()))),
-            ),
+            Some((file, v)) => out.push(Ok((name.clone(), file, v))),
             None => {
                 let looked: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
                 let mut msg = format!(

@@ -164,6 +164,8 @@ fn fmt_duration(d: Duration) -> String {
 pub struct PyBridge {
     python: OsString,
     sys_path: Vec<PathBuf>,
+    /// The environment the interpreter gets (see `childenv`).
+    child_env: crate::childenv::ChildEnv,
     proc: Option<Proc>,
     next_id: u64,
 }
@@ -185,7 +187,19 @@ impl PyBridge {
     /// Start the interpreter: `python` if given, else `$SWITCHYARD_PYTHON`, else `python3` on
     /// `PATH`. `sys_path` entries (the agent's directory first, then extras) are prepended to
     /// `sys.path` in order.
+    /// The interpreter gets the base environment of `childenv` (and the user's opt-in) only;
+    /// [`PyBridge::start_with_env`] gives it a run's.
     pub fn start(python: Option<&Path>, sys_path: &[PathBuf]) -> Result<PyBridge, PyError> {
+        PyBridge::start_with_env(python, sys_path, crate::childenv::ChildEnv::default())
+    }
+
+    /// [`PyBridge::start`] with the run's [`ChildEnv`](crate::childenv::ChildEnv): the
+    /// interpreter (and every restart of it) sees only the variables it allows.
+    pub fn start_with_env(
+        python: Option<&Path>,
+        sys_path: &[PathBuf],
+        child_env: crate::childenv::ChildEnv,
+    ) -> Result<PyBridge, PyError> {
         let python = match python {
             Some(p) => p.as_os_str().to_owned(),
             None => match std::env::var_os("SWITCHYARD_PYTHON") {
@@ -196,6 +210,7 @@ impl PyBridge {
         let mut bridge = PyBridge {
             python,
             sys_path: sys_path.to_vec(),
+            child_env,
             proc: None,
             next_id: 1,
         };
@@ -282,6 +297,7 @@ impl PyBridge {
         let shown = self.python.to_string_lossy().into_owned();
         let tag = crate::proctag::ProcTag::new();
         let mut command = Command::new(&self.python);
+        self.child_env.apply(&mut command);
         crate::proctag::limit(&mut command);
         let mut child = command
             .arg("-u")

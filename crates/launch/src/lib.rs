@@ -2,7 +2,8 @@
 //! and configure runs here, without reaching into the engine's crates one by one.
 //!
 //! - [`machine_for`], [`start`], [`session`]: a document and a [`RunRequest`] become the
-//!   dialect's machine (`sherma` or `loki`) inside a `runtime` session.
+//!   dialect's machine (`sherma` or `loki`) inside a `runtime` session, its children seeing
+//!   only [`child_env`] of the user's environment.
 //! - [`provider`]: the one decision of where a run's LLM answers come from ([`LlmChoice`]:
 //!   none, scripted, replay, live; `record` wraps any), with the one key resolver for live
 //!   calls ([`live_config`]: provider file, OS keyring, environment).
@@ -34,26 +35,35 @@ use serde_json::Value;
 use sherma::{ShermaMachine, ShermaOptions};
 use std::sync::Arc;
 
-/// The machine for `doc` (either dialect).
+/// The machine for `doc` (either dialect), its children seeing [`child_env`] of the document.
 pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) -> Result<Box<dyn Machine>, String> {
     match doc.dialect() {
         Some(Dialect::Sherma) => {
             let input = sherma_input(req.input.as_deref(), req.state.clone())?;
             let mut opts = sherma;
             opts.python_path.extend(req.python_path.iter().cloned());
+            opts.child_env = child_env(&doc);
             Ok(Box::new(ShermaMachine::new(doc, req.agent.as_deref(), input, opts)?))
         }
-        Some(Dialect::Loki) => Ok(Box::new(loki::LokiMachine::new(
-            doc,
-            req.input.as_deref().unwrap_or(""),
-            req.state.clone(),
-        )?)),
+        Some(Dialect::Loki) => {
+            let env = child_env(&doc);
+            let m = loki::LokiMachine::new(doc, req.input.as_deref().unwrap_or(""), req.state.clone())?;
+            Ok(Box::new(m.with_child_env(env)))
+        }
         None => Err(format!(
             "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); \
              `switchyard validate` says why",
             doc.path.display()
         )),
     }
+}
+
+/// What of the user's environment the children of a run of `doc` see (scripts, tools, the
+/// Python bridge, MCP servers): the base set of `connect::childenv`, the variables the run
+/// manifest lists as referenced ([`manifest::env_var_names`], sub-agents included) and the
+/// user's `SWITCHYARD_CHILD_ENV`. Computed once per run, when its machine is built.
+pub fn child_env(doc: &Document) -> connect::childenv::ChildEnv {
+    connect::childenv::ChildEnv::new(manifest::env_var_names(doc))
 }
 
 /// A sherma run's input as its machine takes it: the initial state (a JSON object, or null), with

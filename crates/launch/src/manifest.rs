@@ -6,8 +6,15 @@
 //! sherma `import_path`s of tools, hooks and sub-agents, MCP commands with their arguments and
 //! working folder), the **hosts** that will be contacted (LLM providers of live runs, remote
 //! hooks, MCP and A2A servers, skill and RAG URLs, embeddings), the files read **outside the
-//! project root**, and the **environment variables** the file references. Sub-agents (`yaml_path`,
-//! Loki agent nodes) are followed, each item naming the file and line it comes from.
+//! project root**, and the **environment variables** the file references (`${VAR}` in it, Loki
+//! tool files' `# @env` declarations, `${VAR}` in the definitions of the MCP servers it uses).
+//! Sub-agents (`yaml_path`, Loki agent nodes) are followed, each item naming the file and line it
+//! comes from.
+//!
+//! Those variables are also all a run's children (scripts, tools, the Python bridge, MCP
+//! servers) get of the user's environment besides the base set and the user's
+//! `SWITCHYARD_CHILD_ENV` ([`env_var_names`], `connect::childenv`): a provider key reaches a
+//! child only when the file references it.
 //!
 //! The [`Manifest::hash`] covers what runs and where it connects, not where in the file it is
 //! written, so moving lines or editing prompts does not ask the user again.
@@ -21,6 +28,11 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use syntax::source::Span;
+
+/// What the manifest says about its environment variables, for people.
+pub const CHILD_ENV_NOTE: &str = "children (scripts, tools, Python, MCP servers) see only these of your environment, \
+plus PATH, HOME, LANG, LC_*, TZ, TERM, TMPDIR, USER, LOGNAME, SHELL, the Python settings (PYTHONPATH, PYTHONHOME, \
+VIRTUAL_ENV, PYENV_*) and the names you list in SWITCHYARD_CHILD_ENV";
 
 /// One thing the manifest lists.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
@@ -54,6 +66,8 @@ pub struct Manifest {
     pub executes: Vec<Item>,
     pub hosts: Vec<Item>,
     pub outside_files: Vec<Item>,
+    /// The variables the file references; besides the base set (`PATH`, `HOME`, …) and the
+    /// user's `SWITCHYARD_CHILD_ENV`, the only ones its children see ([`CHILD_ENV_NOTE`]).
     pub env_vars: Vec<Item>,
     /// sha256 of what executes, the hosts, the outside files and the variable names.
     pub hash: String,
@@ -85,6 +99,7 @@ impl Manifest {
                 out.push_str(&format!("  {:<16} {}{detail}    {}\n", i.kind, i.what, origin_text(&i.at)));
             }
         }
+        out.push_str(&format!("({CHILD_ENV_NOTE})\n"));
         out.push_str(&format!("manifest hash: {}\n", self.hash));
         out
     }
@@ -121,7 +136,7 @@ fn origin_text(o: &Origin) -> String {
 /// The manifest of `doc`, following its sub-agents.
 pub fn manifest(doc: &Document) -> Manifest {
     let root = crate::trust::project_root(&doc.path);
-    let mut b = Builder { root: root.clone(), seen: BTreeSet::new(), m: Collected::default() };
+    let mut b = Builder { root: root.clone(), seen: BTreeSet::new(), m: Collected::default(), providers: true };
     b.document(doc);
     let Collected { mut executes, mut hosts, mut outside_files, mut env_vars } = b.m;
     for list in [&mut executes, &mut hosts, &mut outside_files, &mut env_vars] {
@@ -142,6 +157,16 @@ pub fn manifest(doc: &Document) -> Manifest {
         h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>()
     };
     Manifest { document: doc.path.clone(), root, executes, hosts, outside_files, env_vars, hash }
+}
+
+/// The names of the environment variables `doc` references (its manifest's `env_vars`), computed
+/// without the provider configuration (no keyring, no provider file): what a run's children get
+/// beyond the base set (`launch::child_env`).
+pub fn env_var_names(doc: &Document) -> BTreeSet<String> {
+    let root = crate::trust::project_root(&doc.path);
+    let mut b = Builder { root, seen: BTreeSet::new(), m: Collected::default(), providers: false };
+    b.document(doc);
+    b.m.env_vars.into_iter().map(|i| i.what).collect()
 }
 
 /// The files outside the project root `doc` would read (its manifest's `outside_files`), without
@@ -175,6 +200,9 @@ struct Builder {
     /// Documents already visited (sub-agents can refer to each other).
     seen: BTreeSet<PathBuf>,
     m: Collected,
+    /// Whether to list LLM providers and embedding hosts (which reads the provider
+    /// configuration); [`env_var_names`] does not need them.
+    providers: bool,
 }
 
 /// Where `span` of `doc` is.
@@ -240,12 +268,31 @@ impl Builder {
         if !self.seen.insert(key) {
             return;
         }
+        // `${VARS}` anywhere in the file.
+        if let Some(f) = &doc.file {
+            for p in model::doc::env::references(f.text()) {
+                let at = origin(doc, Some(Span { start: p.start as u32, end: p.end as u32 }));
+                let detail = p.default.as_ref().map(|d| format!("default {d:?}"));
+                self.m.env_vars.push(item("variable", p.name.clone(), detail, at));
+            }
+        }
         if let Some(s) = doc.sherma() {
             self.sherma(doc, s);
         } else if let Some(l) = doc.loki() {
             self.loki(doc, l);
         }
-        self.providers(doc);
+        if self.providers {
+            self.providers(doc);
+        }
+    }
+
+    /// The variables a tool file declares (`# @env NAME`).
+    fn tool_env(&mut self, path: &Path) {
+        let Ok(text) = syntax::source::read_bounded_text(path, syntax::source::SIDE_FILE_CAP, None) else { return };
+        for (name, line) in connect::childenv::env_declarations(&text) {
+            let at = Origin { file: path.to_path_buf(), line, column: 1 };
+            self.m.env_vars.push(item("variable", name, Some("declared by a tool (@env)".into()), at));
+        }
     }
 
     /// LLM providers of live runs (scripted and replay runs contact none).
@@ -294,14 +341,6 @@ impl Builder {
     }
 
     fn sherma(&mut self, doc: &Document, s: &ShermaDoc) {
-        // `${VARS}` anywhere in the file.
-        if let Some(f) = &doc.file {
-            for p in model::doc::env::references(f.text()) {
-                let at = origin(doc, Some(Span { start: p.start as u32, end: p.end as u32 }));
-                let detail = p.default.as_ref().map(|d| format!("default {d:?}"));
-                self.m.env_vars.push(item("variable", p.name.clone(), detail, at));
-            }
-        }
         for t in &s.tools {
             if let Some((ip, at)) = self.entity_field(doc, t, "import_path") {
                 self.exec("python import", ip, Some(format!("tool {}", t.id_str())), at);
@@ -422,7 +461,7 @@ impl Builder {
                             self.read_file("RAG document", &p, at);
                         }
                     }
-                    if let Some(m) = &r.embedding_model {
+                    if let Some(m) = r.embedding_model.as_ref().filter(|_| self.providers) {
                         let cfg = crate::live_config().unwrap_or_default();
                         let provider = m.split_once(':').map(|(p, _)| p).unwrap_or(m);
                         let what = cfg.endpoint(provider).map(|e| host_of(&e.base_url)).unwrap_or_else(|_| provider.to_string());
@@ -461,6 +500,7 @@ impl Builder {
                         if own.is_empty() { String::new() } else { format!("; tools {}", own.join(", ")) }
                     };
                     self.exec("tool file", p.display().to_string(), Some(format!("{interp}{names}")), origin(doc, None));
+                    self.tool_env(&p);
                 }
             }
             for g in &l.global_tools {
@@ -469,12 +509,20 @@ impl Builder {
                     Ok(p) => {
                         self.exec("global tool", p.display().to_string(), Some(interpreter_of(&p)), at.clone());
                         self.read_file("global tool", &p, at);
+                        self.tool_env(&p);
                     }
                     Err(_) => self.exec("global tool", g.value.clone(), Some("not found; the call fails".into()), at),
                 }
             }
         }
         if !mcp_used.is_empty() {
+            // `${VARS}` in the definitions of the servers used (`mcp.json`).
+            for (name, file, entry) in connect::mcp::loki_server_entries(&l.agent_dir, &mcp_used).into_iter().flatten() {
+                for p in model::doc::env::references(&entry.to_string()) {
+                    let at = Origin { file: file.clone(), line: 0, column: 0 };
+                    self.m.env_vars.push(item("variable", p.name, Some(format!("MCP server {name}")), at));
+                }
+            }
             let specs = connect::mcp::loki_server_specs(&l.agent_dir, &mcp_used);
             let at = l.mcp_servers.first().map(|s| origin(doc, Some(s.span))).unwrap_or_else(|| origin(doc, None));
             for spec in specs {

@@ -47,7 +47,7 @@ use runtime::events::{EventBody, InterruptKind, RouteReason};
 use connect::mcp::{McpPool, McpServer, McpTool};
 use crate::rag::{self, RagStore};
 use runtime::provider::{LlmRequest, ModelRef, parse_json_loose};
-use crate::script::run_script_until;
+use crate::script::run_script_in;
 use runtime::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -96,6 +96,8 @@ pub struct LokiMachine {
     mcp: Arc<McpPool>,
     /// The knowledge bases of the graph's rag nodes, shared by every fork.
     rag: Arc<RagStore>,
+    /// What of the engine's environment its scripts, tools, Python and MCP servers see.
+    child_env: connect::childenv::ChildEnv,
 }
 
 impl std::fmt::Debug for LokiMachine {
@@ -164,7 +166,16 @@ impl LokiMachine {
             py: Arc::new(Mutex::new(None)),
             mcp,
             rag: Arc::new(RagStore::new(None)),
+            child_env: Default::default(),
         })
+    }
+
+    /// The environment its children see (`connect::childenv`; `launch` computes it from the run
+    /// manifest). Nested agent runs inherit it. Default: the base set and the user's opt-in.
+    pub fn with_child_env(mut self, env: connect::childenv::ChildEnv) -> LokiMachine {
+        self.mcp.set_child_env(&env);
+        self.child_env = env;
+        self
     }
 
     /// Send the rag nodes' embedding requests where `config` says (default: the process's
@@ -286,7 +297,7 @@ impl LokiMachine {
             deadline = Some(deadline.map_or(o, |d| d.min(o)));
         }
         let answers = std::mem::take(&mut self.answers);
-        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline, py: &self.py, mcp: &self.mcp, rag: &self.rag };
+        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline, py: &self.py, mcp: &self.mcp, rag: &self.rag, child_env: &self.child_env };
         let snapshot = &self.state;
         let results: Vec<(String, NodeResult)> = if frontier.len() == 1 {
             vec![(frontier[0].clone(), ex.run_node(&frontier[0], snapshot))]
@@ -725,6 +736,7 @@ struct Exec<'a, 'c> {
     py: &'a Mutex<Option<PyBridge>>,
     mcp: &'a McpPool,
     rag: &'a RagStore,
+    child_env: &'a connect::childenv::ChildEnv,
 }
 
 /// Whether the agent's `tools.py` defines `name` at the top level.
@@ -776,7 +788,7 @@ impl Exec<'_, '_> {
                     path.push(dir.to_path_buf());
                 }
             }
-            *slot = Some(PyBridge::start(None, &path).map_err(|e| e.to_string())?);
+            *slot = Some(PyBridge::start_with_env(None, &path, self.child_env.clone()).map_err(|e| e.to_string())?);
         }
         f(slot.as_mut().expect("started above"))
     }
@@ -822,7 +834,7 @@ impl Exec<'_, '_> {
         if let Some(found) = self.subprocess_tool(name) {
             let decl = found?;
             let env = loki_tools::CallEnv { agent_dir: &self.l.agent_dir, timeout, stop: Some(self.cx.stop) };
-            let out = loki_tools::call(&decl, args, &env);
+            let out = loki_tools::call_in(&decl, args, &env, self.child_env);
             if let Some(text) = out.log {
                 self.cx.emit(EventBody::Log { source: format!("tool:{name}"), text });
             }
@@ -935,7 +947,7 @@ impl Exec<'_, '_> {
                 // An effect: a replay of a recording answers it and the script does not run.
                 let input = state_value(st);
                 let ran = self.cx.effect(id, &format!("script:{script}"), &input, || {
-                    run_script_until(&self.l.agent_dir, &script, &input, timeout, Some(self.cx.stop))
+                    run_script_in(&self.l.agent_dir, &script, &input, timeout, Some(self.cx.stop), self.child_env)
                         .map(|out| json!({"updates": out.updates, "next": out.next}))
                         .map_err(|e| e.to_string())
                 });
@@ -1473,6 +1485,7 @@ impl Exec<'_, '_> {
         };
         let doc = Arc::new(load_path(&path));
         let mut child = LokiMachine::new(doc, &prompt, None).map_err(|e| format!("Agent '{name}' failed to start: {e}"))?;
+        child = child.with_child_env(self.child_env.clone());
         let timeout = a.timeout_secs();
         let mut deadline = Instant::now() + Duration::from_secs(timeout);
         if let Some(d) = self.deadline {

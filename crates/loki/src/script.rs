@@ -6,6 +6,9 @@
 //!   first of `deno run -A`, `bun`, `npx tsx` found on `PATH`. Any other file is run directly
 //!   when it is executable (upstream refuses it); otherwise the error says how to fix it;
 //! * the working directory is the agent directory (upstream: the CLI's directory);
+//! * the environment is scrubbed (upstream: the whole of Loki's): the base set, the variables
+//!   the agent file references and the user's opt-in (`connect::childenv`), then
+//!   `LLM_AGENT_DATA_DIR` and the state;
 //! * the state goes in as compact JSON: env `GRAPH_STATE` when it is at most 32,768 bytes,
 //!   otherwise a temp file named by `GRAPH_STATE_FILE` (removed when the run ends). Exactly one
 //!   of the two is set;
@@ -29,6 +32,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
+use connect::childenv::ChildEnv;
 
 /// States whose compact JSON is longer than this go through `GRAPH_STATE_FILE`.
 pub const STATE_ENV_LIMIT: usize = 32 * 1024;
@@ -242,13 +246,14 @@ fn fmt_duration(d: Duration) -> String {
 }
 
 /// Run `script` (relative to `agent_dir`, or absolute) with `state`, killing it after `timeout`.
+/// It sees the base environment only (`connect::childenv::ChildEnv::default`).
 pub fn run_script(
     agent_dir: &Path,
     script: &str,
     state: &Value,
     timeout: Duration,
 ) -> Result<ScriptOutcome, ScriptError> {
-    run_script_until(agent_dir, script, state, timeout, None)
+    run_script_in(agent_dir, script, state, timeout, None, &ChildEnv::default())
 }
 
 /// [`run_script`], also ending (process group killed) as soon as `stop` is raised.
@@ -258,6 +263,19 @@ pub fn run_script_until(
     state: &Value,
     timeout: Duration,
     stop: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<ScriptOutcome, ScriptError> {
+    run_script_in(agent_dir, script, state, timeout, stop, &ChildEnv::default())
+}
+
+/// [`run_script_until`] seeing the variables `env` allows (the run's, see
+/// `connect::childenv`) and those set for the script here.
+pub fn run_script_in(
+    agent_dir: &Path,
+    script: &str,
+    state: &Value,
+    timeout: Duration,
+    stop: Option<&std::sync::atomic::AtomicBool>,
+    env: &ChildEnv,
 ) -> Result<ScriptOutcome, ScriptError> {
     let started = Instant::now();
     let name = script.to_string();
@@ -281,6 +299,7 @@ pub fn run_script_until(
 
     let (program, args) = interpreter(&name, &path)?;
     let mut cmd = Command::new(&program);
+    env.apply(&mut cmd);
     cmd.args(&args)
         .current_dir(&workdir)
         .env("LLM_AGENT_DATA_DIR", &workdir);

@@ -6,6 +6,9 @@
 //! (killed on timeout or stop, children included: `script::run_supervised`), with `LLM_OUTPUT`
 //! naming a fresh temp file:
 //!
+//! * the environment: the run's scrubbed one (`connect::childenv`: the base set, the variables
+//!   the agent file references — `# @env` declarations included — and the user's opt-in), then
+//!   the `LLM_*` variables of the call;
 //! * bash: `bash -c <shim> <file> [<function>] --<option> <value>…` — the argc command line
 //!   llm-functions builds (keys `_` → `-`, arrays repeat the option, `true` flags appear bare).
 //!   No `argc` binary is needed: the shim defines an `argc` function whose `--argc-eval`
@@ -28,6 +31,7 @@ use crate::script::{
     OUTPUT_LIMIT, STDERR_TAIL_LINES, TempFile, Unfinished, on_path, run_supervised, tail_lines,
     ts_runtime,
 };
+use connect::childenv::ChildEnv;
 use serde_json::{Map, Value};
 use std::path::Path;
 use std::process::Command;
@@ -63,8 +67,15 @@ pub struct CallEnv<'a> {
     pub stop: Option<&'a AtomicBool>,
 }
 
-/// Run `decl` with the model's `args` (a JSON object, or null for none).
+/// Run `decl` with the model's `args` (a JSON object, or null for none), in the base
+/// environment (`connect::childenv::ChildEnv::default`).
 pub fn call(decl: &ToolDecl, args: &Value, env: &CallEnv<'_>) -> CallOutcome {
+    call_in(decl, args, env, &ChildEnv::default())
+}
+
+/// [`call`] seeing what `child_env` allows of the engine's environment (the run's, see
+/// `connect::childenv`); the variables set for the call (`LLM_OUTPUT`, …) come on top.
+pub fn call_in(decl: &ToolDecl, args: &Value, env: &CallEnv<'_>, child_env: &ChildEnv) -> CallOutcome {
     let fail = |e: String| CallOutcome {
         result: Err(e),
         log: None,
@@ -109,11 +120,11 @@ pub fn call(decl: &ToolDecl, args: &Value, env: &CallEnv<'_>) -> CallOutcome {
     // Kept alive until the process ends.
     let mut temps: Vec<TempFile> = Vec::new();
     let (program, mut cmd) = match decl.lang {
-        Lang::Bash => match bash_command(decl, &file, &args, &mut temps) {
+        Lang::Bash => match bash_command(decl, &file, &args, child_env, &mut temps) {
             Ok(c) => c,
             Err(e) => return fail(e),
         },
-        Lang::TypeScript | Lang::JavaScript => match js_command(decl, &file, &args, &mut temps) {
+        Lang::TypeScript | Lang::JavaScript => match js_command(decl, &file, &args, child_env, &mut temps) {
             Ok(c) => c,
             Err(e) => return fail(e),
         },
@@ -389,12 +400,14 @@ fn bash_command(
     decl: &ToolDecl,
     file: &Path,
     args: &Map<String, Value>,
+    child_env: &ChildEnv,
     temps: &mut Vec<TempFile>,
 ) -> Result<(String, Command), String> {
     let (mut argv, eval) = argc_parse(decl, args)?;
     let eval_file = TempFile::create("argc-eval", ".sh", eval.as_bytes())
         .map_err(|e| format!("tool '{}': cannot write its arguments: {e}", decl.name))?;
     let mut cmd = Command::new("bash");
+    child_env.apply(&mut cmd);
     if argv.iter().map(|a| a.len() + 1).sum::<usize>() > ARGV_LIMIT
         || argv.iter().any(|a| a.contains('\0'))
     {
@@ -480,6 +493,7 @@ fn js_command(
     decl: &ToolDecl,
     file: &Path,
     args: &Map<String, Value>,
+    child_env: &ChildEnv,
     temps: &mut Vec<TempFile>,
 ) -> Result<(String, Command), String> {
     let (program, mut leading) = js_runtime(decl, file)?;
@@ -489,6 +503,7 @@ fn js_command(
     let data = TempFile::create("tool-args", ".json", &data).map_err(io)?;
     leading.push(runner.path().to_string_lossy().into_owned());
     let mut cmd = Command::new(&program);
+    child_env.apply(&mut cmd);
     cmd.args(&leading)
         .env("SWITCHYARD_TOOL_FILE", file)
         .env("SWITCHYARD_TOOL_FUNCTION", &decl.function)

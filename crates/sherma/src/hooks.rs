@@ -144,6 +144,15 @@ impl Hooks {
         (Hooks { execs, next_id: AtomicU64::new(1) }, bad)
     }
 
+    /// The run's environment for the MCP hook servers (`connect::childenv`).
+    pub fn set_child_env(&self, env: &connect::childenv::ChildEnv) {
+        for e in &self.execs {
+            if let Source::Mcp { server, .. } = &e.source {
+                server.set_child_env(env);
+            }
+        }
+    }
+
     /// No executors: callers skip building contexts altogether.
     pub fn is_empty(&self) -> bool {
         self.execs.is_empty()

@@ -95,6 +95,9 @@ pub struct ShermaOptions {
     /// files); `launch` sets it from the run's provider (`LlmProvider::network_allowed`).
     /// Hooks, A2A and MCP ask the step's `Cx`.
     pub network: bool,
+    /// What of the engine's environment the Python bridge and MCP servers see
+    /// (`connect::childenv`; `launch` computes it from the run manifest).
+    pub child_env: connect::childenv::ChildEnv,
 }
 
 impl Default for ShermaOptions {
@@ -107,6 +110,7 @@ impl Default for ShermaOptions {
             tools: None,
             a2a: Default::default(),
             network: true,
+            child_env: Default::default(),
         }
     }
 }
@@ -289,7 +293,7 @@ impl Shared {
         }
         let mut path = vec![self.doc.base_dir.clone()];
         path.extend(self.opts.python_path.iter().cloned());
-        let bridge = connect::pybridge::PyBridge::start(self.opts.python.as_deref(), &path)
+        let bridge = connect::pybridge::PyBridge::start_with_env(self.opts.python.as_deref(), &path, self.opts.child_env.clone())
             .map_err(|e| e.to_string())?;
         let r: Arc<Mutex<dyn ToolRunner>> = Arc::new(Mutex::new(bridge));
         *slot = Some(r.clone());
@@ -393,8 +397,10 @@ impl ShermaMachine {
         let described = Mutex::new(Default::default());
         let remotes = Default::default();
         let mcp = build_mcp_pool(sd, &doc.base_dir, opts.tool_timeout);
+        mcp.set_child_env(&opts.child_env);
         let hook_entries: Vec<Value> = sd.hooks.iter().map(hook_entry).collect();
         let (hooks, bad_hooks) = crate::hooks::Hooks::from_entries(&hook_entries, &doc.base_dir);
+        hooks.set_child_env(&opts.child_env);
         if let Some(b) = bad_hooks.first() {
             return Err(format!("{} cannot run: {b}", doc.path.display()));
         }
