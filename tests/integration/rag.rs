@@ -1,13 +1,16 @@
 //! Loki rag nodes: retrieval over a small corpus written by the tests (keyword only), rag
-//! nodes in graph runs (state, events, the knowledge-base file reused and rebuilt), hybrid
-//! retrieval with embeddings from the fake OpenAI server on 127.0.0.1, URL documents from a
-//! loopback server, and the errors a user can meet.
+//! nodes in graph runs (state, events, the knowledge-base file reused and rebuilt, in the cache
+//! folder and never beside the agent), hybrid retrieval with embeddings from the fake OpenAI
+//! server on 127.0.0.1, URL documents from a loopback server, and the errors a user can meet.
+//!
+//! Knowledge bases go to a cache folder of this test binary ([`cache`], `SWITCHYARD_CACHE_DIR`),
+//! never to the user's.
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use test_support::fake_llm::{FakeLlm, Reply, status};
 use switchyard::llm::config::{LlmConfig, ProviderFile};
@@ -24,8 +27,26 @@ use test_support::run::{completed, failure};
 // Harness
 // ---------------------------------------------------------------------------------------------
 
+/// The cache folder knowledge bases go to in this test binary: a temp dir named by
+/// `SWITCHYARD_CACHE_DIR`, set once before any run of this binary needs it.
+pub fn cache() -> &'static Path {
+    static CACHE: OnceLock<PathBuf> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        let c = TempDir::new("rag-cache").keep();
+        // SAFETY: set once, before the rag runs of this binary read it (they all call `cache`).
+        unsafe { std::env::set_var(switchyard::run::rag::CACHE_DIR_VAR, &c) };
+        c
+    })
+}
+
+/// Where the knowledge base of rag node `node` of the agent in `dir` is kept (in [`cache`]).
+pub fn kb_file(dir: &Path, node: &str) -> PathBuf {
+    Spec { node: node.into(), agent_dir: dir.to_path_buf(), ..Spec::default() }.kb_path_in(cache()).unwrap()
+}
+
 /// A fresh agent directory (`agents/kb-agent` in a temp dir removed when it is dropped).
 fn agent_dir() -> TempDir {
+    cache();
     TempDir::new("rag").sub("agents/kb-agent")
 }
 
@@ -296,7 +317,7 @@ fn a_rag_node_feeds_the_llm_prompt_and_its_knowledge_base_is_reused_then_rebuilt
     write_corpus(&dir);
     let g = write_graph(&dir, GRAPH);
 
-    // First run: the knowledge base is built beside the agent.
+    // First run: the knowledge base is built, in the cache folder.
     let s = run(&g, "How do bees make honey?", REPLY, None);
     assert_eq!(completed(&s), json!("They fan the nectar until it becomes honey."));
     let st = s.state();
@@ -340,7 +361,15 @@ fn a_rag_node_feeds_the_llm_prompt_and_its_knowledge_base_is_reused_then_rebuilt
             && t.contains("no knowledge base yet")),
         "{l:?}"
     );
-    let kb_path = dir.join("retrieve.yaml");
+    let kb_path = kb_file(&dir, "retrieve");
+    assert!(kb_path.starts_with(cache().join("rag")), "{}", kb_path.display());
+    // Nothing is written beside the agent; the file is readable by the user only.
+    let mut beside: Vec<String> =
+        std::fs::read_dir(&*dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    beside.sort();
+    assert_eq!(beside, ["graph.yaml", "knowledge"]);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&kb_path).unwrap().permissions().mode() & 0o777, 0o600);
     let kb: KbFile = serde_yaml::from_str(&std::fs::read_to_string(&kb_path).unwrap()).unwrap();
     assert_eq!(kb.node, "retrieve");
     assert_eq!(kb.documents.len(), 8);
@@ -377,6 +406,44 @@ fn a_rag_node_feeds_the_llm_prompt_and_its_knowledge_base_is_reused_then_rebuilt
     let s = run(&g, "owls hunt", REPLY, None);
     completed(&s);
     assert_eq!(s.state()["first_source"], json!("./knowledge/owls.txt"));
+    assert!(!dir.join("retrieve.yaml").exists());
+    // No temp file is left in the cache folder.
+    let names: Vec<String> = std::fs::read_dir(kb_path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["retrieve.yaml"]);
+}
+
+/// A knowledge base an earlier version kept beside the agent (as upstream Loki does) is read
+/// while it fits the node's settings, and never written: a rebuild goes to the cache folder.
+#[test]
+fn a_knowledge_base_beside_the_agent_is_read_but_never_written() {
+    let dir = agent_dir();
+    write_corpus(&dir);
+    let g = write_graph(&dir, GRAPH);
+    completed(&run(&g, "castling", REPLY, None));
+    let beside = dir.join("retrieve.yaml");
+    std::fs::rename(kb_file(&dir, "retrieve"), &beside).unwrap();
+    let text = std::fs::read_to_string(&beside).unwrap();
+
+    let s = run(&g, "castling", REPLY, None);
+    assert_eq!(s.state()["first_source"], json!("./knowledge/chess.txt"));
+    let l = logs(&s.events());
+    assert!(l.iter().any(|t| t.starts_with(&format!("loaded knowledge base {}", beside.display()))), "{l:?}");
+    assert!(!kb_file(&dir, "retrieve").exists(), "a current knowledge base is not copied");
+
+    // Other build settings: rebuilt into the cache folder; the old file stays as it was, and it
+    // is not a document of the folder it sits in.
+    let g = write_graph(&dir, &GRAPH.replace("documents: [./knowledge/]", "documents: [./]\n    chunk_size: 400"));
+    let s = run(&g, "castling", REPLY, None);
+    completed(&s);
+    let kb: KbFile = serde_yaml::from_str(&std::fs::read_to_string(kb_file(&dir, "retrieve")).unwrap()).unwrap();
+    assert_eq!(kb.params.chunk_size, 400);
+    let sources: Vec<&str> = kb.documents.iter().map(|d| d.source.as_str()).collect();
+    assert!(!sources.iter().any(|s| s.ends_with("retrieve.yaml")), "{sources:?}");
+    assert!(sources.contains(&"./graph.yaml"), "{sources:?}");
+    assert_eq!(std::fs::read_to_string(&beside).unwrap(), text);
 }
 
 #[test]
@@ -384,13 +451,15 @@ fn a_corrupt_knowledge_base_is_rebuilt_with_a_warning() {
     let dir = agent_dir();
     write_corpus(&dir);
     let g = write_graph(&dir, GRAPH);
-    std::fs::write(dir.join("retrieve.yaml"), "switchyard_rag: 1\nnode: [unclosed\n").unwrap();
+    let kb_path = kb_file(&dir, "retrieve");
+    std::fs::create_dir_all(kb_path.parent().unwrap()).unwrap();
+    std::fs::write(&kb_path, "switchyard_rag: 1\nnode: [unclosed\n").unwrap();
     let s = run(&g, "castling", REPLY, None);
     completed(&s);
     let l = logs(&s.events());
     assert!(l.iter().any(|t| t.starts_with("warning: knowledge base") && t.contains("unreadable")), "{l:?}");
     assert!(l.iter().any(|t| t.starts_with("built knowledge base")), "{l:?}");
-    let kb: KbFile = serde_yaml::from_str(&std::fs::read_to_string(dir.join("retrieve.yaml")).unwrap()).unwrap();
+    let kb: KbFile = serde_yaml::from_str(&std::fs::read_to_string(&kb_path).unwrap()).unwrap();
     assert_eq!(kb.documents.len(), 8);
 }
 
@@ -408,6 +477,7 @@ fn a_missing_document_fails_the_node_naming_it() {
     let (_, error) = rag_result(&s.events());
     assert!(error.unwrap().contains("./notes/extra.md"));
     assert!(!dir.join("retrieve.yaml").exists());
+    assert!(!kb_file(&dir, "retrieve").exists());
 }
 
 #[test]
@@ -499,7 +569,7 @@ fn hybrid_retrieval_with_embeddings_finds_what_keywords_miss() {
 
     // The corpus went in batches of `batch_size`, then the query; with the key and the model.
     let reqs = fake.embedding_requests();
-    let kb: KbFile = serde_yaml::from_str(&std::fs::read_to_string(dir.join("retrieve.yaml")).unwrap()).unwrap();
+    let kb: KbFile = serde_yaml::from_str(&std::fs::read_to_string(kb_file(&dir, "retrieve")).unwrap()).unwrap();
     let chunks = kb.chunks.len();
     assert_eq!(reqs.len(), chunks.div_ceil(3) + 1, "{reqs:?}");
     assert!(reqs.iter().all(|r| r["model"] == "text-embedding-3-small" && r["input"].as_array().unwrap().len() <= 3));
@@ -537,7 +607,7 @@ fn embedding_errors_are_classified_and_transient_ones_retried() {
     assert_eq!(s.state()["first_source"], json!("./knowledge/cars.md"));
 
     // A 401 fails at once, naming the node, the model, the kind and the key to check.
-    std::fs::remove_file(dir.join("retrieve.yaml")).unwrap();
+    std::fs::remove_file(kb_file(&dir, "retrieve")).unwrap();
     let before = fake.embedding_requests().len();
     fake.push_embedding(status(401, json!({"error": {"message": "Incorrect API key provided"}})));
     let f = failure(&run(&g, "automobile", REPLY, Some(config_for(Some(&fake), true))));
@@ -636,14 +706,16 @@ fn the_cli_runs_a_rag_graph_with_embeddings_from_the_environment() {
         .env("OPENAI_BASE_URL", fake.base())
         .env("OPENAI_API_KEY", "cli-key")
         .env("SWITCHYARD_PROVIDERS", dir.join("no-providers.yaml"))
+        .env(switchyard::run::rag::CACHE_DIR_VAR, cache())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("They fan the nectar"));
     assert!(!fake.embedding_requests().is_empty());
     assert_eq!(fake.embedding_headers(0)["authorization"], "Bearer cli-key");
-    let kb: KbFile = serde_yaml::from_str(&std::fs::read_to_string(dir.join("retrieve.yaml")).unwrap()).unwrap();
+    let kb: KbFile = serde_yaml::from_str(&std::fs::read_to_string(kb_file(&dir, "retrieve")).unwrap()).unwrap();
     assert_eq!(kb.vectors_model.as_deref(), Some("openai:text-embedding-3-small"));
+    assert!(!dir.join("retrieve.yaml").exists());
 }
 
 // ---------------------------------------------------------------------------------------------

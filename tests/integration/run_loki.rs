@@ -722,10 +722,11 @@ nodes:
     assert!(m.contains("agents/nobody/graph.yaml") && m.contains("lost/agents/nobody/graph.yaml"), "{m}");
 }
 
-/// A rag node runs offline (keyword retrieval); its knowledge base goes beside the agent
-/// (more in tests/rag.rs).
+/// A rag node runs offline (keyword retrieval); its knowledge base goes to the cache folder,
+/// not beside the agent (more in tests/rag.rs).
 #[test]
 fn rag_nodes_retrieve_offline() {
+    crate::rag::cache();
     let g = agent(
         "name: r\nstart: look\nnodes:\n  look: { type: rag, documents: [./k], state_updates: {ctx: \"{{output.context}}\"}, next: done }\n  done: { type: end, output: \"{{ctx}}\" }\n",
         &[("k/a.md", "some text about kites"), ("k/b.md", "other notes on boats")],
@@ -733,7 +734,8 @@ fn rag_nodes_retrieve_offline() {
     let mut s = session(&g, "kites", NO_REPLIES, &[]);
     s.run();
     assert_eq!(completed(&s), json!("[Source: ./k/a.md]\nsome text about kites"));
-    assert!(g.parent().unwrap().join("look.yaml").is_file());
+    assert!(crate::rag::kb_file(g.parent().unwrap(), "look").is_file());
+    assert!(!g.parent().unwrap().join("look.yaml").exists());
 }
 
 #[test]

@@ -395,7 +395,7 @@ mod tests {
             log: &log,
             network: true,
         };
-        let r = RagStore::new(None).retrieve(&spec, "alpha", &ctl).unwrap();
+        let r = RagStore::new(None).with_cache_dir(tmpdir("walk-cache")).retrieve(&spec, "alpha", &ctl).unwrap();
         assert_eq!(r.kb.document_count(), 2, "{:?}", r.kb.file.documents);
         assert_eq!(r.hits[0].source, "./k/a.md");
     }

@@ -12,13 +12,19 @@
 //!   tokens): paragraphs first, then lines, sentences, clauses, words, and characters as a last
 //!   resort; Markdown splits at headings before paragraphs. `chunk_size` defaults to 1000
 //!   characters and `chunk_overlap` to a twentieth of it (upstream's defaults).
-//! - **Knowledge base file**: `<agent_dir>/<node_id>.yaml` (YAML: build settings, documents with
-//!   their SHA-256, size and modification time, chunks with their embedding vectors as base64
-//!   little-endian `f32`). It is reused while the documents and settings stay the same; a
-//!   changed document is re-read and re-chunked (the others keep their chunks and vectors);
-//!   changed settings rebuild everything. URLs are fetched when first added and kept until the
-//!   settings change or the file is deleted. Written atomically; a corrupt file is rebuilt with
-//!   a warning.
+//! - **Knowledge base file**: `<cache>/rag/<agent hash>/<node_id>.yaml` in the user's cache
+//!   folder (`$SWITCHYARD_CACHE_DIR`, else `$XDG_CACHE_HOME/switchyard`, else
+//!   `~/.cache/switchyard`; the agent hash is of its folder's canonical path), never in the
+//!   agent's folder (YAML: build settings, documents with their SHA-256, size and modification
+//!   time, chunks with their embedding vectors as base64 little-endian `f32`). It is reused while
+//!   the documents and settings stay the same; a changed document is re-read and re-chunked (the
+//!   others keep their chunks and vectors); changed settings rebuild everything. URLs are fetched
+//!   when first added and kept until the settings change or the file is deleted. Written
+//!   readable by the user only (0600) through an exclusively created temp file with a random
+//!   name, then renamed; a corrupt file is rebuilt with a warning. A knowledge base that earlier
+//!   versions kept beside the agent (`<agent_dir>/<node_id>.yaml`, as upstream Loki does) is
+//!   still read when it was built with the current settings, but never written; both places are
+//!   never indexed as documents.
 //! - **Embeddings**: `POST {base}/embeddings` of the provider named before the `:` (OpenAI
 //!   wire, endpoints and keys from [`LlmConfig`]), in batches of `batch_size` (default 100),
 //!   classified errors, transient ones retried twice. A model whose provider is not set up
@@ -49,7 +55,7 @@ mod vector;
 pub use bm25::{Bm25, tokenize};
 pub use html::html_to_text;
 pub use kb::{ChunkRecord, DocRecord, Hit, Kb, KbFile, output_of};
-pub use spec::{Ctl, Params, Spec};
+pub use spec::{CACHE_DIR_VAR, Ctl, Params, Spec, cache_dir, kb_dir_in};
 pub use split::split_text;
 pub use store::{KbSource, RagStore, Retrieval};
 

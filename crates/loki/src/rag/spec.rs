@@ -20,8 +20,41 @@ pub struct Spec {
     pub embedding_model: Option<String>,
     pub batch_size: Option<u64>,
     pub driver: Option<String>,
-    /// Files never indexed: the knowledge bases of the graph's rag nodes.
+    /// Files never indexed: the knowledge bases of the graph's rag nodes, in the cache and
+    /// beside the agent ([`Spec::kb_paths`]).
     pub skip_files: Vec<PathBuf>,
+}
+
+/// The variable naming Switchyard's cache folder (tests; default `$XDG_CACHE_HOME/switchyard`,
+/// else `~/.cache/switchyard`).
+pub const CACHE_DIR_VAR: &str = "SWITCHYARD_CACHE_DIR";
+
+/// Switchyard's cache folder: `$SWITCHYARD_CACHE_DIR`, else `$XDG_CACHE_HOME/switchyard` (when
+/// absolute), else `$HOME/.cache/switchyard`.
+pub fn cache_dir() -> Result<PathBuf, String> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(d) = var(CACHE_DIR_VAR) {
+        return Ok(d);
+    }
+    if let Some(d) = var("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
+        return Ok(d.join("switchyard"));
+    }
+    match var("HOME") {
+        Some(h) => Ok(h.join(".cache").join("switchyard")),
+        None => Err(format!("no cache folder for knowledge bases: set HOME, XDG_CACHE_HOME or {CACHE_DIR_VAR}")),
+    }
+}
+
+/// The folder of the knowledge bases of the agent in `agent_dir`, in the cache folder `cache`:
+/// `<cache>/rag/<first 16 hex digits of the SHA-256 of the agent folder's canonical path>`.
+pub fn kb_dir_in(cache: &Path, agent_dir: &Path) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let canonical = agent_dir
+        .canonicalize()
+        .unwrap_or_else(|_| std::path::absolute(agent_dir).unwrap_or_else(|_| agent_dir.to_path_buf()));
+    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    cache.join("rag").join(hex)
 }
 
 impl Spec {
@@ -38,19 +71,52 @@ impl Spec {
             embedding_model: r.embedding_model.clone().filter(|m| !m.trim().is_empty()),
             batch_size: r.batch_size,
             driver: r.driver.as_ref().map(|d| d.value.clone()),
-            skip_files: rag_ids.into_iter().map(|i| agent_dir.join(format!("{i}.yaml"))).collect(),
+            skip_files: rag_ids
+                .into_iter()
+                .flat_map(|i| {
+                    let s = Spec { node: i.to_string(), agent_dir: agent_dir.to_path_buf(), ..Spec::default() };
+                    let (cache, beside) = s.kb_paths();
+                    cache.into_iter().chain(beside)
+                })
+                .collect(),
         }
     }
 
-    /// `<agent_dir>/<node_id>.yaml`, or why the id cannot name a file there.
+    /// Where the node's knowledge base is written: `<cache>/rag/<agent hash>/<node_id>.yaml` in
+    /// the user's cache folder ([`cache_dir`], [`kb_dir_in`]), or why the id cannot name a file
+    /// or there is no cache folder.
     pub fn kb_path(&self) -> Result<PathBuf, String> {
+        self.kb_path_in(&cache_dir()?)
+    }
+
+    /// [`Spec::kb_path`] in the cache folder `cache`.
+    pub fn kb_path_in(&self, cache: &Path) -> Result<PathBuf, String> {
+        let id = self.file_id()?;
+        Ok(kb_dir_in(cache, &self.agent_dir).join(format!("{id}.yaml")))
+    }
+
+    /// Where earlier versions (and upstream Loki) keep it, `<agent_dir>/<node_id>.yaml`: read
+    /// when it is valid for the current settings, never written.
+    pub fn kb_path_beside_agent(&self) -> Result<PathBuf, String> {
+        let id = self.file_id()?;
+        Ok(self.agent_dir.join(format!("{id}.yaml")))
+    }
+
+    /// Both places of the knowledge base ([`Spec::kb_path`], [`Spec::kb_path_beside_agent`]),
+    /// those that can be named.
+    pub fn kb_paths(&self) -> (Option<PathBuf>, Option<PathBuf>) {
+        (self.kb_path().ok(), self.kb_path_beside_agent().ok())
+    }
+
+    /// The node id as a file name, or why it cannot be one.
+    fn file_id(&self) -> Result<&str, String> {
         let id = self.node.as_str();
         if id.is_empty() || id == "." || id == ".." || id.contains(['/', '\\', '\0']) {
             return Err(format!(
-                "rag node '{id}': its id cannot name the knowledge-base file `<agent dir>/<id>.yaml`; rename the node (letters, digits, `_`, `-`)"
+                "rag node '{id}': its id cannot name the knowledge-base file `<id>.yaml`; rename the node (letters, digits, `_`, `-`)"
             ));
         }
-        Ok(self.agent_dir.join(format!("{id}.yaml")))
+        Ok(id)
     }
 
     pub fn top_k(&self) -> usize {

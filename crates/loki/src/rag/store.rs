@@ -1,18 +1,18 @@
 //! The knowledge bases of one run: [`RagStore`] loads a node's knowledge base once, re-checks
 //! it against the documents on every retrieval, and reads, chunks and embeds only what changed
-//! (everything when the build settings change) before saving the file atomically.
+//! (everything when the build settings change) before saving the file atomically, readable by
+//! the user only, in the user's cache folder (never beside the agent, see the module docs).
 
 use super::documents::{Origin, Resolved, fetch_url, read_file, resolve, sha256_hex};
 use super::embed::Embedder;
 use super::kb::{ChunkRecord, DocRecord, FORMAT, Hit, Kb, KbFile, output_of};
-use super::spec::{Ctl, Params, Spec};
+use super::spec::{Ctl, Params, Spec, cache_dir};
 use super::split::{separators_for, split_text};
 use super::vector::encode_vector;
 use connect::llm::config::LlmConfig;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// What one retrieval did.
@@ -53,6 +53,8 @@ type Slot = Arc<Mutex<Option<Arc<Kb>>>>;
 pub struct RagStore {
     config: Mutex<Option<Arc<LlmConfig>>>,
     slots: Mutex<BTreeMap<String, Slot>>,
+    /// The cache folder knowledge bases go to (`None`: [`cache_dir`], read when needed).
+    cache: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for RagStore {
@@ -66,7 +68,13 @@ impl RagStore {
     /// `connect::llm::keyring::llm_config` — provider file, OS keyring, environment — read when
     /// first needed).
     pub fn new(config: Option<Arc<LlmConfig>>) -> RagStore {
-        RagStore { config: Mutex::new(config), slots: Mutex::default() }
+        RagStore { config: Mutex::new(config), slots: Mutex::default(), cache: None }
+    }
+
+    /// Keep the knowledge bases in `cache` instead of the user's cache folder (tests).
+    pub fn with_cache_dir(mut self, cache: PathBuf) -> RagStore {
+        self.cache = Some(cache);
+        self
     }
 
     /// The configuration given to [`RagStore::new`] (nested runs share it).
@@ -90,13 +98,20 @@ impl RagStore {
         let id = spec.node.as_str();
         if let Some(d) = spec.driver.as_deref().filter(|d| !d.eq_ignore_ascii_case("yaml")) {
             return Err(format!(
-                "rag node '{id}': `driver: {d}` is not supported by Switchyard (knowledge bases are kept in YAML beside the agent); remove `driver` or set it to `yaml`"
+                "rag node '{id}': `driver: {d}` is not supported by Switchyard (knowledge bases are kept in YAML files in its cache folder); remove `driver` or set it to `yaml`"
             ));
         }
-        let path = spec.kb_path()?;
+        let cache = match &self.cache {
+            Some(c) => c.clone(),
+            None => cache_dir()?,
+        };
+        let path = spec.kb_path_in(&cache)?;
         let params = spec.params()?;
         let warn = |m: String| (ctl.log)(format!("warning: {m}"));
-        let docs = resolve(spec, &warn)?;
+        // The knowledge base is never a document, wherever the cache folder is.
+        let mut spec_docs = spec.clone();
+        spec_docs.skip_files.push(path.clone());
+        let docs = resolve(&spec_docs, &warn)?;
         let embedder = Embedder::of_node(spec, || self.config(), ctl)?;
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -143,26 +158,26 @@ impl RagStore {
         ctl: &Ctl<'_>,
     ) -> Result<(Kb, KbSource), String> {
         let id = spec.node.as_str();
-        let old = match std::fs::read_to_string(path) {
-            Ok(text) => match serde_yaml::from_str::<KbFile>(&text).map_err(|e| e.to_string()).and_then(|f| {
-                if f.switchyard_rag != FORMAT {
-                    Err(format!("format {} is not {FORMAT}", f.switchyard_rag))
-                } else {
-                    Kb::new(f, path.to_path_buf())
-                }
-            }) {
-                Ok(kb) => Some(kb),
-                Err(e) => {
-                    (ctl.log)(format!("warning: knowledge base {} is unreadable ({e}); rebuilding it", path.display()));
-                    tracing::warn!("rag node '{id}': knowledge base {} unreadable: {e}", path.display());
-                    None
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        let cached = match read_kb(path) {
+            Ok(kb) => kb,
             Err(e) => {
-                (ctl.log)(format!("warning: knowledge base {} cannot be read ({e}); rebuilding it", path.display()));
+                (ctl.log)(format!("warning: knowledge base {} {e}; rebuilding it", path.display()));
+                tracing::warn!("rag node '{id}': knowledge base {} {e}", path.display());
                 None
             }
+        };
+        // One that an earlier version (or upstream Loki) kept beside the agent counts when it
+        // was built with these settings; it may be in another format (upstream's): then it is
+        // not ours and is left alone, silently. It is never written.
+        let old = match cached {
+            Some(kb) if kb.file.params == *params => Some(kb),
+            cached => spec
+                .kb_path_beside_agent()
+                .ok()
+                .filter(|b| b != path)
+                .and_then(|b| read_kb(&b).ok().flatten())
+                .filter(|kb| kb.file.params == *params)
+                .or(cached),
         };
         let wants_vectors = |kb: &Kb| embedder.is_some() && kb.embedded_count() < kb.chunk_count();
         if let Some(kb) = &old
@@ -299,30 +314,47 @@ impl RagStore {
     }
 }
 
-/// Write the knowledge base atomically (temp file, fsync, rename); a failure is a warning (the
+/// The knowledge base in `path`: `None` when there is no file, an error (saying why, after
+/// "is …" / "cannot …") when it cannot be read or is not a knowledge base of this format.
+fn read_kb(path: &Path) -> Result<Option<Kb>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot be read ({e})")),
+    };
+    serde_yaml::from_str::<KbFile>(&text)
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            if f.switchyard_rag != FORMAT {
+                Err(format!("format {} is not {FORMAT}", f.switchyard_rag))
+            } else {
+                Kb::new(f, path.to_path_buf())
+            }
+        })
+        .map(Some)
+        .map_err(|e| format!("is unreadable ({e})"))
+}
+
+/// Write the knowledge base to `path` in the cache folder: its folders created readable by the
+/// user only (0700), the file written 0600 through an exclusively created, randomly named temp
+/// file, synced and renamed (`runtime::cassette::write_private`). A failure is a warning (the
 /// run goes on with the knowledge base in memory).
 fn save(path: &Path, file: &KbFile, ctl: &Ctl<'_>) {
-    static N: AtomicU64 = AtomicU64::new(0);
     let result = (|| -> Result<(), String> {
         let yaml = serde_yaml::to_string(file).map_err(|e| e.to_string())?;
         let text = format!(
             "# Knowledge base of rag node '{}', written by Switchyard. It is rebuilt when the node's\n# documents or build settings change; delete it to force a fresh build.\n{yaml}",
             file.node
         );
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-        let write = || -> std::io::Result<()> {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, path)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            e.to_string()
-        })
+        if let Some(dir) = path.parent() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        runtime::cassette::write_private(path, text.as_bytes())
     })();
     if let Err(e) = result {
         (ctl.log)(format!("warning: the knowledge base could not be saved to {}: {e}", path.display()));
@@ -358,16 +390,19 @@ mod tests {
             log: &log,
             network: true,
         };
-        let path = dir.join("kb.yaml");
+        let cache = tmpdir("reuse-cache");
+        let new_store = || RagStore::new(None).with_cache_dir(cache.clone());
+        let path = spec.kb_path_in(&cache).unwrap();
+        assert!(path.starts_with(cache.join("rag")), "{}", path.display());
 
-        let r = RagStore::new(None).retrieve(&spec, "borrowing", &ctl).unwrap();
+        let r = new_store().retrieve(&spec, "borrowing", &ctl).unwrap();
         assert!(matches!(&r.source, KbSource::Built { read: 2, kept: 0, .. }), "{:?}", r.source);
         assert_eq!(r.hits[0].source, "a.md");
         let written = std::fs::read_to_string(&path).unwrap();
         let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
 
         // Same store: from memory. A new store: from the file, untouched.
-        let store = RagStore::new(None);
+        let store = new_store();
         assert_eq!(store.retrieve(&spec, "borrowing", &ctl).unwrap().source, KbSource::File);
         assert_eq!(store.retrieve(&spec, "borrowing", &ctl).unwrap().source, KbSource::Memory);
         assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
@@ -382,12 +417,12 @@ mod tests {
 
         // Settings change: everything is rebuilt.
         let spec2 = Spec { chunk_size: Some(500), ..spec.clone() };
-        let r = RagStore::new(None).retrieve(&spec2, "ownership", &ctl).unwrap();
+        let r = new_store().retrieve(&spec2, "ownership", &ctl).unwrap();
         assert!(matches!(&r.source, KbSource::Built { read: 2, kept: 0, .. }), "{:?}", r.source);
 
         // A corrupt file: rebuilt with a warning.
         std::fs::write(&path, "switchyard_rag: [this is not a knowledge base").unwrap();
-        let r = RagStore::new(None).retrieve(&spec2, "ownership", &ctl).unwrap();
+        let r = new_store().retrieve(&spec2, "ownership", &ctl).unwrap();
         assert!(matches!(&r.source, KbSource::Built { read: 2, .. }), "{:?}", r.source);
         assert!(
             lines.lock().unwrap().iter().any(|l| l.contains("unreadable") && l.contains("rebuilding")),
@@ -398,5 +433,65 @@ mod tests {
         assert_eq!(f.params.chunk_size, 500);
         assert_eq!(f.documents.len(), 2);
         assert_eq!(f.documents[0].sha256.len(), 64);
+        // Nothing was ever written beside the agent; the cache file is the user's alone.
+        let mut beside: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        beside.sort();
+        assert_eq!(beside, ["a.md", "b.md"]);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_knowledge_base_beside_the_agent_is_read_when_current_and_never_written() {
+        let dir = tmpdir("beside");
+        std::fs::write(dir.join("a.md"), "Rust ownership and borrowing rules.").unwrap();
+        let spec = Spec { node: "kb".into(), agent_dir: dir.clone(), documents: vec!["a.md".into()], ..Spec::default() };
+        let stop = AtomicBool::new(false);
+        let log = |_m: String| {};
+        let ctl = Ctl {
+            stop: &stop,
+            deadline: Instant::now() + Duration::from_secs(10),
+            timeout: Duration::from_secs(10),
+            log: &log,
+            network: true,
+        };
+        // An earlier version's knowledge base beside the agent: built in another cache, moved.
+        let other = tmpdir("beside-other-cache");
+        RagStore::new(None).with_cache_dir(other.clone()).retrieve(&spec, "borrowing", &ctl).unwrap();
+        let beside = spec.kb_path_beside_agent().unwrap();
+        assert_eq!(beside, dir.join("kb.yaml"));
+        std::fs::rename(spec.kb_path_in(&other).unwrap(), &beside).unwrap();
+        let text = std::fs::read_to_string(&beside).unwrap();
+
+        // Current: read, not rewritten, nothing in the cache.
+        let cache = tmpdir("beside-cache");
+        let r = RagStore::new(None).with_cache_dir(cache.clone()).retrieve(&spec, "borrowing", &ctl).unwrap();
+        assert_eq!(r.source, KbSource::File);
+        assert_eq!(r.kb.path, beside);
+        assert!(!spec.kb_path_in(&cache).unwrap().exists());
+        // It is not a document of a node that indexes the agent's folder either.
+        let all = Spec { documents: vec!["./".into()], ..spec.clone() };
+        let all = Spec { skip_files: Spec::of_node("kb", &dir, &Default::default(), ["kb"]).skip_files, ..all };
+        let r = RagStore::new(None).with_cache_dir(cache.clone()).retrieve(&all, "borrowing", &ctl).unwrap();
+        assert_eq!(r.kb.file.documents.iter().map(|d| d.source.as_str()).collect::<Vec<_>>(), ["a.md"]);
+
+        // Other settings: built again, into the cache only; the file beside the agent stays.
+        let spec2 = Spec { chunk_size: Some(300), ..spec.clone() };
+        let r = RagStore::new(None).with_cache_dir(cache.clone()).retrieve(&spec2, "borrowing", &ctl).unwrap();
+        assert!(matches!(&r.source, KbSource::Built { .. }), "{:?}", r.source);
+        assert_eq!(r.kb.path, spec2.kb_path_in(&cache).unwrap());
+        assert_eq!(std::fs::read_to_string(&beside).unwrap(), text);
+
+        // Upstream Loki's own format beside the agent is left alone, silently.
+        std::fs::write(&beside, "documents: []\nembeddings: {}\n").unwrap();
+        let lines = Mutex::new(Vec::<String>::new());
+        let log = |m: String| lines.lock().unwrap().push(m);
+        let ctl = Ctl { log: &log, ..ctl };
+        let fresh = tmpdir("beside-cache-2");
+        let r = RagStore::new(None).with_cache_dir(fresh).retrieve(&spec, "borrowing", &ctl).unwrap();
+        assert!(matches!(&r.source, KbSource::Built { .. }), "{:?}", r.source);
+        assert!(lines.lock().unwrap().iter().all(|l| !l.contains("warning")), "{:?}", lines.lock().unwrap());
+        assert_eq!(std::fs::read_to_string(&beside).unwrap(), "documents: []\nembeddings: {}\n");
     }
 }
