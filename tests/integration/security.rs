@@ -82,7 +82,9 @@ nodes:
     .unwrap();
     let trace = dir.join("t.jsonl");
     let graph = dir.join("graph.yaml");
-    let r = run_cli(&["run", "--trust", graph.to_str().unwrap(), "--answer", "yes"], &[("MY_SERVICE_TOKEN", secret)], &trace);
+    // The graph does not reference the variable: the user lets it through to the script.
+    let pass = ("SWITCHYARD_CHILD_ENV", "MY_SERVICE_TOKEN");
+    let r = run_cli(&["run", "--trust", graph.to_str().unwrap(), "--answer", "yes"], &[("MY_SERVICE_TOKEN", secret), pass], &trace);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_no_secret(&r, secret, "MY_SERVICE_TOKEN");
     assert_eq!(r.stdout.trim(), "the token is [redacted:MY_SERVICE_TOKEN]");
@@ -94,7 +96,7 @@ nodes:
     assert_eq!(exit["update"]["note"], "key [redacted:MY_SERVICE_TOKEN] in a sentence");
 
     // A short value is not a secret: `USE_KEYRING=true` must not blank every "true".
-    let r = run_cli(&["run", "--trust", graph.to_str().unwrap(), "--answer", "yes"], &[("MY_SERVICE_TOKEN", "true")], &trace);
+    let r = run_cli(&["run", "--trust", graph.to_str().unwrap(), "--answer", "yes"], &[("MY_SERVICE_TOKEN", "true"), pass], &trace);
     assert_eq!(r.stdout.trim(), "the token is true");
 }
 
