@@ -1151,10 +1151,13 @@ pub fn loki_server_specs(agent_dir: &Path, servers: &[String]) -> Vec<Result<Mcp
         .collect()
 }
 
+/// One server's `mcpServers` entry as written: its name, the file defining it and the entry; or
+/// its name and why no definition can be read.
+pub type LokiServerEntry = Result<(String, PathBuf, Value), (String, String)>;
+
 /// The `mcpServers` entries of the MCP servers a Loki agent names, as written (before `${VAR}`
-/// expansion): for each server its name, the file that defines it and its entry, or its name
-/// and why no definition can be read.
-pub fn loki_server_entries(agent_dir: &Path, servers: &[String]) -> Vec<Result<(String, PathBuf, Value), (String, String)>> {
+/// expansion).
+pub fn loki_server_entries(agent_dir: &Path, servers: &[String]) -> Vec<LokiServerEntry> {
     let mut out = Vec::new();
     if servers.is_empty() {
         return out;
