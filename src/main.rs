@@ -501,7 +501,7 @@ impl Frontend {
         std::sync::Arc::new(move |ev| {
             if let Some(t) = &trace {
                 let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
-                let _ = writeln!(t, "{}", ev.to_json_line());
+                let _ = writeln!(t, "{}", ev.to_file_line());
             }
             if !quiet {
                 let lines = narrator.lock().unwrap_or_else(|p| p.into_inner()).feed(ev);
@@ -596,7 +596,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     let fe = match Frontend::new(&a.trace, &a.quiet) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -610,7 +610,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         None => match launch::start(doc, &req, options) {
             Ok(s) => (s, None),
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
                 return ExitCode::from(2);
             }
         },
@@ -627,7 +627,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
                     (s, Some(info))
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
                     return ExitCode::from(2);
                 }
             }
@@ -664,7 +664,7 @@ fn require_trust(d: &Document, once: bool, verb: &str) -> Result<(), ExitCode> {
     let trusted = match trust::trusted_folder(&d.path) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
             return Err(ExitCode::from(2));
         }
     };
@@ -724,7 +724,7 @@ fn cmd_trust(a: TrustArgs) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
                 ExitCode::from(2)
             }
         };
@@ -742,7 +742,7 @@ fn cmd_trust(a: TrustArgs) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
                 ExitCode::from(2)
             }
         };
@@ -762,7 +762,7 @@ fn cmd_trust(a: TrustArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
             ExitCode::from(2)
         }
     }
@@ -786,7 +786,7 @@ fn cmd_resume(a: ResumeArgs) -> ExitCode {
     let fe = match Frontend::new(&a.trace, &a.quiet) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -827,7 +827,7 @@ fn cmd_resume(a: ResumeArgs) -> ExitCode {
             drive(session, &fe, a.answer_stdin.answer_stdin, Some(&info))
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
             ExitCode::from(2)
         }
     }
@@ -974,7 +974,7 @@ fn cmd_runs(db: DbArg, action: Option<RunsAction>) -> ExitCode {
     let mut store = match RunStore::open(&db) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -983,7 +983,7 @@ fn cmd_runs(db: DbArg, action: Option<RunsAction>) -> ExitCode {
             let runs = match store.list() {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
                     return ExitCode::from(2);
                 }
             };
@@ -1035,7 +1035,7 @@ fn cmd_runs(db: DbArg, action: Option<RunsAction>) -> ExitCode {
                 }
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
                 ExitCode::from(2)
             }
         },
@@ -1053,7 +1053,7 @@ fn cmd_runs(db: DbArg, action: Option<RunsAction>) -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", switchyard::secrets::scrub_text(&e.to_string()));
                     ExitCode::from(2)
                 }
             }

@@ -51,6 +51,9 @@ use std::sync::Mutex;
 
 pub const VERSION: u32 = 2;
 
+/// The largest cassette read (512 MiB).
+pub const CASSETTE_CAP: u64 = 512 << 20;
+
 /// The tool name under which a run's cassette records an MCP server's tool listing (node
 /// `@mcp:<server>`), so a replay offers the same tools without starting the server.
 pub const MCP_LISTING: &str = "tools/list";
@@ -144,7 +147,9 @@ fn recorded_request(req: &LlmRequest) -> RecordedRequest {
 
 impl Cassette {
     pub fn load(path: &Path) -> Result<Cassette, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the cassette {}: {e}", path.display()))?;
+        // Bounded: a device, a FIFO or a file past the cap is refused, never read forever.
+        let text = syntax::source::read_bounded_text(path, CASSETTE_CAP, None)
+            .map_err(|e| format!("cannot read the cassette {}: {e}", path.display()))?;
         let c: Cassette = serde_json::from_str(&text).map_err(|e| {
             format!("{}:{}:{}: not a cassette: {e}", path.display(), e.line(), e.column())
         })?;
@@ -563,13 +568,16 @@ impl LlmProvider for Replayer {
         }
         let mut now = args.clone();
         crate::secrets::scrub_for_file(&mut now);
-        let key = effect_key(node, name, &now);
+        let key = effect_key(node, &crate::secrets::scrub_text(name), &now);
         let nth = {
             let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
             st.counter.next(true, &key)
         };
         let mut same = self.cassette.exchanges.iter().filter_map(|e| match e {
-            Exchange::Effect { node: n, name: nm, args: a, result, error } if n == node && nm == name => {
+            // Names can hold secrets (a hook's URL): compared as the file keeps them.
+            Exchange::Effect { node: n, name: nm, args: a, result, error }
+                if n == node && crate::secrets::scrub_text(nm) == crate::secrets::scrub_text(name) =>
+            {
                 let mut rec = a.clone();
                 crate::secrets::scrub_for_file(&mut rec);
                 (rec == now).then_some((result, error))

@@ -142,6 +142,8 @@ impl Outbox {
         let v = ev.to_value();
         if let Some(t) = &mut self.trace {
             let line = serde_json::to_string(&v).unwrap_or_default();
+            // A file on disk: secret-shaped strings go too, as in cassettes.
+            let line = crate::secrets::scrub_shapes(&line);
             if let Err(e) = writeln!(t, "{line}") {
                 self.trace_error = Some(format!("writing the trace failed: {e}"));
                 self.trace = None;

@@ -321,6 +321,11 @@ impl Event {
     pub fn to_json_line(&self) -> String {
         self.to_value().to_string()
     }
+    /// One line of a JSONL trace file: [`Event::to_json_line`] with secret-shaped strings
+    /// (`AKIA…`, `sk-…`) replaced, as a cassette has them (known secrets are gone already).
+    pub fn to_file_line(&self) -> String {
+        crate::secrets::scrub_shapes(&self.to_json_line()).into_owned()
+    }
     /// Parse one line of a JSONL trace.
     pub fn from_json_line(line: &str) -> Result<Event, serde_json::Error> {
         serde_json::from_str(line)

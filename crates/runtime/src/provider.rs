@@ -253,7 +253,8 @@ impl LlmProvider for Online {
 /// The error of a request an offline run does not make: what (`the remote hook`) and where
 /// (a URL; shown without credentials).
 pub fn offline_error(what: &str, target: &str) -> String {
-    let target = crate::secrets::without_credentials(target);
+    // Neither user:password nor a secret in the query (`?key=${OPENAI_API_KEY}`) is shown.
+    let target = crate::secrets::scrub_text(&crate::secrets::without_credentials(target));
     format!(
         "this run is offline (scripted or replayed replies make no network requests): {what} at {target} was not contacted; \
          allow the network for this run with `switchyard run --allow-network` (or \"Allow network\" in the app's run configuration), \
@@ -318,6 +319,9 @@ struct Cursor {
     calls: usize,
 }
 
+/// The largest replies file read (64 MiB).
+pub const REPLIES_CAP: u64 = 64 << 20;
+
 const TOP_KEYS: &[&str] = &["replies"];
 const REPLY_KEYS: &[&str] = &["content", "tool_calls", "node", "error"];
 const CALL_KEYS: &[&str] = &["name", "args", "id"];
@@ -325,7 +329,8 @@ const CALL_KEYS: &[&str] = &["name", "args", "id"];
 impl ScriptedProvider {
     /// Read and check a script file. Errors are positioned diagnostics (file, line, column).
     pub fn load(path: &Path) -> Result<ScriptedProvider, Vec<Diagnostic>> {
-        match std::fs::read_to_string(path) {
+        // Bounded: a device, a FIFO or a file past the cap is refused, never read forever.
+        match syntax::source::read_bounded_text(path, REPLIES_CAP, None) {
             Ok(text) => ScriptedProvider::from_str(path, &text),
             Err(e) => Err(vec![
                 Diagnostic::error("io-error", format!("cannot read script `{}`: {e}", path.display())).in_file(path),
