@@ -305,6 +305,8 @@ impl PyBridge {
             .arg(BRIDGE_PY)
             .args(&self.sys_path)
             .env("PYTHONIOENCODING", "utf-8:backslashreplace")
+            // Importing the agent's modules writes nothing into its folder (no __pycache__).
+            .env("PYTHONDONTWRITEBYTECODE", "1")
             .env(crate::proctag::VAR, tag.value())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
