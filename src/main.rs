@@ -262,7 +262,7 @@ fn cmd_validate(paths: &[PathBuf], agent: Option<&str>, format: DiagFormat, quie
         io_problem |= d.io_error;
         let mut diags = validate::validate(&d, agent);
         // Files outside the project root are refused unless the folder is trusted.
-        diags.extend(switchyard::run::launch::trust::restricted(&d));
+        diags.extend(switchyard::run::launch::manifest::restricted(&d));
         if quiet {
             diags.retain(|x| x.is_error());
         }

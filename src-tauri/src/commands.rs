@@ -85,10 +85,10 @@ fn view_of(s: &Session, what: &str) -> Res<View> {
 }
 
 /// The view of `s` with what a folder that is not trusted is refused (files outside the project
-/// root, `launch::trust::restricted`) among its problems, at their lines.
+/// root, `launch::manifest::restricted`) among its problems, at their lines.
 pub fn trusted_view(s: &Session) -> View {
     let mut v = s.view();
-    v.diagnostics.extend(switchyard::run::launch::trust::restricted(&s.document()));
+    v.diagnostics.extend(switchyard::run::launch::manifest::restricted(&s.document()));
     v
 }
 

@@ -665,7 +665,9 @@ fn bad_inputs_are_reported_never_crash() {
 /// error the app shows instead of a document.
 fn open_in_app(path: PathBuf) -> Result<(Vec<switchyard::diag::Diagnostic>, Option<String>, usize), switchyard::diag::Diagnostic> {
     let s = switchyard::studio::Session::open(&path)?;
-    let view = s.view();
+    let mut view = s.view();
+    // What the shell adds to the view (`commands::trusted_view`): files outside the project.
+    view.diagnostics.extend(switchyard::run::launch::manifest::restricted(&s.document()));
     Ok((view.diagnostics, view.agent, view.agents.len()))
 }
 

@@ -170,7 +170,7 @@ pub fn env_var_names(doc: &Document) -> BTreeSet<String> {
 }
 
 /// The files outside the project root `doc` would read (its manifest's `outside_files`), without
-/// the provider configuration: what an untrusted folder is refused ([`crate::trust::restricted`]).
+/// the provider configuration: what an untrusted folder is refused ([`restricted`]).
 pub fn outside_files(doc: &Document) -> Vec<Item> {
     let root = crate::trust::project_root(&doc.path);
     let mut b = Builder { root, seen: BTreeSet::new(), m: Collected::default(), providers: false };
@@ -178,6 +178,41 @@ pub fn outside_files(doc: &Document) -> Vec<Item> {
     let mut out = b.m.outside_files;
     dedupe(&mut out);
     out
+}
+
+/// What a folder that is not trusted is refused, as positioned errors: every file outside the
+/// project root the document would read (`instructions_path`, `yaml_path`, skill cards and
+/// `base_uri`, prompts, RAG documents, `checkpointer.path`, ...). Nothing when the folder is
+/// trusted: the run manifest lists those files and the user confirms them. `validate` and the
+/// app show these, so a cloned repository pointing at `~/.aws/credentials` says so up front.
+pub fn restricted(doc: &model::doc::Document) -> Vec<syntax::diag::Diagnostic> {
+    if matches!(crate::trust::trusted_folder(&doc.path), Ok(Some(_))) {
+        return Vec::new();
+    }
+    let root = crate::trust::project_root(&doc.path);
+    outside_files(doc)
+        .into_iter()
+        .map(|i| {
+            let mut d = syntax::diag::Diagnostic::error(
+                "outside-project",
+                format!(
+                    "{} `{}` is outside the project root {}; a folder that is not trusted may not read it",
+                    i.kind,
+                    i.what,
+                    root.display()
+                ),
+            )
+            .hint(format!(
+                "move the file into the project, or trust the folder if you meant it: switchyard trust {}",
+                root.display()
+            ))
+            .in_file(&i.at.file);
+            if i.at.line > 0 {
+                (d.line, d.column, d.end_line, d.end_column) = (i.at.line, i.at.column, i.at.line, i.at.column);
+            }
+            d
+        })
+        .collect()
 }
 
 /// Sorted by what it is, duplicates (same kind, thing and detail) kept once at their first place.

@@ -121,41 +121,6 @@ pub fn trusted_folder(doc_path: &Path) -> Result<Option<PathBuf>, String> {
     Ok(list.covering(&project_root(doc_path)).map(Path::to_path_buf))
 }
 
-/// What a folder that is not trusted is refused, as positioned errors: every file outside the
-/// project root the document would read (`instructions_path`, `yaml_path`, skill cards and
-/// `base_uri`, prompts, RAG documents, `checkpointer.path`, ...). Nothing when the folder is
-/// trusted: the run manifest lists those files and the user confirms them. `validate` and the
-/// app show these, so a cloned repository pointing at `~/.aws/credentials` says so up front.
-pub fn restricted(doc: &model::doc::Document) -> Vec<syntax::diag::Diagnostic> {
-    if matches!(trusted_folder(&doc.path), Ok(Some(_))) {
-        return Vec::new();
-    }
-    let root = project_root(&doc.path);
-    crate::manifest::outside_files(doc)
-        .into_iter()
-        .map(|i| {
-            let mut d = syntax::diag::Diagnostic::error(
-                "outside-project",
-                format!(
-                    "{} `{}` is outside the project root {}; a folder that is not trusted may not read it",
-                    i.kind,
-                    i.what,
-                    root.display()
-                ),
-            )
-            .hint(format!(
-                "move the file into the project, or trust the folder if you meant it: switchyard trust {}",
-                root.display()
-            ))
-            .in_file(&i.at.file);
-            if i.at.line > 0 {
-                (d.line, d.column, d.end_line, d.end_column) = (i.at.line, i.at.column, i.at.line, i.at.column);
-            }
-            d
-        })
-        .collect()
-}
-
 /// Trust the project root of `path`. Returns the folder and whether it was newly trusted.
 pub fn trust(path: &Path) -> Result<(PathBuf, bool), String> {
     let file = trust_file_path().ok_or("no config folder: set HOME, XDG_CONFIG_HOME or SWITCHYARD_TRUST")?;
