@@ -1089,6 +1089,20 @@ fn main() -> ExitCode {
             };
         }
     };
+    // What a run or its manifest sees of a file whose folder is not trusted: its `${VAR}`s stay
+    // as written (so a refusal or `--manifest` shows `${OPENAI_API_KEY}`, not the key);
+    // `--trust` trusts it for this run. (`validate` and `graph` print to your terminal only and
+    // fill them in as before.)
+    let once = match &cli.cmd {
+        Cmd::Run(a) => Some(a.trust.trust),
+        Cmd::Resume(a) => Some(a.trust.trust),
+        _ => None,
+    };
+    if let Some(once) = once {
+        switchyard::doc::env::set_env_policy(move |path| {
+            once || matches!(switchyard::run::launch::trust::trusted_folder(path), Ok(Some(_)))
+        });
+    }
     match cli.cmd {
         Cmd::Validate { paths, agent, format, quiet } => cmd_validate(&paths, agent.agent.as_deref(), format, quiet.quiet),
         Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.agent.as_deref(), format),

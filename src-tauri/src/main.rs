@@ -144,6 +144,11 @@ fn main() {
         println!("switchyard-app {}", switchyard::VERSION);
         return;
     }
+    // A file whose folder is not trusted does not read the environment (`${VAR}` stays as
+    // written, with a warning) until the user trusts the folder.
+    switchyard::doc::env::set_env_policy(|path| {
+        matches!(switchyard::run::launch::trust::trusted_folder(path), Ok(Some(_)))
+    });
     let context = tauri::generate_context!("../tauri.conf.json");
     let result = tauri::Builder::default()
         .manage(AppState::default())

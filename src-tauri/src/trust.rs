@@ -189,6 +189,15 @@ fn open_document(app: &AppHandle) -> Res<(std::path::PathBuf, Document)> {
     Ok((path, doc))
 }
 
+/// The folder's trust changed: the open document is parsed again (whether its `${VAR}`s read
+/// the environment depends on it), so the next view shows the difference.
+fn reparse(app: &AppHandle) -> Res<()> {
+    crate::commands::with_session(app, "parsing the document again", |s| {
+        s.reparse();
+        Ok(())
+    })
+}
+
 #[tauri::command]
 pub async fn trust_status(app: AppHandle) -> Res<TrustStatus> {
     let (path, doc) = open_document(&app)?;
@@ -198,8 +207,10 @@ pub async fn trust_status(app: AppHandle) -> Res<TrustStatus> {
 /// Trust the open document's project root.
 #[tauri::command]
 pub async fn trust_folder(app: AppHandle) -> Res<TrustStatus> {
-    let (path, doc) = open_document(&app)?;
+    let (path, _) = open_document(&app)?;
     trust::trust(&path).map_err(CmdError::new)?;
+    reparse(&app)?;
+    let (path, doc) = open_document(&app)?;
     Ok(status_of(&path, &doc))
 }
 
@@ -210,6 +221,9 @@ pub async fn trust_forget(app: AppHandle) -> Res<TrustStatus> {
     let (path, doc) = open_document(&app)?;
     let folder = trust::trusted_folder(&path).map_err(CmdError::new)?.unwrap_or_else(|| trust::project_root(&path));
     trust::untrust(&folder).map_err(CmdError::new)?;
+    let _ = doc;
+    reparse(&app)?;
+    let (path, doc) = open_document(&app)?;
     Ok(status_of(&path, &doc))
 }
 

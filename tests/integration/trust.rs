@@ -144,7 +144,8 @@ fn the_manifest_lists_what_would_run_and_runs_nothing() {
     assert!(out.contains("python3 srv.py --root 'a b'"), "{out}");
     assert!(out.contains("https://skills.example") && !out.contains("u:p@") && !out.contains("u:p"), "{out}");
     assert!(out.contains("SECRET_TOKEN"), "{out}");
-    assert!(!out.contains("tok-very-secret-4711") && out.contains("[redacted:SECRET_TOKEN]"), "{out}");
+    // Not trusted: the file does not read the environment, so the default is what it would use.
+    assert!(!out.contains("tok-very-secret-4711") && out.contains("card?k=x"), "{out}");
 }
 
 #[test]
@@ -296,4 +297,40 @@ fn files_outside_the_project_root_are_refused_until_the_folder_is_trusted() {
     let o = validate();
     let diags: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
     assert!(diags.iter().all(|d| d["code"] != "outside-project"), "{diags:#?}");
+}
+
+/// A run of a file whose folder is not trusted does not read the environment: the refusal and
+/// `--manifest` show `${DEMO_TOKEN}` as written, never its value; `--trust` fills it in (and the
+/// manifest still shows no secret: it is redacted).
+#[test]
+fn an_untrusted_file_does_not_read_the_environment() {
+    let t = TempDir::new("trust-env");
+    let dir = t.path().join("proj");
+    std::fs::create_dir_all(&dir).unwrap();
+    let agent = dir.join("agent.yaml");
+    std::fs::write(
+        &agent,
+        "manifest_version: 1\nskills:\n  - id: s\n    version: \"1\"\n    url: \"https://skills.example/card?k=${DEMO_TOKEN}\"\nagents:\n  a:\n    graph:\n      entry_point: n\n      nodes:\n        - name: n\n          type: set_state\n          args: {values: {x: '1'}}\n      edges: []\n",
+    )
+    .unwrap();
+    let secret = "tok-3b8f0a1e99d24c";
+    let tf = t.path().join("trust.json");
+    let run = |args: &[&str]| {
+        Command::new(BIN).args(args).env("SWITCHYARD_TRUST", &tf).env("DEMO_TOKEN", secret).output().unwrap()
+    };
+    let a = agent.to_str().unwrap();
+    let o = run(&["run", a, "--manifest"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("k=${DEMO_TOKEN}") && !out.contains(secret), "{out}");
+    let o = run(&["run", a]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!text(&o).contains(secret), "{}", text(&o));
+
+    // Trusted for this run: the value is filled in, and still never printed.
+    let o = run(&["run", a, "--trust", "--manifest"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains("${DEMO_TOKEN}") && !out.contains(secret), "{out}");
+    assert!(out.contains("[redacted:DEMO_TOKEN]"), "{out}");
 }

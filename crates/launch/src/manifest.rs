@@ -289,7 +289,8 @@ impl Builder {
     }
 
     fn host(&mut self, kind: &str, url: &str, at: Origin) {
-        let shown = runtime::secrets::without_credentials(url.trim());
+        // Neither user:password nor a secret the query carries (`?k=${OPENAI_API_KEY}` filled in).
+        let shown = runtime::secrets::scrub_text(&runtime::secrets::without_credentials(url.trim()));
         let detail = (host_of(url) != shown).then_some(shown);
         self.m.hosts.push(item(kind, host_of(url), detail, at));
     }

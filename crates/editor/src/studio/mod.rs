@@ -160,6 +160,12 @@ impl Session {
         d
     }
 
+    /// Parse the text again on the next [`Session::document`]: something the parse depends on
+    /// changed (the folder's trust decides whether `${VAR}`s read the environment).
+    pub fn reparse(&self) {
+        *self.doc_cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     fn set_text_raw(&mut self, text: String) {
         self.text = text;
         self.text_rev += 1;

@@ -1,5 +1,24 @@
 //! sherma environment interpolation: `${NAME}`, `${NAME:-default}`, `$$` (reference/sherma.md §13).
 
+/// Whether the file at a path may read the process environment: front ends install the check
+/// (the per-folder trust of `launch::trust`: a folder that is not trusted does not get your
+/// `${OPENAI_API_KEY}` filled into its URLs); without one, every file may (tests, benches,
+/// library use).
+type EnvPolicy = std::sync::Arc<dyn Fn(&std::path::Path) -> bool + Send + Sync>;
+
+static ENV_POLICY: std::sync::RwLock<Option<EnvPolicy>> = std::sync::RwLock::new(None);
+
+/// Install the check [`env_allowed`] asks (replacing any earlier one).
+pub fn set_env_policy(allowed: impl Fn(&std::path::Path) -> bool + Send + Sync + 'static) {
+    *ENV_POLICY.write().unwrap_or_else(|p| p.into_inner()) = Some(std::sync::Arc::new(allowed));
+}
+
+/// Whether `${VAR}`s of the file at `path` are filled in from the process environment.
+pub fn env_allowed(path: &std::path::Path) -> bool {
+    let policy = ENV_POLICY.read().unwrap_or_else(|p| p.into_inner()).clone();
+    policy.is_none_or(|allowed| allowed(path))
+}
+
 /// A placeholder found in a string: byte range in the original text and the variable name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placeholder {
@@ -101,6 +120,25 @@ pub fn references(text: &str) -> Vec<Placeholder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file under a folder the installed policy does not trust keeps its `${VAR}`s as written
+    /// (defaults apply), each with a positioned warning; elsewhere they are filled in.
+    #[test]
+    fn an_untrusted_file_does_not_read_the_environment() {
+        const ZONE: &str = "/switchyard-untrusted-test-zone";
+        set_env_policy(|p| !p.starts_with(ZONE));
+        let text = "manifest_version: 1\nskills:\n  - id: s\n    version: \"1\"\n    url: \"https://x.example/?home=${HOME}&d=${NOT_SET_SY_9:-dflt}\"\nagents: {}\n";
+        let untrusted = crate::doc::load_str(std::path::Path::new(&format!("{ZONE}/a.yaml")), text);
+        assert_eq!(untrusted.sherma().unwrap().skills[0].get_str("url"), Some("https://x.example/?home=${HOME}&d=dflt"));
+        let w: Vec<_> = untrusted.diagnostics.iter().filter(|d| d.code == "env-untrusted").collect();
+        assert_eq!(w.len(), 1, "{:?}", untrusted.diagnostics);
+        assert!(w[0].message.contains("`${HOME}`") && w[0].line == 5 && !w[0].is_error(), "{:?}", w[0]);
+
+        let trusted = crate::doc::load_str(std::path::Path::new("/elsewhere/a.yaml"), text);
+        let url = trusted.sherma().unwrap().skills[0].get_str("url").unwrap().to_string();
+        assert!(!url.contains("${HOME}") && url.ends_with("&d=dflt"), "{url}");
+        assert!(trusted.diagnostics.iter().all(|d| d.code != "env-untrusted"));
+    }
 
     fn env(name: &str) -> Option<String> {
         match name {

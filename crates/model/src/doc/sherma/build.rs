@@ -129,7 +129,10 @@ pub fn build(
     // sherma interpolates the environment into every string value before validating, so the
     // schema checks and the model see interpolated text; the document's tree keeps the original.
     let mut changed = std::collections::HashSet::new();
-    let itree = interpolate_tree(file, raw_root, diags, &mut changed);
+    // A file whose folder is not trusted does not read the environment: its `${VAR}`s stay as
+    // written (defaults apply), each with a warning saying why.
+    let env_ok = env::env_allowed(file.path());
+    let itree = interpolate_tree(file, raw_root, env_ok, diags, &mut changed);
     let root = &itree;
     let mut b = Builder { changed, file, base_dir, diags, extra_files };
     // Structure of everything but `agents` (checked per agent below) and `manifest_version`.
@@ -338,16 +341,28 @@ pub fn build(
 fn interpolate_tree(
     file: &SourceFile,
     node: &YNode,
+    env_ok: bool,
     diags: &mut Vec<Diagnostic>,
     changed: &mut std::collections::HashSet<Span>,
 ) -> YNode {
     use syntax::yaml::{ScalarValue, Style};
     match &node.kind {
         YKind::Scalar(sc) if sc.value == ScalarValue::Str && sc.text.contains('$') => {
-            let (out, missing) = env::interpolate(&sc.text, &process_env);
+            let (out, missing) = if env_ok { env::interpolate(&sc.text, &process_env) } else { env::interpolate(&sc.text, &|_| None) };
             for m in missing {
                 let s = crate::doc::schema::value_offset_to_source(file, node, m.start);
                 let e = crate::doc::schema::value_offset_to_source(file, node, m.end);
+                if !env_ok {
+                    diags.push(
+                        Diagnostic::warning(
+                            "env-untrusted",
+                            format!("`${{{}}}` is not filled in: the folder is not trusted, so the file does not read your environment", m.name),
+                        )
+                        .at(file, Span::new(s, e.max(s)))
+                        .hint("trust the folder (`switchyard trust PATH`, or \"Trust folder…\" in the app) to fill it in"),
+                    );
+                    continue;
+                }
                 diags.push(
                     Diagnostic::error("env-missing", format!("environment variable `{}` is not set", m.name))
                         .at(file, Span::new(s, e.max(s)))
@@ -366,14 +381,14 @@ fn interpolate_tree(
         }
         YKind::Seq(items) => YNode {
             span: node.span,
-            kind: YKind::Seq(items.iter().map(|n| interpolate_tree(file, n, diags, changed)).collect()),
+            kind: YKind::Seq(items.iter().map(|n| interpolate_tree(file, n, env_ok, diags, changed)).collect()),
         },
         YKind::Map(entries) => YNode {
             span: node.span,
             kind: YKind::Map(
                 entries
                     .iter()
-                    .map(|e| syntax::yaml::YEntry { key: e.key.clone(), value: interpolate_tree(file, &e.value, diags, changed) })
+                    .map(|e| syntax::yaml::YEntry { key: e.key.clone(), value: interpolate_tree(file, &e.value, env_ok, diags, changed) })
                     .collect(),
             ),
         },
