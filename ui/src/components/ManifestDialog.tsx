@@ -49,9 +49,14 @@ export function ManifestDialog() {
                 {status!.confirmed
                   ? 'You confirmed this before.'
                   : 'This is the first run of this file, or what it runs changed since you last confirmed it.'}{' '}
-                It runs as you, with your files and environment.
+                It runs as you, with your files.
               </p>
             ) : null}
+            <p className="muted small" data-testid="manifest-env-note">
+              The processes it starts (scripts, tools, Python, MCP servers) see only the environment variables listed under
+              Environment variables, plus PATH, HOME, LANG, LC_*, TZ, TERM, TMPDIR, USER, LOGNAME, SHELL, Python&apos;s settings
+              and the names in SWITCHYARD_CHILD_ENV.
+            </p>
             <div className="manifest-sections">
               {manifestSections(m).map((s) => (
                 <section key={s.key} className="manifest-section" data-testid="manifest-section" data-section={s.key}>

@@ -69,6 +69,7 @@ describe('restricted mode', () => {
     expect(script.textContent).toContain('agent.yaml:12');
     expect(items.some((i) => i.getAttribute('data-what') === 'api.openai.com')).toBe(true);
     expect(within(d).getByText('No file outside the project.')).toBeTruthy();
+    expect(within(d).getByTestId('manifest-env-note').textContent).toMatch(/see only the environment variables listed.*SWITCHYARD_CHILD_ENV/s);
     expect(within(d).queryByTestId('manifest-confirm')).toBeNull();
     fireEvent.click(within(d).getByTestId('manifest-cancel'));
     await waitFor(() => expect(screen.queryByTestId('manifest-dialog')).toBeNull());
