@@ -694,8 +694,13 @@ fn require_trust(d: &Document, once: bool, verb: &str) -> Result<(), ExitCode> {
         match trust::confirmed_manifest(&d.path) {
             Ok(Some(h)) if h == m.hash => {}
             Ok(previous) => {
-                if previous.is_some() && !m.is_inert() {
-                    eprintln!("note: what this agent runs changed since its last run:");
+                // The manifest is shown before the first run of the file and whenever it changed.
+                if !m.is_inert() {
+                    if previous.is_some() {
+                        eprintln!("note: what this agent runs changed since its last run:");
+                    } else {
+                        eprintln!("note: the first run of this file; it will:");
+                    }
                     for line in m.summary(12) {
                         eprintln!("  - {line}");
                     }

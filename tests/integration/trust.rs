@@ -87,6 +87,19 @@ fn trusting_the_folder_lets_it_run_and_removing_the_trust_takes_it_back() {
     let o = cli(&tf, &["run", a, "--answer", "yes", "--quiet"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+    // The manifest is shown before the first run, not again while it stays the same, and again
+    // when what the file runs changed.
+    let said = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(said.contains("the first run of this file") && said.contains("touch.sh"), "{said}");
+    let o = cli(&tf, &["run", a, "--answer", "yes", "--quiet"]);
+    assert!(!text(&o).contains("touch.sh"), "{}", text(&o));
+    std::fs::copy(agent.join("scripts/touch.sh"), agent.join("scripts/touch2.sh")).unwrap();
+    let g = std::fs::read_to_string(agent.join("graph.yaml")).unwrap();
+    std::fs::write(agent.join("graph.yaml"), g.replace("scripts/touch.sh", "scripts/touch2.sh")).unwrap();
+    let o = cli(&tf, &["run", a, "--answer", "yes", "--quiet"]);
+    let said = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(said.contains("changed since its last run") && said.contains("touch2.sh"), "{said}");
+    std::fs::write(&marker, "ran\n").unwrap();
 
     let o = cli(&tf, &["trust", "--remove", root.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
