@@ -198,6 +198,7 @@ fn engine_or_interpreter(name: &str) -> bool {
             "SWITCHYARD_PROC_TAG",
             "SWITCHYARD_ARGC_EVAL_FILE",
             "PYTHONIOENCODING",
+            "PYTHONDONTWRITEBYTECODE",
             "PWD",
             "OLDPWD",
             "SHLVL",
