@@ -39,7 +39,9 @@ pub fn trust_file_path() -> Option<PathBuf> {
 }
 
 /// The project root of `path` (a file or a folder): the nearest folder at or above it holding
-/// `.git`, else the folder itself (a file's folder). Canonical when the path exists.
+/// `.git`; else, for a Loki agent laid out as a bundle (`<bundle>/agents/<name>/graph.yaml`, the
+/// layout whose agent nodes name their sibling agents), the bundle folder; else the folder
+/// itself (a file's folder). Canonical when the path exists.
 pub fn project_root(path: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(path).unwrap_or_else(|_| absolute(path));
     let start = if abs.is_dir() { abs.clone() } else { abs.parent().map(Path::to_path_buf).unwrap_or(abs.clone()) };
@@ -50,7 +52,13 @@ pub fn project_root(path: &Path) -> PathBuf {
         }
         dir = d.parent();
     }
-    start
+    let is_loki_agent = start.join("graph.yaml").is_file() || start.join("config.yaml").is_file();
+    match start.parent() {
+        Some(agents) if is_loki_agent && agents.file_name().is_some_and(|n| n == "agents") => {
+            agents.parent().map(Path::to_path_buf).unwrap_or(start)
+        }
+        _ => start,
+    }
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -179,7 +187,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_project_root_is_the_nearest_git_folder_else_the_agents_folder() {
+    fn the_project_root_is_the_nearest_git_folder_else_the_loki_bundle_else_the_agents_folder() {
         let t = tempfile::tempdir().unwrap();
         let repo = t.path().join("repo");
         std::fs::create_dir_all(repo.join(".git")).unwrap();
@@ -193,6 +201,20 @@ mod tests {
         std::fs::write(loose.join("agent.yaml"), "x").unwrap();
         let loose = std::fs::canonicalize(&loose).unwrap();
         assert_eq!(project_root(&loose.join("agent.yaml")), loose);
+        // A Loki bundle without git: its agents name their siblings, so the bundle is the root.
+        let bundle = t.path().join("bundle");
+        for a in ["agents/main", "agents/helper"] {
+            std::fs::create_dir_all(bundle.join(a)).unwrap();
+        }
+        std::fs::write(bundle.join("agents/main/graph.yaml"), "x").unwrap();
+        std::fs::write(bundle.join("agents/helper/config.yaml"), "x").unwrap();
+        let bundle = std::fs::canonicalize(&bundle).unwrap();
+        assert_eq!(project_root(&bundle.join("agents/main/graph.yaml")), bundle);
+        assert_eq!(project_root(&bundle.join("agents/helper")), bundle);
+        // A folder named `agents` holding a file that is not a Loki agent: just its folder.
+        std::fs::create_dir_all(bundle.join("agents/notes")).unwrap();
+        std::fs::write(bundle.join("agents/notes/agent.yaml"), "x").unwrap();
+        assert_eq!(project_root(&bundle.join("agents/notes/agent.yaml")), bundle.join("agents/notes"));
     }
 
     #[test]
