@@ -16,7 +16,7 @@
 //! project that points elsewhere is judged by where it points.
 
 use crate::commands::CmdError;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use tauri::{AppHandle, Manager};
 
@@ -68,23 +68,7 @@ pub fn resolved(path: &Path) -> Option<PathBuf> {
         Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
         None => path.to_path_buf(),
     };
-    let abs = std::path::absolute(&p).ok()?;
-    let mut existing = abs.as_path();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(c) = std::fs::canonicalize(existing) {
-            let mut out = c;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return Some(out);
-        }
-        match existing.components().next_back() {
-            Some(Component::Normal(name)) => rest.push(name.to_os_string()),
-            _ => return None,
-        }
-        existing = existing.parent()?;
-    }
+    switchyard::run::launch::worktree::resolved(&p)
 }
 
 /// The rule, over what is allowed now: `Ok(the resolved path)`, or why not. `what` says what

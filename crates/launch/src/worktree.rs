@@ -27,8 +27,9 @@ pub struct WorkTree {
 }
 
 /// `path` made absolute, with symbolic links of the part that exists resolved (the file itself
-/// may not exist yet). None when what does not exist names `..`: it cannot be judged.
-fn resolved(path: &Path) -> Option<PathBuf> {
+/// may not exist yet, nor the folders to be made for it). None when what does not exist names
+/// `..` or `.`: it cannot be judged. The app's path rule uses it too.
+pub fn resolved(path: &Path) -> Option<PathBuf> {
     let abs = std::path::absolute(path).ok()?;
     let mut existing = abs.as_path();
     let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
