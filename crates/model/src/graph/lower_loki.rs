@@ -205,7 +205,9 @@ pub fn lower(_doc: &Document, l: &LokiDoc) -> Graph {
                 TargetKind::Next => (EdgeKind::Next, None, false),
                 TargetKind::Route(opt) => (EdgeKind::Route, Some(opt.clone()), true),
                 TargetKind::OnOther => (EdgeKind::OnOther, Some("other".to_string()), true),
-                TargetKind::ScriptFallback | TargetKind::LlmFallback => {
+                TargetKind::ScriptFallback
+                | TargetKind::LlmFallback
+                | TargetKind::AgentFallback => {
                     (EdgeKind::Fallback, Some("fallback".to_string()), true)
                 }
                 TargetKind::MapBranch => {

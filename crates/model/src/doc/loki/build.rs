@@ -2,8 +2,9 @@
 //! (reference/loki.md §3) become diagnostics; as much of the model as can be read is returned.
 
 use super::model::{
-    AgentNode, ApprovalNode, EndNode, InputNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody,
-    RagNode, Reducer, ReducerDecl, ScriptNode, SkillsPolicy, TemplateText, Variable, short_list,
+    AgentNode, ApprovalNode, EndNode, InputNode, LlmNode, LokiDoc, LokiNode, MapNode,
+    MaxConcurrency, McpTools, NodeBody, RagNode, Reducer, ReducerDecl, ScriptNode, SkillsPolicy,
+    TemplateText, Variable, short_list,
 };
 use super::schema::{END_NODE, GRAPH_DEF, NODE_TYPES, SUPPORTED_VERSIONS, node_schema};
 use crate::doc::Sp;
@@ -66,6 +67,47 @@ impl Builder<'_> {
         node?.as_bool()
     }
 
+    fn sp_bool(&self, node: Option<&YNode>) -> Option<Sp<bool>> {
+        let n = node?;
+        Some(Sp::new(n.as_bool()?, n.span))
+    }
+
+    /// `mcp_tools:` — server -> list of glob patterns (the checker reports wrong shapes).
+    fn mcp_tools(&mut self, node: Option<&YNode>, what: &str) -> Option<McpTools> {
+        let n = node.filter(|n| !n.is_null())?;
+        let entries = n.as_map()?;
+        let mut out = McpTools {
+            servers: Vec::new(),
+            span: n.span,
+        };
+        for e in entries {
+            let server = Sp::new(e.key.key_text().to_string(), e.key.span);
+            let pats = self
+                .strict_list(
+                    Some(&e.value),
+                    &format!("`mcp_tools.{}` of {what}", server.value),
+                )
+                .unwrap_or_default();
+            match out.servers.iter_mut().find(|(s, _)| s.value == server.value) {
+                Some(slot) => *slot = (server, pats),
+                None => out.servers.push((server, pats)),
+            }
+        }
+        Some(out)
+    }
+
+    /// Map `max_concurrency`: an integer, or (coyote 0.10.3) a `"{{key}}"` template.
+    fn max_concurrency(&self, node: Option<&YNode>) -> Option<Sp<MaxConcurrency>> {
+        let n = node?;
+        if let Some(v) = n.as_i64() {
+            return (v >= 0).then(|| Sp::new(MaxConcurrency::Fixed(v as u64), n.span));
+        }
+        let t = self.template(Some(n))?;
+        n.as_scalar()
+            .filter(|s| s.value == ScalarValue::Str)
+            .map(|_| Sp::new(MaxConcurrency::Template(t), n.span))
+    }
+
     /// A list of strings upstream types as `Vec<String>`.
     fn strict_list(&mut self, node: Option<&YNode>, what: &str) -> Option<Vec<Sp<String>>> {
         let items = node?.as_seq()?;
@@ -97,6 +139,17 @@ impl Builder<'_> {
         node: Option<&YNode>,
         what: &str,
     ) -> Option<Vec<(Sp<String>, TemplateText)>> {
+        self.template_map(node, "state_updates", what)
+    }
+
+    /// A mapping of key -> template (`state_updates`, agent `inputs`), later duplicates replacing
+    /// earlier ones in place.
+    fn template_map(
+        &mut self,
+        node: Option<&YNode>,
+        field: &str,
+        what: &str,
+    ) -> Option<Vec<(Sp<String>, TemplateText)>> {
         let n = node?;
         if n.is_null() {
             return None;
@@ -106,7 +159,7 @@ impl Builder<'_> {
         for e in entries {
             let key = e.key.key_text().to_string();
             self.checker()
-                .expect_string_strict(&e.value, &format!("`{key}` of the state_updates of {what}"));
+                .expect_string_strict(&e.value, &format!("`{key}` of the {field} of {what}"));
             let Some(t) = self.template(Some(&e.value)) else {
                 continue;
             };
@@ -188,6 +241,11 @@ pub fn build(
     doc.mcp_servers = b
         .strict_list(root.get("mcp_servers"), "`mcp_servers`")
         .unwrap_or_default();
+    doc.mcp_tools = b.mcp_tools(root.get("mcp_tools"), "the graph");
+    doc.max_concurrent_jobs = b.u64_field(root.get("max_concurrent_jobs"));
+    doc.can_spawn_agents = b.sp_bool(root.get("can_spawn_agents"));
+    doc.max_concurrent_agents = b.u64_field(root.get("max_concurrent_agents"));
+    doc.max_agent_depth = b.u64_field(root.get("max_agent_depth"));
     doc.skills = b.skills(root, "the graph");
     doc.conversation_starters = root
         .get("conversation_starters")
@@ -482,6 +540,10 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
             prompt: b.template(g("prompt")),
             output_schema: b.json(g("output_schema")),
             timeout: b.u64_field(g("timeout")),
+            max_attempts: b.u64_field(g("max_attempts")),
+            fallback: b.sp_str(g("fallback")),
+            inputs: b.template_map(g("inputs"), "inputs", &what),
+            teammates: b.sp_bool(g("teammates")),
         }),
         "script" => {
             let script = b.sp_str(g("script"));
@@ -554,6 +616,7 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
             output_schema: b.json(g("output_schema")),
             timeout: b.u64_field(g("timeout")),
             skills: b.skills(node, &what),
+            mcp_tools: b.mcp_tools(g("mcp_tools"), &what),
         })),
         "rag" => NodeBody::Rag(RagNode {
             documents: b
@@ -582,7 +645,7 @@ fn build_node(b: &mut Builder<'_>, id: Sp<String>, node: &YNode) -> Option<LokiN
             branch: b.sp_str(g("branch")),
             collect_into: b.sp_str(g("collect_into")),
             output_key: b.sp_str(g("output_key")),
-            max_concurrency: b.u64_field(g("max_concurrency")),
+            max_concurrency: b.max_concurrency(g("max_concurrency")),
         }),
         _ => NodeBody::Unknown,
     };

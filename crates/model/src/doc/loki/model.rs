@@ -18,6 +18,12 @@ pub const DEFAULT_LLM_MAX_ATTEMPTS: u64 = 1;
 pub const DEFAULT_LLM_MAX_ITERATIONS: u64 = 10;
 pub const DEFAULT_RAG_QUERY: &str = "{{initial_prompt}}";
 pub const DEFAULT_MAP_OUTPUT_KEY: &str = "output";
+/// coyote 0.10.3: agent nodes retry transient errors `max_attempts` times (default 1).
+pub const DEFAULT_AGENT_MAX_ATTEMPTS: u64 = 1;
+/// coyote 0.10.3: dynamically spawned sub-agents running at once (`max_concurrent_agents`).
+pub const DEFAULT_MAX_CONCURRENT_AGENTS: u64 = 4;
+/// coyote 0.10.3: agent nesting depth (`max_agent_depth`).
+pub const DEFAULT_MAX_AGENT_DEPTH: u64 = 3;
 
 /// A `{{path}}` template: its text and the YAML scalar it came from (for mapping offsets inside
 /// the text back to the file with `schema::value_offset_to_source`).
@@ -116,12 +122,75 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// coyote 0.10.3: the per-node visit cap, `None` when `max_loop_iterations: 0` (no cap).
+    pub fn visit_cap(&self) -> Option<u64> {
+        zero_is_none(self.max_loop_iterations)
+    }
+    /// coyote 0.10.3: the whole-run bound in seconds, `None` when unset or `timeout: 0`.
+    pub fn run_timeout(&self) -> Option<u64> {
+        self.timeout.and_then(|t| zero_is_none(t.min(MAX_SECS)))
+    }
     pub fn span_of(&self, key: &str) -> Option<Span> {
         self.value_spans
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, s)| *s)
     }
+}
+
+/// `mcp_tools:` (coyote 0.10.3, graph level and llm nodes): per-MCP-server tool allow-lists of
+/// globs (`*` any run of characters, `?` one character), in declaration order.
+#[derive(Clone, Debug, Default)]
+pub struct McpTools {
+    /// `(server, patterns)`; a later duplicate server replaces the earlier one in place.
+    pub servers: Vec<(Sp<String>, Vec<Sp<String>>)>,
+    /// The `mcp_tools` mapping.
+    pub span: Span,
+}
+
+impl McpTools {
+    /// The patterns for `server` (`None`: this layer does not restrict the server).
+    pub fn patterns(&self, server: &str) -> Option<&[Sp<String>]> {
+        self.servers
+            .iter()
+            .find(|(s, _)| s.value == server)
+            .map(|(_, p)| p.as_slice())
+    }
+    /// Does this layer allow `tool` of `server`? (No entry for the server: yes.)
+    pub fn allows(&self, server: &str, tool: &str) -> bool {
+        match self.patterns(server) {
+            None => true,
+            Some(ps) => ps.iter().any(|p| glob_match(&p.value, tool)),
+        }
+    }
+}
+
+/// Does `name` match `pattern` (`*` any run of characters, `?` exactly one; nothing else is
+/// special)? Iterative, no backtracking blow-up.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((sp, sn)) = star {
+            pi = sp + 1;
+            ni = sn + 1;
+            star = Some((sp, sn + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
 }
 
 /// Skills policy (graph level and llm nodes). `None` = inherit.
@@ -143,16 +212,45 @@ pub struct AgentNode {
     pub agent: Option<Sp<String>>,
     pub prompt: Option<TemplateText>,
     pub output_schema: Option<Sp<Value>>,
+    /// Seconds; coyote 0.10.3: `0` = no bound.
     pub timeout: Option<Sp<u64>>,
+    /// coyote 0.10.3: attempts on transient errors (default 1).
+    pub max_attempts: Option<Sp<u64>>,
+    /// coyote 0.10.3: route taken when every attempt failed.
+    pub fallback: Option<Sp<String>>,
+    /// coyote 0.10.3: child-state seeds (key -> template against this graph's state), in
+    /// declaration order; only for graph agents. `None` when not written.
+    pub inputs: Option<Vec<(Sp<String>, TemplateText)>>,
+    /// coyote 0.10.3: peer messaging with the other flagged agent nodes of the same fan-out.
+    pub teammates: Option<Sp<bool>>,
 }
 
 impl AgentNode {
+    /// The timeout in seconds as Loki up to 0.9 reads it (`0` is a zero-second bound).
     pub fn timeout_secs(&self) -> u64 {
         self.timeout
             .as_ref()
             .map(|t| t.value.min(MAX_SECS))
             .unwrap_or(DEFAULT_AGENT_TIMEOUT)
     }
+    /// coyote 0.10.3: the bound in seconds, `None` when `timeout: 0` (no bound).
+    pub fn timeout_bound(&self) -> Option<u64> {
+        zero_is_none(self.timeout_secs())
+    }
+    pub fn max_attempts(&self) -> u64 {
+        self.max_attempts
+            .as_ref()
+            .map(|t| t.value)
+            .unwrap_or(DEFAULT_AGENT_MAX_ATTEMPTS)
+    }
+    pub fn teammates(&self) -> bool {
+        self.teammates.as_ref().is_some_and(|t| t.value)
+    }
+}
+
+/// coyote 0.10.3's reading of a cap: `0` means "no cap".
+pub fn zero_is_none(v: u64) -> Option<u64> {
+    (v != 0).then_some(v)
 }
 
 #[derive(Clone, Debug, Default)]
@@ -173,6 +271,10 @@ impl ScriptNode {
             .as_ref()
             .map(|t| t.value.min(MAX_SECS))
             .unwrap_or(DEFAULT_SCRIPT_TIMEOUT)
+    }
+    /// coyote 0.10.3: the bound in seconds, `None` when `timeout: 0` (no bound).
+    pub fn timeout_bound(&self) -> Option<u64> {
+        zero_is_none(self.timeout_secs())
     }
 }
 
@@ -220,6 +322,8 @@ pub struct LlmNode {
     pub output_schema: Option<Sp<Value>>,
     pub timeout: Option<Sp<u64>>,
     pub skills: SkillsPolicy,
+    /// coyote 0.10.3: per-node MCP tool allow-lists (intersected with the graph's).
+    pub mcp_tools: Option<McpTools>,
 }
 
 impl LlmNode {
@@ -234,6 +338,16 @@ impl LlmNode {
             .as_ref()
             .map(|t| t.value)
             .unwrap_or(DEFAULT_LLM_MAX_ITERATIONS)
+    }
+    /// coyote 0.10.3: the turn cap, `None` when `max_iterations: 0` (no cap).
+    pub fn turn_cap(&self) -> Option<u64> {
+        zero_is_none(self.max_iterations())
+    }
+    /// The node timeout in seconds (unset or `0`: none).
+    pub fn timeout_bound(&self) -> Option<u64> {
+        self.timeout
+            .as_ref()
+            .and_then(|t| zero_is_none(t.value.min(MAX_SECS)))
     }
 }
 
@@ -270,6 +384,10 @@ impl RagNode {
             .map(|t| t.value.min(MAX_SECS))
             .unwrap_or(DEFAULT_RAG_TIMEOUT)
     }
+    /// coyote 0.10.3: the bound in seconds, `None` when `timeout: 0` (no bound).
+    pub fn timeout_bound(&self) -> Option<u64> {
+        zero_is_none(self.timeout_secs())
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -284,7 +402,59 @@ pub struct MapNode {
     pub branch: Option<Sp<String>>,
     pub collect_into: Option<Sp<String>>,
     pub output_key: Option<Sp<String>>,
-    pub max_concurrency: Option<Sp<u64>>,
+    pub max_concurrency: Option<Sp<MaxConcurrency>>,
+}
+
+/// A map's `max_concurrency`: a number, or (coyote 0.10.3) a template that is exactly one
+/// `{{key}}` (whitespace around it allowed) resolving to a positive integer at run time.
+#[derive(Clone, Debug)]
+pub enum MaxConcurrency {
+    Fixed(u64),
+    /// The text as written; [`MaxConcurrency::template_key`] says whether it is well formed.
+    Template(TemplateText),
+}
+
+impl MaxConcurrency {
+    /// The key of a well-formed `"{{key}}"` template (whitespace inside and around allowed),
+    /// `None` for anything else (text around it, two references, an empty key).
+    pub fn template_key(text: &str) -> Option<&str> {
+        let t = text.trim();
+        let inner = t.strip_prefix("{{")?.strip_suffix("}}")?.trim();
+        let ok = !inner.is_empty()
+            && !inner.contains("{{")
+            && !inner.contains("}}")
+            && !inner.chars().any(char::is_whitespace);
+        ok.then_some(inner)
+    }
+    /// Resolve against the state: a fixed number as is; a template's key must hold a positive
+    /// integer (a number, or a string of digits). The error says why not.
+    pub fn resolve(&self, state: &Value) -> Result<u64, String> {
+        match self {
+            MaxConcurrency::Fixed(n) => Ok(*n),
+            MaxConcurrency::Template(t) => {
+                let Some(key) = MaxConcurrency::template_key(&t.text) else {
+                    return Err(format!(
+                        "map `max_concurrency` '{}' must be an integer or exactly one {{{{key}}}}",
+                        t.text
+                    ));
+                };
+                let v = expr::template::lookup(state, key);
+                let n = match v {
+                    Some(Value::Number(n)) => n.as_u64(),
+                    Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
+                    _ => None,
+                };
+                match n {
+                    Some(n) if n >= 1 => Ok(n),
+                    _ => Err(format!(
+                        "map `max_concurrency` '{}' must resolve to a positive integer, got {}",
+                        t.text,
+                        v.map(|v| v.to_string()).unwrap_or_else(|| "nothing (key absent)".into())
+                    )),
+                }
+            }
+        }
+    }
 }
 
 impl MapNode {
@@ -294,13 +464,21 @@ impl MapNode {
             .map(|k| k.value.as_str())
             .unwrap_or(DEFAULT_MAP_OUTPUT_KEY)
     }
-    /// Effective concurrency (clamped to >= 1, as upstream does at run time).
+    /// Effective concurrency (clamped to >= 1, as upstream does at run time). A template is not
+    /// resolved here (the settings value is used): see [`MapNode::concurrency_in`].
     pub fn concurrency(&self, settings: &Settings) -> u64 {
-        self.max_concurrency
-            .as_ref()
-            .map(|m| m.value)
-            .unwrap_or(settings.max_concurrency)
-            .max(1)
+        match self.max_concurrency.as_ref().map(|m| &m.value) {
+            Some(MaxConcurrency::Fixed(n)) => *n,
+            _ => settings.max_concurrency,
+        }
+        .max(1)
+    }
+    /// coyote 0.10.3: effective concurrency with a `{{key}}` template resolved against `state`.
+    pub fn concurrency_in(&self, settings: &Settings, state: &Value) -> Result<u64, String> {
+        match self.max_concurrency.as_ref() {
+            Some(m) => m.value.resolve(state).map(|n| n.max(1)),
+            None => Ok(settings.max_concurrency.max(1)),
+        }
     }
 }
 
@@ -328,6 +506,8 @@ pub enum TargetKind {
     OnOther,
     ScriptFallback,
     LlmFallback,
+    /// coyote 0.10.3: an agent node's `fallback`.
+    AgentFallback,
     MapBranch,
 }
 
@@ -340,6 +520,7 @@ impl TargetKind {
             TargetKind::OnOther => "approval 'on_other'",
             TargetKind::ScriptFallback => "script 'fallback'",
             TargetKind::LlmFallback => "llm 'fallback'",
+            TargetKind::AgentFallback => "agent 'fallback'",
             TargetKind::MapBranch => "map 'branch'",
         }
     }
@@ -410,8 +591,8 @@ impl LokiNode {
         }
     }
     /// Every declared target in upstream's order: `next` entries, approval routes (in `options`
-    /// order, then the other route keys) and `on_other`, script `fallback`, llm `fallback`, map
-    /// `branch`.
+    /// order, then the other route keys) and `on_other`, script `fallback`, llm `fallback`, agent
+    /// `fallback` (coyote 0.10.3), map `branch`.
     pub fn targets(&self) -> Vec<Target<'_>> {
         let mut out: Vec<Target<'_>> = self
             .next
@@ -468,6 +649,14 @@ impl LokiNode {
                     });
                 }
             }
+            NodeBody::Agent(a) => {
+                if let Some(f) = &a.fallback {
+                    out.push(Target {
+                        kind: TargetKind::AgentFallback,
+                        to: f,
+                    });
+                }
+            }
             NodeBody::Map(m) => {
                 if let Some(b) = &m.branch {
                     out.push(Target {
@@ -496,6 +685,15 @@ impl LokiNode {
             .into_iter()
             .filter_map(|(n, t)| t.as_ref().map(|t| (n.to_string(), t)))
             .collect();
+        if let NodeBody::Agent(AgentNode {
+            inputs: Some(inputs),
+            ..
+        }) = &self.body
+        {
+            for (k, v) in inputs {
+                out.push((format!("inputs.{}", k.value), v));
+            }
+        }
         if let Some(su) = &self.state_updates {
             for (k, v) in su {
                 out.push((format!("state_updates.{}", k.value), v));
@@ -506,7 +704,13 @@ impl LokiNode {
     /// The primary templates upstream's parallel-read analysis looks at (no `state_updates`).
     pub fn primary_template_texts(&self) -> Vec<&str> {
         match &self.body {
-            NodeBody::Agent(a) => a.prompt.iter().map(|t| t.text.as_str()).collect(),
+            // coyote 0.10.3: `inputs` values count as reads.
+            NodeBody::Agent(a) => a
+                .prompt
+                .iter()
+                .chain(a.inputs.iter().flatten().map(|(_, t)| t))
+                .map(|t| t.text.as_str())
+                .collect(),
             NodeBody::Approval(a) => a.question.iter().map(|t| t.text.as_str()).collect(),
             NodeBody::Input(i) => i
                 .question
@@ -566,6 +770,27 @@ impl LokiNode {
         keys.dedup();
         keys
     }
+    /// The node's `fallback` target (script, llm and, coyote 0.10.3, agent nodes).
+    pub fn fallback(&self) -> Option<&Sp<String>> {
+        match &self.body {
+            NodeBody::Script(s) => s.fallback.as_ref(),
+            NodeBody::Llm(l) => l.fallback.as_ref(),
+            NodeBody::Agent(a) => a.fallback.as_ref(),
+            _ => None,
+        }
+    }
+    pub fn agent(&self) -> Option<&AgentNode> {
+        match &self.body {
+            NodeBody::Agent(a) => Some(a),
+            _ => None,
+        }
+    }
+    pub fn llm(&self) -> Option<&LlmNode> {
+        match &self.body {
+            NodeBody::Llm(l) => Some(l),
+            _ => None,
+        }
+    }
     pub fn script(&self) -> Option<&ScriptNode> {
         match &self.body {
             NodeBody::Script(s) => Some(s),
@@ -593,6 +818,16 @@ pub struct LokiDoc {
     pub reasoning_effort: Option<String>,
     pub global_tools: Vec<Sp<String>>,
     pub mcp_servers: Vec<Sp<String>>,
+    /// coyote 0.10.3: per-server MCP tool allow-lists for every node using `mcp:<server>`.
+    pub mcp_tools: Option<McpTools>,
+    /// coyote 0.10.3: background jobs running at once across the run (`0` disables jobs).
+    pub max_concurrent_jobs: Option<Sp<u64>>,
+    /// coyote 0.10.3: may llm nodes spawn sub-agents (default: the graph has an agent node).
+    pub can_spawn_agents: Option<Sp<bool>>,
+    /// coyote 0.10.3: dynamically spawned sub-agents running at once (default 4).
+    pub max_concurrent_agents: Option<Sp<u64>>,
+    /// coyote 0.10.3: agent nesting depth (default 3).
+    pub max_agent_depth: Option<Sp<u64>>,
     pub skills: SkillsPolicy,
     pub conversation_starters: Vec<String>,
     pub variables: Vec<Variable>,
@@ -620,6 +855,62 @@ impl LokiDoc {
             .filter_map(|n| match &n.body {
                 NodeBody::Llm(l) => l.model.as_ref().map(|m| (n.id.value.clone(), m.value.clone())),
                 _ => None,
+            })
+            .collect()
+    }
+
+    /// coyote 0.10.3: `can_spawn_agents`, else whether the graph has an agent node.
+    pub fn can_spawn_agents(&self) -> bool {
+        match &self.can_spawn_agents {
+            Some(v) => v.value,
+            None => self.nodes.iter().any(|n| matches!(n.body, NodeBody::Agent(_))),
+        }
+    }
+    pub fn max_concurrent_agents(&self) -> u64 {
+        self.max_concurrent_agents
+            .as_ref()
+            .map(|v| v.value)
+            .unwrap_or(DEFAULT_MAX_CONCURRENT_AGENTS)
+    }
+    pub fn max_agent_depth(&self) -> u64 {
+        self.max_agent_depth
+            .as_ref()
+            .map(|v| v.value)
+            .unwrap_or(DEFAULT_MAX_AGENT_DEPTH)
+    }
+
+    /// coyote 0.10.3: the per-item chain of a map whose `branch` is `entry`: the node indexes
+    /// reachable from it over `next` and `fallback` (BFS, the entry first; unknown targets
+    /// skipped). Script `_next` stays inside the chain at run time, so it adds nothing here.
+    pub fn map_chain(&self, entry: &str) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        let Some(first) = self.node_index(entry) else {
+            return out;
+        };
+        out.push(first);
+        let mut i = 0;
+        while i < out.len() {
+            let n = &self.nodes[out[i]];
+            for t in n.next.iter().chain(n.fallback()) {
+                if let Some(j) = self.node_index(&t.value)
+                    && !out.contains(&j)
+                {
+                    out.push(j);
+                }
+            }
+            i += 1;
+        }
+        out
+    }
+
+    /// Every map chain: `(map index, chain node indexes)`, maps in declaration order.
+    pub fn map_chains(&self) -> Vec<(usize, Vec<usize>)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| {
+                let b = n.map()?.branch.as_ref()?;
+                Some((i, self.map_chain(&b.value)))
             })
             .collect()
     }

@@ -27,6 +27,10 @@ const NEXT_TY: Ty = Ty::OneOf(&[Ty::NodeRef, Ty::List(&Ty::NodeRef)]);
 const STATE_UPDATES_TY: Ty = Ty::Map(&Ty::Template);
 const SECONDS: Ty = Ty::Int { min: Some(0) };
 const COUNT: Ty = Ty::Int { min: Some(0) };
+/// `mcp_tools`: server -> glob patterns (`*`, `?`).
+const MCP_TOOLS_TY: Ty = Ty::Map(&Ty::List(&Ty::Str));
+/// Map `max_concurrency`: an integer or exactly one `"{{key}}"`.
+const MAX_CONCURRENCY_TY: Ty = Ty::OneOf(&[COUNT, Ty::Template]);
 
 const F_ID: Field = opt(
     "id",
@@ -71,12 +75,12 @@ pub static SETTINGS_DEF: Obj = Obj {
         opt(
             "max_loop_iterations",
             COUNT,
-            "per-node visit cap, default 100 (0 fails at the first visit)",
+            "per-node visit cap, default 100; 0 = no cap (coyote 0.10.3, with a warning)",
         ),
         opt(
             "timeout",
             SECONDS,
-            "whole-run wall clock in seconds (0 fails immediately)",
+            "whole-run wall clock in seconds; 0 = no bound (coyote 0.10.3, with a warning)",
         ),
         opt(
             "log_state_snapshots",
@@ -128,6 +132,31 @@ pub static GRAPH_DEF: Obj = Obj {
             "mcp_servers",
             Ty::List(&Ty::Str),
             "MCP servers llm nodes may use as `mcp:<server>`",
+        ),
+        opt(
+            "mcp_tools",
+            MCP_TOOLS_TY,
+            "server -> tool globs (`*`, `?`) allowed on every node using `mcp:<server>` (coyote 0.10.3)",
+        ),
+        opt(
+            "max_concurrent_jobs",
+            COUNT,
+            "background jobs (`job__*` tools) running at once across the run; 0 disables jobs (coyote 0.10.3)",
+        ),
+        opt(
+            "can_spawn_agents",
+            Ty::Bool,
+            "llm nodes may spawn sub-agents (agent__* tools); default: the graph has an agent node (coyote 0.10.3)",
+        ),
+        opt(
+            "max_concurrent_agents",
+            COUNT,
+            "dynamically spawned sub-agents running at once, default 4 (coyote 0.10.3)",
+        ),
+        opt(
+            "max_agent_depth",
+            COUNT,
+            "agent nesting depth (agents spawning agents), default 3 (coyote 0.10.3)",
         ),
         opt(
             "skills_enabled",
@@ -191,7 +220,27 @@ pub static AGENT_NODE: Obj = Obj {
         ),
         F_STATE_UPDATES,
         F_OUTPUT_SCHEMA,
-        opt("timeout", SECONDS, "seconds, default 300"),
+        opt("timeout", SECONDS, "seconds, default 300; 0 = no bound (coyote 0.10.3)"),
+        opt(
+            "max_attempts",
+            COUNT,
+            "attempts on transient errors only, default 1 (coyote 0.10.3)",
+        ),
+        opt(
+            "fallback",
+            Ty::NodeRef,
+            "node to route to when every attempt failed (coyote 0.10.3)",
+        ),
+        opt(
+            "inputs",
+            Ty::Map(&Ty::Template),
+            "child graph agent's state seeds: key -> template against this graph's state; a lone {{key}} keeps its JSON type (coyote 0.10.3; graph agents only)",
+        ),
+        opt(
+            "teammates",
+            Ty::Bool,
+            "flagged agent nodes running in the same fan-out can message each other (coyote 0.10.3)",
+        ),
     ],
     open: false,
 };
@@ -214,7 +263,7 @@ pub static SCRIPT_NODE: Obj = Obj {
             Ty::NodeRef,
             "node to route to when the script fails",
         ),
-        opt("timeout", SECONDS, "seconds, default 30"),
+        opt("timeout", SECONDS, "seconds, default 30; 0 = no bound (coyote 0.10.3)"),
         opt(
             "x-next",
             NEXT_TY,
@@ -311,13 +360,22 @@ pub static LLM_NODE: Obj = Obj {
             COUNT,
             "attempts on transient errors, default 1",
         ),
-        opt("max_iterations", COUNT, "tool-call loop turns, default 10"),
+        opt(
+            "max_iterations",
+            COUNT,
+            "tool-call loop turns, default 10; 0 = no cap (coyote 0.10.3, with a warning)",
+        ),
         F_STATE_UPDATES,
         F_OUTPUT_SCHEMA,
         opt(
             "timeout",
             SECONDS,
-            "seconds for all attempts together (unset = none)",
+            "seconds for all attempts together (unset or 0 = none)",
+        ),
+        opt(
+            "mcp_tools",
+            MCP_TOOLS_TY,
+            "server -> tool globs narrowing this node's MCP tools; servers must be the graph's (coyote 0.10.3)",
         ),
         opt("skills_enabled", Ty::Bool, "skills on this node"),
         opt(
@@ -371,7 +429,7 @@ pub static RAG_NODE: Obj = Obj {
         opt("graph_hops", COUNT, "graph-RAG expansion depth"),
         opt("driver", Ty::Str, "storage driver: yaml, duckdb or qdrant"),
         F_STATE_UPDATES,
-        opt("timeout", SECONDS, "seconds, default 120"),
+        opt("timeout", SECONDS, "seconds, default 120; 0 = no bound (coyote 0.10.3)"),
     ],
     open: false,
 };
@@ -409,7 +467,7 @@ pub static MAP_NODE: Obj = Obj {
         req(
             "branch",
             Ty::NodeRef,
-            "node run once per item (llm, agent, rag or script)",
+            "entry node of the per-item chain (llm, agent, rag or script nodes, followed over `next` and `fallback`)",
         ),
         req(
             "collect_into",
@@ -423,8 +481,8 @@ pub static MAP_NODE: Obj = Obj {
         ),
         opt(
             "max_concurrency",
-            COUNT,
-            "parallel items, default settings.max_concurrency",
+            MAX_CONCURRENCY_TY,
+            "items in flight, default settings.max_concurrency; an integer >= 1 or exactly one \"{{key}}\" (coyote 0.10.3)",
         ),
     ],
     open: false,

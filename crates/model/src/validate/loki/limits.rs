@@ -21,7 +21,7 @@ impl V<'_> {
         }
         for n in &self.l.nodes {
             let Some(m) = n.map() else { continue };
-            if let Some(mc) = m.max_concurrency.as_ref().filter(|m| m.value == 0) {
+            if let Some(mc) = m.max_concurrency.as_ref().filter(|m| matches!(m.value, crate::doc::loki::MaxConcurrency::Fixed(0))) {
                 let d = self
                     .err("loki-concurrency", "map node's `max_concurrency` must be >= 1 (got 0); no item could run", mc.span)
                     .node(n.id.value.clone())

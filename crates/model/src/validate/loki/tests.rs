@@ -857,7 +857,8 @@ fn conformance_corpus() {
                     crate::doc::loki::TargetKind::Route(_) => EdgeKind::Route,
                     crate::doc::loki::TargetKind::OnOther => EdgeKind::OnOther,
                     crate::doc::loki::TargetKind::ScriptFallback
-                    | crate::doc::loki::TargetKind::LlmFallback => EdgeKind::Fallback,
+                    | crate::doc::loki::TargetKind::LlmFallback
+                    | crate::doc::loki::TargetKind::AgentFallback => EdgeKind::Fallback,
                     crate::doc::loki::TargetKind::MapBranch => EdgeKind::MapBranch,
                 };
                 let found = g.edges_ordered().into_iter().any(|(s, d, e)| {
