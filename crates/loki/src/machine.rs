@@ -16,13 +16,26 @@
 //!   run the child graph as a nested `LokiMachine` with [`Cx::child`] (events carry
 //!   `<run>/<node>` as run id).
 //!
-//! Deliberate divergences from upstream (baseline coyote `main@5f23e24`):
+//! Semantics follow coyote 0.10.3 where it changed the baseline: `state_updates` render against
+//! the state before the block and `{{output}}` is gone after it (an explicit `output` entry is
+//! kept); `output_schema` auto-merges only the keys declared under `properties`; declared
+//! `variables` seed the state (and scripts' `LLM_AGENT_VAR_<NAME>`); `0` means no cap for
+//! `max_loop_iterations`, timeouts and llm `max_iterations`; map branches are per-item chains
+//! ([`chain`]); agent nodes retry transient failures (`max_attempts`), route to `fallback` with
+//! `{{output}}` = `Agent node failed: <error>`, seed a child graph with `inputs`, and the
+//! spawner checks the child's depth against its `max_agent_depth`; `mcp_tools` allow-lists
+//! (graph and node) filter the MCP tools offered.
+//!
+//! Deliberate divergences from upstream (baseline coyote `main@5f23e24`, and 0.10.3):
 //!
 //! | upstream | here |
 //! | --- | --- |
 //! | scoped `{{output}}` / `{{choice}}` / `{{input}}` leak into state as `null` after the node (§9.1) | bound only while `state_updates` render; never written to state (the later upstream fix) |
-//! | `state_updates` entries applied in hash order, each visible to later ones | applied in declaration order, each visible to later ones (deterministic) |
-//! | a map llm/agent branch can never deliver its own output (§9.2); a stale parent value of `output_key` is collected | the item's own write of `output_key` is collected; else, for llm/agent branches with `output_key: output`, the node's output; a value that was already in the parent state does not count |
+//! | (baseline) `state_updates` entries applied in hash order, each visible to later ones | as 0.10: all rendered against the state before the block, written in declaration order |
+//! | 0.10.3: with the default `output_key: output`, a chain that never writes `output` fails the item | the output of the llm / agent / rag node that ended the chain is collected |
+//! | 0.10.3: map items run silently | each chain step is a `node_enter` / `node_exit` / `route` under the run id `<run>/<map>/<item>`; the item's LLM calls, tools and effects reach the provider as `<node>[<item>]` (so replies can target one item and a replay matches each item's own calls) |
+//! | 0.10.3: `teammates: true` agent nodes of one fan-out can message each other (`agent__send_message` / `agent__check_inbox`) | accepted; Switchyard offers llm nodes no `agent__*`, `job__*`, `user__*`, `todo__*` function families, so no node can message, spawn or start jobs: `teammates`, `can_spawn_agents`, `max_concurrent_agents` and `max_concurrent_jobs` have nothing to act on (in scripted runs as in live ones) |
+//! | 0.10.3: `max_agent_depth` (default 3) bounds nesting | same, and never deeper than [`MAX_AGENT_DEPTH`] |
 //! | `settings.timeout` is wall clock since the run started | only time spent running steps counts: time paused at a breakpoint or waiting for an answer is not charged |
 //! | approval/input ask interactively (no way to pre-supply answers headless) | they interrupt the run; answers come from the session (`--answer`, the debugger); nested runs take them from the answer queue only |
 //! | llm tools are executed (argc-built binaries; a tool's failure is a `tool_call_error` result) | Python agent tools (`tools.py`) run through the Python bridge; `tools.sh` / `tools.ts` / `tools.js` and `global_tools` files as subprocesses ([`loki_tools`]: no argc binary needed, killed with their children at the run's deadline (else 120 s) or on stop; a failure is an error result quoting stderr); MCP tools (`mcp:<server>` or a tool's own name) go to the server |
@@ -47,7 +60,7 @@ use runtime::events::{EventBody, InterruptKind, RouteReason};
 use connect::mcp::{McpPool, McpServer, McpTool};
 use crate::rag::{self, RagStore};
 use runtime::provider::{LlmRequest, ModelRef, parse_json_loose};
-use crate::script::run_script_in;
+use crate::script::run_script_with;
 use runtime::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,12 +69,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod chain;
 mod durable;
 
 /// The run state: top-level key → shared value.
 pub type LokiState = BTreeMap<String, Arc<Value>>;
 
-/// Nested agent runs deeper than this fail (upstream: the supervisor's depth limit).
+/// Nested agent runs never go deeper than this, whatever a graph's `max_agent_depth` says
+/// (coyote's own default is 3, see `LokiDoc::max_agent_depth`).
 pub const MAX_AGENT_DEPTH: u32 = 8;
 
 /// Error texts that make an llm node retry (up to `max_attempts`).
@@ -98,6 +113,8 @@ pub struct LokiMachine {
     rag: Arc<RagStore>,
     /// What of the engine's environment its scripts, tools, Python and MCP servers see.
     child_env: connect::childenv::ChildEnv,
+    /// `LLM_AGENT_VAR_<NAME>` for each declared variable (coyote 0.10.3), as the run started.
+    vars: Arc<Vec<(String, String)>>,
 }
 
 impl std::fmt::Debug for LokiMachine {
@@ -137,6 +154,19 @@ impl LokiMachine {
             }
         }
         let state = initial_state_of(l, input, initial_state)?;
+        let vars = l
+            .variables
+            .iter()
+            .filter_map(|v| {
+                let name = &v.name.value;
+                let value = match state.get(name).map(|x| x.as_ref()) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => v.default.clone()?,
+                };
+                Some((format!("LLM_AGENT_VAR_{}", name.to_uppercase()), value))
+            })
+            .collect();
         let agent = l
             .agent_dir
             .file_name()
@@ -167,6 +197,7 @@ impl LokiMachine {
             mcp,
             rag: Arc::new(RagStore::new(None)),
             child_env: Default::default(),
+            vars: Arc::new(vars),
         })
     }
 
@@ -214,7 +245,8 @@ impl LokiMachine {
         if cx.stopped() {
             return Self::failed(None, format!("Graph '{g}' aborted before super-step with frontier {frontier:?}"));
         }
-        let timeout = l.settings.timeout.map(|t| Duration::from_secs(t.min(model::doc::loki::MAX_SECS)));
+        // coyote 0.10.3: `timeout: 0` means no bound.
+        let timeout = l.settings.run_timeout().map(Duration::from_secs);
         if let Some(t) = timeout
             && self.elapsed >= t
         {
@@ -225,10 +257,13 @@ impl LokiMachine {
         }
         // Visits are counted before existence is checked (as upstream), but only committed
         // when the step really runs (an interrupt re-runs the same step).
-        let max = l.settings.max_loop_iterations;
+        // coyote 0.10.3: `max_loop_iterations: 0` means no cap.
+        let cap = l.settings.visit_cap();
         for id in &frontier {
             let n = self.visits.get(id).copied().unwrap_or(0) + 1;
-            if n > max {
+            if let Some(max) = cap
+                && n > max
+            {
                 self.visits.insert(id.clone(), n);
                 return Self::failed(
                     Some(id),
@@ -297,7 +332,18 @@ impl LokiMachine {
             deadline = Some(deadline.map_or(o, |d| d.min(o)));
         }
         let answers = std::mem::take(&mut self.answers);
-        let ex = Exec { l, graph: &g, cx, answers: &answers, deadline, py: &self.py, mcp: &self.mcp, rag: &self.rag, child_env: &self.child_env };
+        let ex = Exec {
+            l,
+            graph: &g,
+            cx,
+            answers: &answers,
+            deadline,
+            py: &self.py,
+            mcp: &self.mcp,
+            rag: &self.rag,
+            child_env: &self.child_env,
+            vars: &self.vars,
+        };
         let snapshot = &self.state;
         let results: Vec<(String, NodeResult)> = if frontier.len() == 1 {
             vec![(frontier[0].clone(), ex.run_node(&frontier[0], snapshot))]
@@ -442,11 +488,18 @@ impl Machine for LokiMachine {
     }
 }
 
-/// The state a run of `l` starts from: the graph's `initial_state`, the caller's
+/// The state a run of `l` starts from: the declared `variables`' defaults, the graph's `initial_state`, the caller's
 /// `initial_state` (a JSON object) laid over it, and `initial_prompt` = `input`. (Also how a
 /// trace without a recorded initial state is read back: `launch::trace`.)
 pub fn initial_state_of(l: &LokiDoc, input: &str, initial_state: Option<Value>) -> Result<LokiState, String> {
     let mut state = LokiState::new();
+    // coyote 0.10.3: each declared variable with a default is seeded under its name; the
+    // graph's `initial_state` and the caller's (Switchyard's form of `--agent-variable`) win.
+    for v in &l.variables {
+        if let Some(d) = &v.default {
+            state.insert(v.name.value.clone(), Arc::new(Value::String(d.clone())));
+        }
+    }
     if let Value::Object(m) = &l.initial_state {
         for (k, v) in m {
             state.insert(k.clone(), Arc::new(v.clone()));
@@ -533,16 +586,22 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// Apply a node's `state_updates` (lenient, stored as strings), in declaration order, each
-/// write visible to the later entries; `bind` is the node's scoped variable.
+/// Apply a node's `state_updates` (lenient, stored as strings) as coyote 0.10 does: every
+/// entry is rendered against the state as it was before the block (no entry sees another's
+/// write), then all are written in declaration order (a repeated key: the later one wins);
+/// `bind` is the node's scoped variable, visible only while they render. An explicit `output`
+/// entry is written like any other key.
 fn apply_updates(node: &LokiNode, state: &mut LokiState, bind: Option<(&str, &Value)>) {
     let Some(ups) = &node.state_updates else { return };
-    for (k, t) in ups {
-        let s = match bind {
-            Some((name, v)) => Scope::with(state, name, v).lenient(&t.text),
-            None => Scope::new(state).lenient(&t.text),
+    let rendered: Vec<(String, String)> = {
+        let scope = match bind {
+            Some((name, v)) => Scope::with(state, name, v),
+            None => Scope::new(state),
         };
-        state.insert(k.value.clone(), Arc::new(Value::String(s)));
+        ups.iter().map(|(k, t)| (k.value.clone(), scope.lenient(&t.text))).collect()
+    };
+    for (k, s) in rendered {
+        state.insert(k, Arc::new(Value::String(s)));
     }
 }
 
@@ -737,6 +796,7 @@ struct Exec<'a, 'c> {
     mcp: &'a McpPool,
     rag: &'a RagStore,
     child_env: &'a connect::childenv::ChildEnv,
+    vars: &'a [(String, String)],
 }
 
 /// Whether the agent's `tools.py` defines `name` at the top level.
@@ -905,7 +965,7 @@ impl Exec<'_, '_> {
         cx.emit(EventBody::NodeEnter { step: cx.step, node: id.to_string(), kind: node.kind_str().to_string() });
         let t0 = Instant::now();
         let mut st = snapshot.clone();
-        let ran = self.exec(node, &mut st, true)?;
+        let ran = self.exec(node, &mut st, false)?;
         let d = diff(snapshot, &st);
         let update = if d.is_empty() { Value::Null } else { state_value(&d) };
         cx.emit(EventBody::NodeExit {
@@ -922,16 +982,22 @@ impl Exec<'_, '_> {
         Ok((ran, d))
     }
 
-    /// A node's `next` targets (`Static`); none is an error naming the kind.
-    fn static_next(node: &LokiNode, kind: &str) -> Result<Vec<(String, RouteReason)>, String> {
+    /// A node's `next` targets (`Static`); none is an error naming the kind, except in a map
+    /// branch chain (`chain`), where a node without `next` ends the item's chain.
+    fn static_next(node: &LokiNode, kind: &str, chain: bool) -> Result<Vec<(String, RouteReason)>, String> {
+        if chain && node.next.is_empty() {
+            return Ok(Vec::new());
+        }
         if node.next.is_empty() && !node.next_is_list {
             return Err(format!("{kind} node '{}' has no `next` and is not an end node", node.id.value));
         }
         Ok(node.next.iter().map(|t| (t.value.clone(), RouteReason::Static)).collect())
     }
 
-    /// Execute a node's body on `st`. `routing` is false for map items (routes are ignored).
-    fn exec(&self, node: &LokiNode, st: &mut LokiState, routing: bool) -> Result<Ran, String> {
+    /// Execute a node's body on `st`. `chain` is true for the steps of a map item's branch
+    /// chain (coyote 0.10.3): routes are followed there too, and a node without `next` ends
+    /// the chain.
+    fn exec(&self, node: &LokiNode, st: &mut LokiState, chain: bool) -> Result<Ran, String> {
         let id = node.id.value.as_str();
         match &node.body {
             NodeBody::Script(s) => {
@@ -940,14 +1006,15 @@ impl Exec<'_, '_> {
                     .as_ref()
                     .map(|x| x.value.clone())
                     .ok_or_else(|| format!("script node '{id}' has no `script`"))?;
-                let mut timeout = Duration::from_secs(s.timeout_secs());
+                // coyote 0.10.3: `timeout: 0` means no bound.
+                let mut timeout = Duration::from_secs(s.timeout_bound().unwrap_or(model::doc::loki::MAX_SECS));
                 if let Some(d) = self.deadline {
                     timeout = timeout.min(d.saturating_duration_since(Instant::now()));
                 }
                 // An effect: a replay of a recording answers it and the script does not run.
                 let input = state_value(st);
                 let ran = self.cx.effect(id, &format!("script:{script}"), &input, || {
-                    run_script_in(&self.l.agent_dir, &script, &input, timeout, Some(self.cx.stop), self.child_env)
+                    run_script_with(&self.l.agent_dir, &script, &input, timeout, Some(self.cx.stop), self.child_env, self.vars)
                         .map(|out| json!({"updates": out.updates, "next": out.next}))
                         .map_err(|e| e.to_string())
                 });
@@ -959,17 +1026,14 @@ impl Exec<'_, '_> {
                             }
                         }
                         apply_updates(node, st, None);
-                        if !routing {
-                            return Ok(Ran::go(Vec::new()));
-                        }
                         let targets = match out.get("next").and_then(Value::as_str) {
                             Some(n) => vec![(n.to_string(), RouteReason::Next)],
-                            None => Self::static_next(node, "script")?,
+                            None => Self::static_next(node, "script", chain)?,
                         };
                         Ok(Ran::go(targets))
                     }
                     Err(e) => match &s.fallback {
-                        Some(fb) if routing => {
+                        Some(fb) => {
                             tracing::warn!("script node '{id}' failed, routing to fallback '{}': {e}", fb.value);
                             Ok(Ran::go(vec![(fb.value.clone(), RouteReason::Fallback)]))
                         }
@@ -1007,29 +1071,46 @@ impl Exec<'_, '_> {
                     None => Err("Input node has no `next` set".into()),
                 }
             }
-            NodeBody::Llm(x) => self.exec_llm(node, x, st, routing),
+            NodeBody::Llm(x) => self.exec_llm(node, x, st, chain),
             NodeBody::Agent(a) => {
-                let raw = self.run_agent(id, a, st)?;
-                let out = match &a.output_schema {
+                let got = self.agent_attempts(id, a, st).and_then(|raw| match &a.output_schema {
                     Some(schema) => {
                         let text = match &raw {
                             Value::String(s) => s.clone(),
                             other => other.to_string(),
                         };
-                        let v = self.extract(id, &schema.value, &text)?;
-                        merge_object(st, &v);
-                        v
+                        self.extract(id, &schema.value, &text)
+                            .map(|v| (v, Some(schema)))
+                            .map_err(|e| format!("structured extraction failed: {e}"))
                     }
-                    None => raw,
-                };
-                apply_updates(node, st, Some(("output", &out)));
-                let targets = if routing { Self::static_next(node, "agent")? } else { Vec::new() };
-                Ok(Ran { flow: Flow::Go(targets), output: Some(out) })
+                    None => Ok((raw, None)),
+                });
+                match got {
+                    Ok((out, schema)) => {
+                        if let Some(schema) = schema {
+                            merge_declared(st, &out, &schema.value);
+                        }
+                        apply_updates(node, st, Some(("output", &out)));
+                        let targets = Self::static_next(node, "agent", chain)?;
+                        Ok(Ran { flow: Flow::Go(targets), output: Some(out) })
+                    }
+                    // coyote 0.10.3: a failed agent node with a `fallback` applies its
+                    // `state_updates` with `{{output}}` = "Agent node failed: <error chain>" and
+                    // routes there (in a map branch chain too).
+                    Err(e) => match &a.fallback {
+                        Some(fb) => {
+                            let failure = Value::String(format!("Agent node failed: {e}"));
+                            apply_updates(node, st, Some(("output", &failure)));
+                            Ok(Ran { flow: Flow::Go(vec![(fb.value.clone(), RouteReason::Fallback)]), output: Some(failure) })
+                        }
+                        None => Err(e),
+                    },
+                }
             }
             NodeBody::Rag(r) => {
                 let out = self.run_rag(id, r, st)?;
                 apply_updates(node, st, Some(("output", &out)));
-                let targets = if routing { Self::static_next(node, "rag")? } else { Vec::new() };
+                let targets = Self::static_next(node, "rag", chain)?;
                 Ok(Ran { flow: Flow::Go(targets), output: Some(out) })
             }
             NodeBody::End(e) => {
@@ -1044,7 +1125,7 @@ impl Exec<'_, '_> {
 
     fn exec_map(&self, node: &LokiNode, m: &MapNode, st: &mut LokiState) -> Result<Ran, String> {
         let id = node.id.value.as_str();
-        let targets = Self::static_next(node, "map")?;
+        let targets = Self::static_next(node, "map", false)?;
         let over = m.over.as_ref().map(|t| t.text.clone()).unwrap_or_default();
         let items = match Scope::new(st).raw(&over) {
             Ok(Value::Array(a)) => a,
@@ -1063,36 +1144,21 @@ impl Exec<'_, '_> {
             .as_ref()
             .map(|c| c.value.clone())
             .ok_or_else(|| format!("map node '{id}' has no `collect_into`"))?;
-        let branch = self
-            .l
-            .node(&branch_id)
-            .ok_or_else(|| format!("map node '{id}': branch node '{branch_id}' not found in graph '{}'", self.graph))?;
-        if !matches!(branch.body, NodeBody::Llm(_) | NodeBody::Agent(_) | NodeBody::Rag(_) | NodeBody::Script(_)) {
-            return Err(format!(
-                "map node '{id}': branch node '{branch_id}' is a {} node; map branches must be llm, agent, rag or script nodes",
-                branch.kind_str()
-            ));
-        }
         let key = m.output_key().to_string();
-        let limit = m.concurrency(&self.l.settings) as usize;
-        let base: &LokiState = st;
+        if key == as_key {
+            return Err(format!("map node '{id}': `as` and `output_key` are both '{key}'; they must differ"));
+        }
+        let chain = self.chain_of(id, &branch_id)?;
+        // A number, or (coyote 0.10.3) a `{{key}}` template resolved against the state now.
+        let limit = m.concurrency_in(&self.l.settings, &state_value(st)).map_err(|e| format!("map node '{id}': {e}"))? as usize;
+        // The chain must write `output_key` itself: a value the parent state holds is not its
+        // result (coyote 0.10.3 removes the key from each fork first).
+        let mut base: LokiState = st.clone();
+        base.remove(&key);
+        let base = &base;
         let results = par_map(&items, limit, &|i, item: &Value| -> Result<Value, String> {
-            let mut fork = base.clone();
-            fork.insert(as_key.clone(), Arc::new(item.clone()));
-            let before = fork.clone();
-            let ran = self
-                .exec(branch, &mut fork, false)
-                .map_err(|e| format!("map node '{id}': sub-branch [{i}] failed: {e}"))?;
-            let d = diff(&before, &fork);
-            if let Some(v) = d.get(&key) {
-                return Ok((**v).clone());
-            }
-            if key == "output"
-                && let Some(v) = ran.output
-            {
-                return Ok(v);
-            }
-            Err(format!("map node '{id}': sub-branch [{i}] did not write `output_key` '{key}'"))
+            self.run_item(id, i, item, base, &as_key, &key, &branch_id, &chain)
+                .map_err(|e| format!("map node '{id}': sub-branch [{i}] failed: {e}"))
         });
         let mut collected = Vec::with_capacity(results.len());
         for r in results {
@@ -1102,15 +1168,15 @@ impl Exec<'_, '_> {
         Ok(Ran::go(targets))
     }
 
-    fn exec_llm(&self, node: &LokiNode, x: &LlmNode, st: &mut LokiState, routing: bool) -> Result<Ran, String> {
+    fn exec_llm(&self, node: &LokiNode, x: &LlmNode, st: &mut LokiState, chain: bool) -> Result<Ran, String> {
         let id = node.id.value.as_str();
         match self.llm_output(id, x, st) {
             Ok(out) => {
-                if x.output_schema.is_some() {
-                    merge_object(st, &out);
+                if let Some(schema) = &x.output_schema {
+                    merge_declared(st, &out, &schema.value);
                 }
                 apply_updates(node, st, Some(("output", &out)));
-                let targets = if routing { Self::static_next(node, "llm")? } else { Vec::new() };
+                let targets = Self::static_next(node, "llm", chain)?;
                 Ok(Ran { flow: Flow::Go(targets), output: Some(out) })
             }
             Err(e) => {
@@ -1123,7 +1189,7 @@ impl Exec<'_, '_> {
                 apply_updates(node, st, Some(("output", &failure)));
                 match &x.fallback {
                     Some(fb) => {
-                        let targets = if routing { vec![(fb.value.clone(), RouteReason::Fallback)] } else { Vec::new() };
+                        let targets = vec![(fb.value.clone(), RouteReason::Fallback)];
                         Ok(Ran { flow: Flow::Go(targets), output: Some(failure) })
                     }
                     None => Err(format!(
@@ -1133,6 +1199,13 @@ impl Exec<'_, '_> {
                 }
             }
         }
+    }
+
+    /// Whether the `mcp_tools` allow-lists (graph level and the node's own, coyote 0.10.3) let
+    /// `tool` of `server` through: every layer that names the server must match it.
+    fn mcp_allowed(&self, x: &LlmNode, server: &str, tool: &str) -> bool {
+        self.l.mcp_tools.as_ref().is_none_or(|m| m.allows(server, tool))
+            && x.mcp_tools.as_ref().is_none_or(|m| m.allows(server, tool))
     }
 
     /// The tools an llm node offers (its whitelist resolved against the agent's tools).
@@ -1155,15 +1228,22 @@ impl Exec<'_, '_> {
             if let Some(server) = name.strip_prefix("mcp:")
                 && servers.contains(&server)
             {
-                // `mcp:<server>`: every tool of that server.
-                out.extend(self.mcp_tools(server)?.iter().map(McpTool::offer));
+                // `mcp:<server>`: every tool of that server the `mcp_tools` allow-lists let
+                // through (coyote 0.10.3: the graph's and the node's layers intersect).
+                out.extend(self.mcp_tools(server)?.iter().filter(|t| self.mcp_allowed(x, server, &t.tool)).map(McpTool::offer));
                 continue;
             }
             if !name.starts_with("mcp:") && !universe.iter().any(|u| u == name) && !servers.is_empty() {
                 // An individual MCP function, looked up in the agent's servers.
                 let mut found = None;
                 for server in &servers {
-                    if let Some(tool) = self.mcp_tools(server)?.into_iter().find(|x| x.name == name) {
+                    if let Some(tool) = self.mcp_tools(server)?.into_iter().find(|t| t.name == name) {
+                        if !self.mcp_allowed(x, server, &tool.tool) {
+                            return Err(format!(
+                                "llm node offers the MCP tool '{name}' of server '{server}', which the `mcp_tools` allow-list of this {} does not allow",
+                                if x.mcp_tools.as_ref().is_some_and(|m| m.patterns(server).is_some()) { "node" } else { "graph" }
+                            ));
+                        }
                         found = Some(tool);
                         break;
                     }
@@ -1218,7 +1298,7 @@ impl Exec<'_, '_> {
             return Err(LlmErr::plain("llm node exhausted retries".into()));
         }
         let node_deadline =
-            x.timeout.as_ref().map(|t| (t.value, Instant::now() + Duration::from_secs(t.value.min(model::doc::loki::MAX_SECS))));
+            x.timeout_bound().map(|t| (t, Instant::now() + Duration::from_secs(t)));
         let mut last = None;
         for _ in 0..attempts {
             match self.llm_loop(id, x, instructions.as_deref(), &prompt, &tools, node_deadline) {
@@ -1256,10 +1336,9 @@ impl Exec<'_, '_> {
         tools: &[Value],
         node_deadline: Option<(u64, Instant)>,
     ) -> Result<String, (LlmErr, bool)> {
-        let max = x.max_iterations();
-        if max == 0 {
-            return Err((LlmErr::plain("llm node ended without producing output".into()), false));
-        }
+        // coyote 0.10.3: `max_iterations: 0` means no turn cap (the run's timeout and stop
+        // still end it).
+        let cap = x.turn_cap();
         let mut messages = Vec::new();
         if let Some(i) = instructions.filter(|i| !i.is_empty()) {
             messages.push(json!({"role": "system", "content": i}));
@@ -1268,7 +1347,7 @@ impl Exec<'_, '_> {
         let offered: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
         let mut texts: Vec<String> = Vec::new();
         let timeout_err = |n: u64| (LlmErr::plain(format!("llm node timed out after {n}s")), false);
-        for _ in 0..max {
+        for _ in 0..cap.unwrap_or(u64::MAX) {
             if let Some((n, d)) = node_deadline
                 && Instant::now() >= d
             {
@@ -1338,7 +1417,7 @@ impl Exec<'_, '_> {
                 messages.push(json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}));
             }
         }
-        Err((LlmErr::plain(format!("llm node hit max_iterations ({max}) before LLM concluded")), false))
+        Err((LlmErr::plain(format!("llm node hit max_iterations ({}) before LLM concluded", cap.unwrap_or(u64::MAX))), false))
     }
 
     /// Structured extraction (§7.5): JSON fast path, else one extractor call and one repair.
@@ -1383,7 +1462,7 @@ impl Exec<'_, '_> {
             .map_err(|e| format!("Failed to interpolate rag node query: {e}"))?;
         let rag_ids = self.l.nodes.iter().filter(|n| matches!(n.body, NodeBody::Rag(_))).map(|n| n.id.value.as_str());
         let spec = rag::Spec::of_node(id, &self.l.agent_dir, r, rag_ids);
-        let timeout = Duration::from_secs(r.timeout_secs());
+        let timeout = Duration::from_secs(r.timeout_bound().unwrap_or(model::doc::loki::MAX_SECS));
         let mut deadline = Instant::now() + timeout;
         if let Some(d) = self.deadline {
             deadline = deadline.min(d);
@@ -1462,6 +1541,48 @@ impl Exec<'_, '_> {
         outcome.map(|v| v.get("output").cloned().unwrap_or(Value::Null))
     }
 
+    /// Run the child agent up to `max_attempts` times (coyote 0.10.3): only a failure that
+    /// upstream's transient matcher accepts (timeouts, rate limits, 429, connection resets and
+    /// refusals, no output) is tried again, each attempt a fresh child run; every other failure
+    /// ends at once. A retry is said in a `log` event.
+    fn agent_attempts(&self, id: &str, a: &AgentNode, st: &LokiState) -> Result<Value, String> {
+        let attempts = a.max_attempts().max(1);
+        let mut n = 1;
+        loop {
+            match self.run_agent(id, a, st) {
+                Ok(v) => return Ok(v),
+                Err(e) if n < attempts && TRANSIENT.iter().any(|t| e.contains(t)) && !self.cx.stopped() => {
+                    self.cx.emit(EventBody::Log {
+                        source: format!("agent:{id}"),
+                        text: format!("attempt {n} of {attempts} failed with a transient error, trying again: {e}"),
+                    });
+                    n += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// An agent node's `inputs` (coyote 0.10.3) rendered against this graph's state: a lone
+    /// `{{key}}` keeps the value's JSON type, other text becomes a string; `initial_prompt` is
+    /// reserved (always the node's `prompt`).
+    fn agent_inputs(id: &str, a: &AgentNode, st: &LokiState) -> Result<Option<Value>, String> {
+        let Some(inputs) = &a.inputs else { return Ok(None) };
+        let mut m = Map::new();
+        for (k, t) in inputs {
+            if k.value == "initial_prompt" {
+                return Err(format!(
+                    "agent node '{id}': `initial_prompt` cannot be an input (it is always seeded from `prompt`)"
+                ));
+            }
+            let v = Scope::new(st)
+                .raw(&t.text)
+                .map_err(|e| format!("Failed to interpolate agent node input '{}': {e}", k.value))?;
+            m.insert(k.value.clone(), v);
+        }
+        Ok(Some(Value::Object(m)))
+    }
+
     /// Run a child graph agent to its end (nested run, answers from the queue).
     fn run_agent(&self, id: &str, a: &AgentNode, st: &LokiState) -> Result<Value, String> {
         let name = a.agent.as_ref().map(|n| n.value.clone()).ok_or_else(|| format!("agent node '{id}' has no `agent`"))?;
@@ -1469,12 +1590,25 @@ impl Exec<'_, '_> {
             Some(t) => Scope::new(st).strict(&t.text).map_err(|e| format!("Failed to interpolate agent node prompt: {e}"))?,
             None => String::new(),
         };
-        if self.cx.depth + 1 > MAX_AGENT_DEPTH {
-            return Err(format!("Max agent depth exceeded ({MAX_AGENT_DEPTH}) at agent node '{id}'"));
+        // coyote 0.10.3: the spawner checks the child's absolute depth against its own
+        // `max_agent_depth` (default 3).
+        let child_depth = u64::from(self.cx.depth) + 1;
+        let max_depth = self.l.max_agent_depth().min(u64::from(MAX_AGENT_DEPTH));
+        if child_depth > max_depth {
+            return Err(format!(
+                "Max agent depth exceeded: agent node '{id}' would start '{name}' at depth {child_depth} (max_agent_depth={max_depth})"
+            ));
         }
+        let inputs = Self::agent_inputs(id, a, st)?;
         let dirs: Vec<PathBuf> = vec![self.l.agents_dir().join(&name), self.l.agent_dir.join("agents").join(&name)];
         let Some(path) = dirs.iter().map(|d| d.join("graph.yaml")).find(|p| p.is_file()) else {
             if let Some(d) = dirs.iter().find(|d| d.join("config.yaml").is_file()) {
+                if inputs.is_some() {
+                    return Err(format!(
+                        "agent node '{id}': `inputs` only seed graph agents, and '{name}' ({}) is an LLM-loop agent (config.yaml)",
+                        d.display()
+                    ));
+                }
                 return Err(format!(
                     "Agent '{name}' ({}) is an LLM-loop agent (config.yaml); agent nodes can only run graph agents (graph.yaml) in this version",
                     d.display()
@@ -1484,9 +1618,10 @@ impl Exec<'_, '_> {
             return Err(format!("Agent '{name}' not found for agent node '{id}': tried {}", tried.join(" and ")));
         };
         let doc = Arc::new(load_path(&path));
-        let mut child = LokiMachine::new(doc, &prompt, None).map_err(|e| format!("Agent '{name}' failed to start: {e}"))?;
+        let mut child = LokiMachine::new(doc, &prompt, inputs).map_err(|e| format!("Agent '{name}' failed to start: {e}"))?;
         child = child.with_child_env(self.child_env.clone());
-        let timeout = a.timeout_secs();
+        // coyote 0.10.3: `timeout: 0` means no bound (the run's own deadline still applies).
+        let timeout = a.timeout_bound().unwrap_or(model::doc::loki::MAX_SECS);
         let mut deadline = Instant::now() + Duration::from_secs(timeout);
         if let Some(d) = self.deadline {
             deadline = deadline.min(d);
@@ -1509,10 +1644,13 @@ impl Exec<'_, '_> {
     }
 }
 
-/// Auto-merge: every top-level key of an object output goes into the state.
-fn merge_object(st: &mut LokiState, v: &Value) {
-    if let Value::Object(m) = v {
-        for (k, v) in m {
+/// Auto-merge (coyote 0.10.3): the top-level keys of an object output that the schema declares
+/// under `properties` go into the state; undeclared keys are dropped (a schema without
+/// `properties` merges nothing; the validator warns about it).
+fn merge_declared(st: &mut LokiState, v: &Value, schema: &Value) {
+    let (Value::Object(m), Some(Value::Object(props))) = (v, schema.get("properties")) else { return };
+    for (k, v) in m {
+        if props.contains_key(k) {
             st.insert(k.clone(), Arc::new(v.clone()));
         }
     }
@@ -1658,7 +1796,11 @@ mod tests {
         let node = d.loki().unwrap().node("l").unwrap();
         let mut s = st(json!({}));
         apply_updates(node, &mut s, Some(("output", &json!({"k": 7}))));
-        assert_eq!(state_value(&s), json!({"first": "7", "second": "[7]"}));
+        // coyote 0.10: every entry renders against the state before the block.
+        assert_eq!(state_value(&s), json!({"first": "7", "second": "[]"}));
+        let mut s = st(json!({"first": "old"}));
+        apply_updates(node, &mut s, Some(("output", &json!({"k": 7}))));
+        assert_eq!(state_value(&s), json!({"first": "7", "second": "[old]"}));
     }
 
     #[test]

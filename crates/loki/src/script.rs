@@ -277,6 +277,20 @@ pub fn run_script_in(
     stop: Option<&std::sync::atomic::AtomicBool>,
     env: &ChildEnv,
 ) -> Result<ScriptOutcome, ScriptError> {
+    run_script_with(agent_dir, script, state, timeout, stop, env, &[])
+}
+
+/// [`run_script_in`] with extra variables set for the script (coyote 0.10.3's
+/// `LLM_AGENT_VAR_<NAME>` of the graph's declared `variables`).
+pub fn run_script_with(
+    agent_dir: &Path,
+    script: &str,
+    state: &Value,
+    timeout: Duration,
+    stop: Option<&std::sync::atomic::AtomicBool>,
+    env: &ChildEnv,
+    vars: &[(String, String)],
+) -> Result<ScriptOutcome, ScriptError> {
     let started = Instant::now();
     let name = script.to_string();
     let joined = agent_dir.join(script);
@@ -302,7 +316,8 @@ pub fn run_script_in(
     env.apply(&mut cmd);
     cmd.args(&args)
         .current_dir(&workdir)
-        .env("LLM_AGENT_DATA_DIR", &workdir);
+        .env("LLM_AGENT_DATA_DIR", &workdir)
+        .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
 
     let json = serde_json::to_string(state).map_err(|e| ScriptError::State {
         script: name.clone(),

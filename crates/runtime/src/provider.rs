@@ -391,7 +391,7 @@ impl LlmProvider for ScriptedProvider {
             cur.first_free += 1;
         }
         let pick = (cur.first_free..self.replies.len())
-            .find(|&i| !cur.used[i] && self.replies[i].node.as_deref().is_none_or(|n| n == node));
+            .find(|&i| !cur.used[i] && self.replies[i].node.as_deref().is_none_or(|n| reply_fits(n, node)));
         let Some(i) = pick else {
             return Err(self.exhausted(node, &cur));
         };
@@ -479,6 +479,13 @@ impl LlmProvider for ScriptedProvider {
         cur.first_free = 0;
         Ok(())
     }
+}
+
+/// Whether a reply aimed at `target` (`node:`) may answer a call of `node`: the same name, or
+/// the name of a call inside a Loki map item, `<node>[<item>]` (`node: verify` answers every
+/// item of `verify`, `node: "verify[1]"` only item 1).
+fn reply_fits(target: &str, node: &str) -> bool {
+    node == target || node.strip_prefix(target).is_some_and(|rest| rest.starts_with('['))
 }
 
 /// Characters of text in a JSON value (strings and keys), without serialising it.
