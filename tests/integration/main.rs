@@ -33,5 +33,6 @@ mod run_sherma;
 mod run_skills;
 mod save_kill;
 mod security;
+mod sherma_fidelity;
 mod tidy;
 mod trust;

@@ -95,6 +95,10 @@ pub struct RecordedResponse {
 pub struct RecordedError {
     pub kind: ErrorKind,
     pub message: String,
+    /// The error's own text when it differs from `message` ([`ProviderError::raw`]), so a
+    /// replay records the same state as the run it replays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -317,7 +321,7 @@ impl LlmProvider for Recorder {
                     }),
                     None,
                 ),
-                Err(e) => (None, Some(RecordedError { kind: e.kind, message: e.message.clone() })),
+                Err(e) => (None, Some(RecordedError { kind: e.kind, message: e.message.clone(), raw: e.raw.clone() })),
             };
             Exchange::Llm { node: req.node.clone(), call, request: recorded_request(req), response, error }
         });
@@ -508,7 +512,9 @@ impl LlmProvider for Replayer {
         }
         if let Some(e) = error {
             // The recorded failure exactly as it happened (a replay reproduces the trace).
-            return Err(ProviderError::new(&req.node, e.kind, e.message.clone()));
+            let mut err = ProviderError::new(&req.node, e.kind, e.message.clone());
+            err.raw = e.raw.clone();
+            return Err(err);
         }
         let r = response.clone().unwrap_or_default();
         if let Some(c) = &r.content

@@ -16,6 +16,8 @@
 //!   - node: summarise        # only the node `summarise` takes this one
 //!     content: "Done."
 //!   - error: "429 rate limit" # this call fails (to exercise retries and fallbacks)
+//!   - node: select            # a structured reply: a mapping or list is sent as JSON text
+//!     content: {skills: [{id: weather}]}
 //! ```
 //!
 //! Each LLM call scans the replies in file order, skips the ones already used and the ones
@@ -102,11 +104,25 @@ pub struct ProviderError {
     pub kind: ErrorKind,
     /// How long the server asked us to wait before trying again (`Retry-After`).
     pub retry_after: Option<Duration>,
+    /// The error's own text, without the context Switchyard adds to `message` (a scripted
+    /// error's `error:` text as written, without its file and line). It is what an agent's own
+    /// state records, as upstream records the exception's message (sherma's
+    /// `__sherma__.last_error.message`); `None`: `message` is the error's own text.
+    pub raw: Option<String>,
 }
 
 impl ProviderError {
     pub fn new(node: &str, kind: ErrorKind, message: impl Into<String>) -> ProviderError {
-        ProviderError { node: node.to_string(), message: message.into(), hint: None, kind, retry_after: None }
+        ProviderError { node: node.to_string(), message: message.into(), hint: None, kind, retry_after: None, raw: None }
+    }
+    /// The error's own text (see [`ProviderError::raw`]).
+    pub fn raw(mut self, raw: impl Into<String>) -> ProviderError {
+        self.raw = Some(raw.into());
+        self
+    }
+    /// What an agent's state records of this error: its own text, else `message` (no hint).
+    pub fn own_message(&self) -> &str {
+        self.raw.as_deref().unwrap_or(&self.message)
     }
     pub fn hint(mut self, hint: impl Into<String>) -> ProviderError {
         self.hint = Some(hint.into());
@@ -406,7 +422,8 @@ impl LlmProvider for ScriptedProvider {
                 node,
                 ErrorKind::from_text(e),
                 format!("{e} (scripted error, {}:{})", self.path.display(), r.line),
-            ));
+            )
+            .raw(e.clone()));
         }
         let tool_calls: Vec<ToolCall> = r
             .tool_calls
@@ -580,7 +597,7 @@ fn check_reply(file: &SourceFile, r: &YNode, diags: &mut Vec<Diagnostic>) -> Opt
     }
     let before = diags.len();
     unknown_keys(file, r, REPLY_KEYS, "a reply", diags);
-    let content = r.get("content").and_then(|c| text_field(file, c, "content", diags));
+    let content = r.get("content").and_then(|c| content_field(file, c, diags));
     let node = r.get("node").and_then(|c| text_field(file, c, "node", diags));
     let error = r.get("error").and_then(|c| text_field(file, c, "error", diags));
     let mut tool_calls = Vec::new();
@@ -599,6 +616,16 @@ fn check_reply(file: &SourceFile, r: &YNode, diags: &mut Vec<Diagnostic>) -> Opt
     }
     let line = file.line_col(r.span.start as usize).line;
     Some(ScriptedReply { node, content, tool_calls, error, line })
+}
+
+/// A reply's `content`: text, or a mapping or list — a structured reply (for a node with
+/// sherma's `response_format` or Loki's `output_schema`) — sent on as its JSON text, as a
+/// structured-output model answers. `null` counts as absent.
+fn content_field(file: &SourceFile, n: &YNode, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    match &n.kind {
+        YKind::Map(_) | YKind::Seq(_) => Some(n.to_json().to_string()),
+        _ => text_field(file, n, "content", diags),
+    }
 }
 
 /// A scalar field as text (`null` counts as absent).
@@ -791,6 +818,10 @@ mod tests {
         let p = load("replies:\n  - error: 429 rate limit\n  - content: ok\n").unwrap();
         let e = p.complete(&req("n"), &CallCtl::none()).unwrap_err();
         assert!(e.message.starts_with("429 rate limit (scripted error, replies.yaml:2)"), "{}", e.message);
+        // The error's own text, as a model client would raise it, without our context.
+        assert_eq!(e.raw.as_deref(), Some("429 rate limit"));
+        assert_eq!(e.own_message(), "429 rate limit");
+        assert_eq!(ProviderError::new("n", ErrorKind::Other, "plain").own_message(), "plain");
         let m = p.mark();
         assert_eq!(m, 1);
         assert_eq!(p.complete(&req("n"), &CallCtl::none()).unwrap().content.as_deref(), Some("ok"));
@@ -799,6 +830,31 @@ mod tests {
         assert_eq!(p.complete(&req("n"), &CallCtl::none()).unwrap().content.as_deref(), Some("ok"));
         p.rewind_to(0);
         assert!(p.complete(&req("n"), &CallCtl::none()).is_err(), "the error reply is given back too");
+    }
+
+    #[test]
+    fn structured_content_is_sent_as_json_text() {
+        // A mapping (block or flow) or a list as `content`: a structured reply, as a model with
+        // structured output gives it.
+        let p = load(
+            "replies:\n  - node: select\n    content:\n      skills:\n        - id: weather\n          version: \"1.0.0\"\n        - {id: maps, n: 2, ok: true, none: null}\n  - content: [1, two]\n  - content: {}\n",
+        )
+        .unwrap();
+        let text = content(&p, "select");
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"skills": [{"id": "weather", "version": "1.0.0"}, {"id": "maps", "n": 2, "ok": true, "none": null}]})
+        );
+        assert_eq!(text, r#"{"skills":[{"id":"weather","version":"1.0.0"},{"id":"maps","n":2,"ok":true,"none":null}]}"#);
+        assert_eq!(content(&p, "x"), r#"[1,"two"]"#);
+        assert_eq!(content(&p, "x"), "{}");
+        // Every other field keeps its positioned diagnostics.
+        let errs = load("replies:\n  - content: {a: 1}\n    node: {n: x}\n  - error: [boom]\n").unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert_eq!((errs[0].code.as_str(), errs[0].line, errs[0].column), ("wrong-type", 3, 11));
+        assert!(errs[0].message.contains("`node` must be text"), "{}", errs[0].message);
+        assert_eq!((errs[1].line, errs[1].column), (4, 12));
+        assert!(errs[1].message.contains("`error` must be text"), "{}", errs[1].message);
     }
 
     #[test]

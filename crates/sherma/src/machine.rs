@@ -655,6 +655,8 @@ impl ShermaMachine {
                             message: format!("LLM call failed: {e}"),
                             kind: "LLMError".into(),
                             attempt,
+                            // Upstream records `str(exception)`: the error's own text.
+                            own: Some(e.own_message().to_string()),
                         });
                     }
                     let r = retry.as_ref().expect("attempts > 1 only with retry");
@@ -916,7 +918,12 @@ impl ShermaMachine {
                         result: Value::Null,
                         error: Some(e.clone()),
                     });
-                    return Err(NodeError { message: format!("tool `{}` failed: {e}", call.name), kind: "ToolException".into(), attempt: 1 });
+                    return Err(NodeError {
+                        message: format!("tool `{}` failed: {e}", call.name),
+                        kind: "ToolException".into(),
+                        attempt: 1,
+                        own: None,
+                    });
                 }
             }
             // Skill tracking for tool-driven loads (§7.2 step 6).
@@ -1000,7 +1007,8 @@ impl ShermaMachine {
         }
     }
 
-    /// Run a `yaml_path` sub-agent to completion as a nested run; its last AI message's text.
+    /// Run a `yaml_path` sub-agent to completion as a nested run; its last message's text (what
+    /// upstream's tool wrapper gets: the final A2A message, the last state message).
     fn run_sub_agent(&self, node: &str, id: &str, request: &str, cx: &Cx<'_>) -> Result<Option<String>, String> {
         let sd = self.shared.sherma();
         let ent = sd
@@ -1021,7 +1029,7 @@ impl ShermaMachine {
         let mut child = ShermaMachine::new(doc, None, Value::String(request.to_string()), self.shared.opts.clone())
             .map_err(|e| format!("sub-agent `{id}`: {e}"))?;
         match run_nested(&mut child, cx, node, Value::String(request.to_string()), None) {
-            NestedEnd::Completed(_) => Ok(child.last_ai_text()),
+            NestedEnd::Completed(_) => Ok(child.last_message_text()),
             // Upstream: a sub-agent that ends waiting for input gives an empty result.
             NestedEnd::Unanswered(_) => Ok(None),
             NestedEnd::Failed { node: n, message } => {
@@ -1032,13 +1040,12 @@ impl ShermaMachine {
         }
     }
 
-    fn last_ai_text(&self) -> Option<String> {
-        self.state
-            .messages()
-            .iter()
-            .rev()
-            .find(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
-            .map(|m| display(m.get("content").unwrap_or(&Value::Null)))
+    /// The run's reply: the text of the last message of `messages`, whatever its role, as
+    /// upstream's `send_message` yields the last state message (reference/sherma.md §14) — so
+    /// the error-recovery example's apology, a human message made by its data_transform, is
+    /// the reply. `None` without messages.
+    fn last_message_text(&self) -> Option<String> {
+        self.state.messages().last().map(|m| display(m.get("content").unwrap_or(&Value::Null)))
     }
 
     fn skill_tool(&self, name: &str, args: &Value, stop: &std::sync::atomic::AtomicBool) -> String {
@@ -1179,18 +1186,28 @@ enum NodeResult {
 }
 
 struct NodeError {
+    /// What events, the timeline and the run's failure say: the error with Switchyard's context
+    /// (`LLM call failed: boom (scripted error, replies.yaml:4)`).
     message: String,
     /// Error class for `__sherma__.last_error.type`.
     kind: String,
     attempt: i64,
+    /// The error's own text, as upstream records `str(exception)` (`boom`), when it differs
+    /// from `message`: what the agent's state (`__sherma__.last_error.message`) and its
+    /// `on_node_error` hooks get. `None`: `message`.
+    own: Option<String>,
 }
 
 impl NodeError {
     fn plain(message: String) -> NodeError {
-        NodeError { message, kind: "NodeError".into(), attempt: 1 }
+        NodeError { message, kind: "NodeError".into(), attempt: 1, own: None }
     }
     fn hook(message: String) -> NodeError {
-        NodeError { message, kind: "HookError".into(), attempt: 1 }
+        NodeError { message, kind: "HookError".into(), attempt: 1, own: None }
+    }
+    /// What the agent sees of the error (see [`NodeError::own`]).
+    fn own_message(&self) -> &str {
+        self.own.as_deref().unwrap_or(&self.message)
     }
 }
 
@@ -1441,7 +1458,7 @@ impl ShermaMachine {
                         let mut internal = self.state.get(INTERNAL).and_then(Value::as_object).cloned().unwrap_or_default();
                         internal.insert(
                             "last_error".into(),
-                            json!({"node": node, "type": e.kind, "message": e.message, "attempt": e.attempt}),
+                            json!({"node": node, "type": e.kind, "message": e.own_message(), "attempt": e.attempt}),
                         );
                         internal.insert("error_fallback".into(), Value::String(fb.value.clone()));
                         cx.emit(EventBody::Error {
@@ -1475,7 +1492,7 @@ impl ShermaMachine {
 
     /// The run's result: the last AI message's text, else null.
     fn final_output(&self) -> Value {
-        self.last_ai_text().map(Value::String).unwrap_or(Value::Null)
+        self.last_message_text().map(Value::String).unwrap_or(Value::Null)
     }
 }
 

@@ -77,16 +77,20 @@ impl ShermaMachine {
             return Some(e);
         }
         let ctx = json!({"node_context": self.node_context(node), "node_name": node, "node_type": self.kind(node),
-            "error": {"type": e.kind, "message": e.message}, "state": self.state.to_json()});
+            "error": {"type": e.kind, "message": e.own_message()}, "state": self.state.to_json()});
         match self.fire("on_node_error", Some(node), ctx, cx) {
             Err(msg) => Some(NodeError { message: format!("{}; then {msg}", e.message), ..e }),
             Ok(out) => match out.get("error") {
                 None | Some(Value::Null) => None,
-                Some(err) => Some(NodeError {
-                    message: err.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or(e.message),
-                    kind: err.get("type").and_then(Value::as_str).map(str::to_string).unwrap_or(e.kind),
-                    attempt: e.attempt,
-                }),
+                Some(err) => {
+                    let kind = err.get("type").and_then(Value::as_str).map(str::to_string).unwrap_or(e.kind.clone());
+                    match err.get("message").and_then(Value::as_str) {
+                        // The hook passed the message on as it got it: our context stays.
+                        None => Some(NodeError { kind, ..e }),
+                        Some(m) if m == e.own_message() => Some(NodeError { kind, ..e }),
+                        Some(m) => Some(NodeError { message: m.to_string(), kind, attempt: e.attempt, own: None }),
+                    }
+                }
             },
         }
     }

@@ -124,6 +124,7 @@ fn node_error(message: String) -> NodeError {
         message,
         kind: "A2AError".into(),
         attempt: 1,
+        own: None,
     }
 }
 
