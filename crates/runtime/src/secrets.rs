@@ -216,7 +216,8 @@ pub fn scrub_shapes(text: &str) -> Cow<'_, str> {
         let hit = at_boundary
             .then(|| {
                 SHAPES.iter().find_map(|(prefix, min)| {
-                    if !text[i..].starts_with(prefix) {
+                    // Bytes, not `text[i..]`: `i` may sit inside a multi-byte character.
+                    if !b[i..].starts_with(prefix.as_bytes()) {
                         return None;
                     }
                     let start = i + prefix.len();
@@ -309,6 +310,9 @@ mod tests {
             "use [redacted:secret-shaped] now; sk-short stays; task-sk-AbCdEf0123456789abcdef stays; [redacted:secret-shaped]."
         );
         assert!(matches!(scrub_shapes("nothing here"), Cow::Borrowed(_)));
+        // Multi-byte characters right before a prefix or inside the text do not split.
+        assert_eq!(scrub_shapes("ONLY — do ⚠️ sk-AbCdEf0123456789abcdefgh"), "ONLY — do ⚠️ [redacted:secret-shaped]");
+        assert!(matches!(scrub_shapes("EXTRACTION ONLY — do not judge 🔴"), Cow::Borrowed(_)));
         let mut v = json!({"a": [format!("Bearer {key}")], key: 1});
         scrub_value_shapes(&mut v);
         assert_eq!(v, json!({"a": ["Bearer [redacted:secret-shaped]"], "[redacted:secret-shaped]": 1}));
