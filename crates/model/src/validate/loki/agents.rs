@@ -37,5 +37,44 @@ impl V<'_> {
             ));
             self.push(d);
         }
+        self.agent_inputs();
+    }
+
+    /// coyote 0.10.3 (part of upstream 6, "validate agent node inputs at load time"): `inputs`
+    /// seed a child *graph* agent's state; `initial_prompt` is reserved (seeded from `prompt`).
+    fn agent_inputs(&mut self) {
+        for n in &self.l.nodes {
+            let NodeBody::Agent(a) = &n.body else {
+                continue;
+            };
+            let Some(inputs) = &a.inputs else { continue };
+            for (k, _) in inputs {
+                if k.value == "initial_prompt" {
+                    let d = self
+                        .err("loki-agent-inputs", "agent node `inputs` may not set 'initial_prompt': it is always seeded from `prompt`", k.span)
+                        .node(n.id.value.clone())
+                        .hint("put the text in the node's `prompt`, or use another key");
+                    self.push(d);
+                }
+            }
+            let Some(name) = &a.agent else { continue };
+            let dir = self.agent_dir_for(&name.value);
+            if dir.join("config.yaml").is_file() && !dir.join("graph.yaml").is_file() {
+                let span = n
+                    .node
+                    .entry("inputs")
+                    .map(|e| e.key.span)
+                    .unwrap_or(n.id.span);
+                let d = self
+                    .err(
+                        "loki-agent-inputs",
+                        format!("agent node sets `inputs`, but '{}' is a config.yaml agent: only graph agents have a state to seed", name.value),
+                        span,
+                    )
+                    .node(n.id.value.clone())
+                    .hint("remove `inputs` and pass what the agent needs in `prompt` (or the agent's variables)");
+                self.push(d);
+            }
+        }
     }
 }

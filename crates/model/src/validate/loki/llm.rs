@@ -108,9 +108,69 @@ impl V<'_> {
                     .hint(hint);
                 self.push(d);
             }
+            // coyote 0.10.3: `mcp_tools` keys name servers this graph enables.
+            for (server, _) in x.mcp_tools.iter().flat_map(|m| m.servers.iter()) {
+                if servers.contains(&"all") || servers.contains(&server.value.as_str()) {
+                    continue;
+                }
+                let hint = match did_you_mean(&server.value, servers.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`? `mcp_tools` narrows the tools of servers listed under `mcp_servers`"),
+                    None => format!("add `{}` to the graph's `mcp_servers`, or remove this entry", server.value),
+                };
+                let d = self
+                    .err(
+                        "loki-mcp-tools",
+                        format!("llm node 'mcp_tools' references MCP server '{}' not enabled by this graph", server.value),
+                        server.span,
+                    )
+                    .node(n.id.value.clone())
+                    .hint(hint);
+                self.push(d);
+            }
             if let Some(m) = &x.model {
                 self.check_model(m, Some(&n.id.value));
             }
+        }
+        // The graph-level allow-lists: a server the graph does not enable restricts nothing.
+        for (server, _) in l.mcp_tools.iter().flat_map(|m| m.servers.iter()) {
+            if servers.contains(&"all") || servers.contains(&server.value.as_str()) {
+                continue;
+            }
+            let d = self
+                .warn(
+                    "loki-mcp-tools",
+                    format!("graph 'mcp_tools' names MCP server '{}', which `mcp_servers` does not enable: the allow-list applies to nothing", server.value),
+                    server.span,
+                )
+                .hint(match did_you_mean(&server.value, servers.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!("add `{}` to `mcp_servers`, or remove this entry", server.value),
+                });
+            self.push(d);
+        }
+    }
+
+    /// Upstream 13 (coyote 0.10.3, `output_schema_properties`): only the keys an `output_schema`
+    /// declares under `properties` merge into state, so a schema without them merges nothing.
+    pub(super) fn output_schema_properties(&mut self) {
+        for n in &self.l.nodes {
+            let Some(schema) = n.output_schema() else { continue };
+            let props = schema.value.get("properties");
+            if props.is_some_and(|p| p.as_object().is_some_and(|o| !o.is_empty())) {
+                continue;
+            }
+            let d = self
+                .warn(
+                    "loki-output-schema",
+                    format!(
+                        "{} node's `output_schema` declares no `properties`: only declared properties merge into state, so nothing of the reply does",
+                        n.kind_str()
+                    ),
+                    schema.span,
+                )
+                .node(n.id.value.clone())
+                .hint("declare the keys under `properties:` (e.g. `properties: {summary: {type: string}}`), or capture the whole reply with `state_updates: {result: \"{{output}}\"}`");
+            self.push(d);
         }
     }
 

@@ -1,119 +1,171 @@
-//! Map nodes: the branch contract (upstream step 12) and the `output` trap of reference §9.2.
+//! Map nodes: per-item branch chains (upstream 19 `map_subgraphs`, coyote 0.10.3) and the
+//! output key a chain never writes.
 
 use super::V;
 use crate::doc::loki::NodeBody;
+use std::collections::VecDeque;
+use syntax::source::Span;
 
 impl V<'_> {
-    /// Upstream 12: the map branch contract (node type, no `next`, writes, output schema).
-    pub(super) fn map_branches(&mut self) {
+    /// A map's chain with, per node, the span of the reference that first reached it (the
+    /// map's `branch` for the entry, else a `next` / `fallback` entry of a chain node).
+    fn chain_with_spans(&self, entry: usize, entry_span: Span) -> Vec<(usize, Span)> {
         let l = self.l;
-        for n in &l.nodes {
-            let Some(m) = n.map() else { continue };
-            let Some(bref) = &m.branch else { continue };
-            let Some(b) = self.node_by(&bref.value) else {
-                continue;
-            };
-            let kind = b.kind_str();
-            if matches!(kind, "approval" | "input" | "end" | "map") {
-                let d = self
-                    .err(
-                        "loki-map-branch",
-                        format!("map branch '{}' is {} node; a map branch must be an llm, agent, rag or script node", b.id.value, a_kind(kind)),
-                        bref.span,
-                    )
-                    .node(n.id.value.clone())
-                    .hint("point `branch` at the node that processes one item; interaction, end and nested map nodes cannot run per item");
-                self.push(d);
-                continue;
-            }
-            if matches!(b.body, NodeBody::Unknown) {
-                continue;
-            }
-            if let Some(span) = b.next_span {
-                let d = self
-                    .err(
-                        "loki-map-branch",
-                        format!(
-                            "node '{}' is the branch of map '{}' and must not declare `next`: a map branch is atomic (the map collects its output and continues with its own `next`)",
-                            b.id.value, n.id.value
-                        ),
-                        span,
-                    )
-                    .node(b.id.value.clone())
-                    .hint("remove `next` from the branch node; put the follow-up on the map node's `next`");
-                self.push(d);
-            }
-            let ok = m.output_key();
-            for (k, _) in b.state_updates.iter().flatten() {
-                if k.value != ok {
-                    let d = self
-                        .err(
-                            "loki-map-branch",
-                            format!(
-                                "map branch '{}' writes state key '{}' in `state_updates`; a map branch may only write the map's output_key '{ok}' (everything else it writes is discarded)",
-                                b.id.value, k.value
-                            ),
-                            k.span,
-                        )
-                        .node(b.id.value.clone())
-                        .hint(format!("results reach the graph only through the map's `collect_into`; write `{ok}` or remove this entry"));
-                    self.push(d);
+        let mut out: Vec<(usize, Span)> = vec![(entry, entry_span)];
+        let mut q = VecDeque::from([entry]);
+        while let Some(u) = q.pop_front() {
+            let n = &l.nodes[u];
+            for t in n.next.iter().chain(n.fallback()) {
+                if let Some(j) = self.idx(&t.value)
+                    && !out.iter().any(|(k, _)| *k == j)
+                {
+                    out.push((j, t.span));
+                    q.push_back(j);
                 }
             }
-            if matches!(b.body, NodeBody::Llm(_) | NodeBody::Agent(_)) {
-                let props = b.output_schema_properties();
-                if !props.is_empty() {
-                    let span = b.output_schema().map(|s| s.span).unwrap_or(b.id.span);
+        }
+        out
+    }
+
+    /// Nodes on the main flow: reachable from `start` over declared edges other than a map's
+    /// `branch` (and not through a map chain).
+    fn main_flow(&self) -> Vec<bool> {
+        let mut seen = vec![false; self.l.nodes.len()];
+        let Some(s) = self.start_index() else {
+            return seen;
+        };
+        let mut q = VecDeque::from([s]);
+        seen[s] = true;
+        while let Some(u) = q.pop_front() {
+            for e in &self.adj[u] {
+                if !e.branch && !seen[e.to] {
+                    seen[e.to] = true;
+                    q.push_back(e.to);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Upstream 19 (coyote 0.10.3 `map_subgraphs`): a map's branch is the entry of a per-item
+    /// chain (every node reachable from it over `next` and `fallback`). Chain nodes are llm,
+    /// agent, rag or script nodes, without fan-out; none is also on the main flow; `as`
+    /// differs from `output_key`.
+    pub(super) fn map_subgraphs(&mut self) {
+        let l = self.l;
+        let main = self.main_flow();
+        for n in &l.nodes {
+            let Some(m) = n.map() else { continue };
+            if let Some(a) = &m.as_key
+                && a.value == m.output_key()
+            {
+                let span = m.output_key.as_ref().map(|k| k.span).unwrap_or(a.span);
+                let d = self
+                    .err(
+                        "loki-map-as",
+                        format!("map node's `as` and `output_key` are both '{}': the item key is removed before the chain starts, so the chain could never read its item", a.value),
+                        span,
+                    )
+                    .node(n.id.value.clone())
+                    .hint("give `as` and `output_key` different names (e.g. `as: item`, `output_key: result`)");
+                self.push(d);
+            }
+            let Some(bref) = &m.branch else { continue };
+            let Some(entry) = self.idx(&bref.value) else {
+                continue;
+            };
+            for (j, span) in self.chain_with_spans(entry, bref.span) {
+                let c = &l.nodes[j];
+                let kind = c.kind_str();
+                if matches!(kind, "approval" | "input" | "end" | "map") {
+                    let why = match kind {
+                        "approval" | "input" => "it would ask the user once per item, concurrently",
+                        "end" => "a chain ends at a node with no successor and the map collects its result; an end node would end the whole run",
+                        _ => "nested map fan-outs are not supported",
+                    };
+                    let first = if j == entry {
+                        format!("map branch '{}' is {} node", c.id.value, a_kind(kind))
+                    } else {
+                        format!("the branch chain of map '{}' reaches '{}', which is {} node", n.id.value, c.id.value, a_kind(kind))
+                    };
+                    let d = self
+                        .err("loki-map-branch", format!("{first}; chain nodes must be llm, agent, rag or script nodes: {why}"), span)
+                        .node(n.id.value.clone())
+                        .hint("end the chain at the node that produces the item's result (no `next`); put interaction, end and map nodes after the map");
+                    self.push(d);
+                    continue;
+                }
+                if c.is_fanout() {
                     let d = self
                         .err(
                             "loki-map-branch",
-                            format!(
-                                "map branch '{}' has an `output_schema` with properties ({}) that would merge into state; a map branch must not declare them",
-                                b.id.value,
-                                props.join(", ")
-                            ),
-                            span,
+                            format!("'{}' is in the branch chain of map '{}' and fans out: a chain runs one node at a time per item", c.id.value, n.id.value),
+                            c.next_span.unwrap_or(c.id.span),
                         )
-                        .node(b.id.value.clone())
-                        .hint("remove `output_schema` from the branch node; the map collects each item's result into `collect_into`");
+                        .node(c.id.value.clone())
+                        .hint("give chain nodes a single `next`; fan out after the map");
+                    self.push(d);
+                }
+                if main[j] {
+                    let d = self
+                        .err(
+                            "loki-map-branch",
+                            format!("'{}' is in the branch chain of map '{}' and also reachable from `start` on the main flow", c.id.value, n.id.value),
+                            c.id.span,
+                        )
+                        .node(c.id.value.clone())
+                        .hint("a chain node runs only per item inside its map: route the main flow elsewhere, or give the main flow its own node");
                     self.push(d);
                 }
             }
         }
     }
 
-    /// Beyond upstream (reference §9.2): a map collecting `output` from an llm, agent or rag
-    /// branch.
+    /// Beyond upstream: a chain that never visibly writes the map's `output_key` (it is removed
+    /// from each item's state before the chain starts, and an item that ends without it fails).
+    /// `output` in particular is removed again after each node's `state_updates`.
     pub(super) fn map_output_trap(&mut self) {
         let l = self.l;
         for n in &l.nodes {
             let Some(m) = n.map() else { continue };
-            let Some(b) = m.branch.as_ref().and_then(|b| self.node_by(&b.value)) else {
-                continue;
-            };
-            if !matches!(
-                b.body,
-                NodeBody::Llm(_) | NodeBody::Agent(_) | NodeBody::Rag(_)
-            ) || m.output_key() != "output"
-            {
+            let Some(bref) = &m.branch else { continue };
+            let chain = l.map_chain(&bref.value);
+            if chain.is_empty() {
                 continue;
             }
-            let span = m.branch.as_ref().map(|b| b.span).unwrap_or(n.id.span);
+            let key = m.output_key();
+            let mut opaque = false;
+            let mut writes = false;
+            for &j in &chain {
+                let c = &l.nodes[j];
+                match &c.body {
+                    NodeBody::Script(_) | NodeBody::Unknown => opaque = true,
+                    _ => {}
+                }
+                if c.write_set().iter().any(|k| k == key) {
+                    writes = true;
+                }
+                // An output schema without properties: nothing can be told.
+                if c.output_schema().is_some() && c.output_schema_properties().is_empty() {
+                    opaque = true;
+                }
+            }
+            if writes || opaque {
+                continue;
+            }
+            let hint = if key == "output" {
+                format!("set `output_key: result` on the map and `state_updates: {{result: \"{{{{output}}}}\"}}` on the chain's last node ('{}' when it is one node)", bref.value)
+            } else {
+                format!("write `{key}` in the `state_updates` of the chain's last node, e.g. `{key}: \"{{{{output}}}}\"`")
+            };
             let d = self
                 .warn(
                     "loki-map-output",
-                    format!(
-                        "map branch '{}' is {} node and the map collects its `output`, but Loki binds `output` only inside the node's `state_updates`: every item collects null or a stale value, or fails",
-                        b.id.value,
-                        a_kind(b.kind_str())
-                    ),
-                    span,
+                    format!("no node of the branch chain of map '{}' writes its output_key '{key}': it is removed from each item's state before the chain starts, so every item fails", n.id.value),
+                    bref.span,
                 )
                 .node(n.id.value.clone())
-                .hint(format!(
-                    "set `output_key: result` on the map and `state_updates: {{result: \"{{{{output}}}}\"}}` on '{}' (stored as a string)",
-                    b.id.value
-                ));
+                .hint(hint);
             self.push(d);
         }
     }

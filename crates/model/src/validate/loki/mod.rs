@@ -1,17 +1,22 @@
-//! Loki validation: upstream's checks (reference/loki.md §4) in upstream's order, with positions,
-//! then what users need and upstream only finds at run time (or never).
+//! Loki validation: upstream's checks in upstream's order (coyote 0.10.3's 22; reference/loki.md
+//! §4 and §11), with positions and hints, then what users need and upstream only finds at run
+//! time (or never).
 //!
-//! Upstream order: 1 references, 2 cycles, 3 reachability, 4 terminals, 5 scripts, 6 agents,
-//! 7 approvals, 8 rag, 9 llm tools/model, 10 skills, 11 concurrency, 12 map branch contract,
-//! 13 parallel UI, 14 parallel writes, 15 parallel reads. Then: `next` rules, zero limits,
-//! script extensions, template lint, unknown state keys, the `output` null leak of §9.1, the
-//! map/llm-branch trap of §9.2 and a seeded `initial_prompt`.
+//! Upstream order: 1 references, 2 cycles, 3 reachability, 4 terminal nodes, 5 scripts,
+//! 6 agents (and agent `inputs`), 7 approval routes, 8 rag, 9 llm nodes (tools, `mcp_tools`,
+//! models), 10 llm skills, 11 max_attempts, 12 fallback_capture, 13 output_schema_properties,
+//! 14 max_concurrency, 15 max_concurrency_template, 16 orchestration_limits, 17 timeouts (and
+//! the other caps `0` disables), 18 variable_shadowing, 19 map_subgraphs, 20 parallel user
+//! interaction, 21 parallel writes, 22 parallel reads. Then: `next` rules, script extensions,
+//! template lint, unknown state keys, a map chain that never writes its output key, a seeded
+//! `initial_prompt`, `teammates` without peers.
 //!
 //! One file per family of checks; `RULES` lists them in the order [`validate`] runs them.
 
 mod agents;
 mod approvals;
 mod cycles;
+mod fallbacks;
 mod limits;
 mod llm;
 mod map;
@@ -43,30 +48,36 @@ type Rule = fn(&mut V<'_>);
 /// upstream's order).
 const RULES: &[Rule] = &[
     // Upstream's validator (reference/loki.md §4), in its order.
-    |v| v.references(),           // 1
-    |v| v.cycles(),               // 2
-    |v| v.reachability(),         // 3
-    |v| v.terminals(),            // 4
-    |v| v.scripts(),              // 5
-    |v| v.agents(),               // 6
-    |v| v.approvals(),            // 7
-    |v| v.rag(),                  // 8
-    |v| v.llm_tools_and_models(), // 9
-    |v| v.skills(),               // 10
-    |v| v.concurrency(),          // 11
-    |v| v.map_branches(),         // 12
-    |v| v.parallel_ui(),          // 13
-    |v| v.parallel_writes(),      // 14
-    |v| v.parallel_reads(),       // 15
+    |v| v.references(),               // 1
+    |v| v.cycles(),                   // 2
+    |v| v.reachability(),             // 3
+    |v| v.terminals(),                // 4
+    |v| v.scripts(),                  // 5
+    |v| v.agents(),                   // 6
+    |v| v.approvals(),                // 7
+    |v| v.rag(),                      // 8
+    |v| v.llm_tools_and_models(),     // 9
+    |v| v.skills(),                   // 10
+    |v| v.max_attempts(),             // 11
+    |v| v.fallback_capture(),         // 12
+    |v| v.output_schema_properties(), // 13
+    |v| v.concurrency(),              // 14
+    |v| v.concurrency_template(),     // 15
+    |v| v.orchestration_limits(),     // 16
+    |v| v.timeouts(),                 // 17
+    |v| v.variable_shadowing(),       // 18
+    |v| v.map_subgraphs(),            // 19
+    |v| v.parallel_ui(),              // 20
+    |v| v.parallel_writes(),          // 21
+    |v| v.parallel_reads(),           // 22
     // Beyond upstream's validator.
     |v| v.next_rules(),
-    |v| v.zero_limits(),
     |v| v.script_extensions(),
     |v| v.templates(),
     |v| v.state_keys(),
-    |v| v.null_leak(),
     |v| v.map_output_trap(),
     |v| v.seeded_initial_prompt(),
+    |v| v.lonely_teammates(),
 ];
 
 /// Runs every check of `RULES` over one Loki graph (`graph` is its IR), adding the findings to
@@ -86,6 +97,8 @@ pub fn validate(doc: &Document, l: &LokiDoc, graph: &Graph, diags: &mut Vec<Diag
 struct DEdge {
     to: usize,
     span: Span,
+    /// A map's `branch` (into its per-item chain), not a step of the main flow.
+    branch: bool,
 }
 
 /// The targets of one fan-out (`next` list with more than one entry).
@@ -130,6 +143,7 @@ impl<'a> V<'a> {
                     adj[i].push(DEdge {
                         to: j,
                         span: t.to.span,
+                        branch: t.kind == crate::doc::loki::TargetKind::MapBranch,
                     });
                 }
             }
@@ -170,11 +184,6 @@ impl<'a> V<'a> {
 
     fn idx(&self, id: &str) -> Option<usize> {
         self.ids.get(id).copied()
-    }
-
-    fn node_by(&self, id: &str) -> Option<&'a LokiNode> {
-        let l: &'a LokiDoc = self.l;
-        self.idx(id).map(|i| &l.nodes[i])
     }
 
     fn push(&mut self, d: Diagnostic) {

@@ -10,12 +10,12 @@ impl V<'_> {
     /// map's `over`, input nodes with several `next` entries.
     pub(super) fn next_rules(&mut self) {
         let l = self.l;
+        // coyote 0.10.3: a map chain ends at a node without `next`.
         let branches: HashSet<&str> = l
-            .nodes
-            .iter()
-            .filter_map(|n| n.map())
-            .filter_map(|m| m.branch.as_ref())
-            .map(|b| b.value.as_str())
+            .map_chains()
+            .into_iter()
+            .flat_map(|(_, c)| c)
+            .map(|j| l.nodes[j].id.value.as_str())
             .collect();
         for (i, n) in l.nodes.iter().enumerate() {
             let kind = n.kind_str();
@@ -109,7 +109,7 @@ impl V<'_> {
                         n.id.span,
                     )
                     .node(n.id.value.clone())
-                    .hint("add `next: <node>`; only end nodes (and map branches) may have none");
+                    .hint("add `next: <node>`; only end nodes (and the last node of a map's branch chain) may have none");
                 self.push(d);
             }
         }

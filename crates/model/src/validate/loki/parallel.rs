@@ -157,50 +157,34 @@ impl<'a> V<'a> {
         }
     }
 
-    /// Beyond upstream (reference §9.1): parallel llm, agent and rag nodes with `state_updates`
-    /// each leave `output: null`.
-    pub(super) fn null_leak(&mut self) {
+    /// Beyond upstream (coyote 0.10.3 `teammates`): a flagged agent node with no flagged peer in
+    /// the same fan-out or map chain has no one to message.
+    pub(super) fn lonely_teammates(&mut self) {
         let groups = Rc::clone(&self.groups);
-        if self.l.reducer("output").is_some()
-            || self
-                .l
-                .initial_state_keys
-                .iter()
-                .any(|k| k.value == "output")
-        {
-            return;
-        }
-        for g in groups.iter() {
-            let mut ws: Vec<String> = g
-                .members
-                .iter()
-                .map(|&(j, _)| &self.l.nodes[j])
-                .filter(|t| {
-                    matches!(
-                        t.body,
-                        NodeBody::Llm(_) | NodeBody::Agent(_) | NodeBody::Rag(_)
-                    )
-                })
-                .filter(|t| t.state_updates.is_some())
-                .map(|t| t.id.value.clone())
-                .collect();
-            if ws.len() < 2 {
+        let l = self.l;
+        let chains = l.map_chains();
+        for (i, n) in l.nodes.iter().enumerate() {
+            let Some(t) = n.agent().and_then(|a| a.teammates.as_ref()).filter(|t| t.value) else {
+                continue;
+            };
+            let in_chain = chains.iter().any(|(_, c)| c.contains(&i));
+            let has_peer = groups.iter().any(|g| {
+                g.members.iter().any(|&(j, _)| j == i)
+                    && g.members
+                        .iter()
+                        .any(|&(j, _)| j != i && l.nodes[j].agent().is_some_and(|a| a.teammates()))
+            });
+            if in_chain || has_peer {
                 continue;
             }
-            ws.sort();
-            let span = g.source.next_span.unwrap_or(g.source.id.span);
             let d = self
                 .warn(
-                    "loki-null-leak",
-                    format!(
-                        "nodes [{}] run in parallel and have `state_updates`: Loki leaves `output: null` in state after each of them, so both branches write `output` and the run fails at the join (\"Key 'output' was written by {} parallel branches but has no reducer declared\") unless `output` already exists",
-                        ws.join(", "),
-                        ws.len()
-                    ),
-                    span,
+                    "loki-teammates",
+                    "`teammates: true` has no effect here: the node is neither in a map's branch chain nor in a fan-out with another `teammates` agent node",
+                    t.span,
                 )
-                .node(g.source.id.value.clone())
-                .hint("add `reducers: {output: overwrite}` (what Loki's own librarian agent does)");
+                .node(n.id.value.clone())
+                .hint("peers are the items of one map, or the flagged agent nodes of one `next: [...]` fan-out; remove the flag otherwise");
             self.push(d);
         }
     }

@@ -17,6 +17,8 @@ impl V<'_> {
             .map(|s| s.to_string())
             .collect();
         keys.extend(l.initial_state_keys.iter().map(|k| k.value.clone()));
+        // coyote 0.10.3 seeds every declared variable into state under its name.
+        keys.extend(l.variables.iter().map(|v| v.name.value.clone()));
         for n in &l.nodes {
             match &n.body {
                 NodeBody::Script(_) | NodeBody::Agent(_) | NodeBody::Unknown => return None,
@@ -74,6 +76,32 @@ impl V<'_> {
                     self.push(d);
                 }
             }
+        }
+    }
+
+    /// Upstream 18 (coyote 0.10.3): declared `variables` are seeded into state under their
+    /// names, and an `initial_state` key of the same name takes precedence — the variable's
+    /// default and any `--agent-variable` override never reach the state.
+    pub(super) fn variable_shadowing(&mut self) {
+        let l = self.l;
+        for k in &l.initial_state_keys {
+            let Some(v) = l.variables.iter().find(|v| v.name.value == k.value) else {
+                continue;
+            };
+            let d = self
+                .warn(
+                    "loki-variable-shadowed",
+                    format!(
+                        "`initial_state` key '{}' shadows the declared variable '{}': the state holds this value, never the variable's default or a run-time override",
+                        k.value, v.name.value
+                    ),
+                    k.span,
+                )
+                .hint(format!(
+                    "remove '{}' from `initial_state` (the variable is seeded into state under its name), or rename one of them",
+                    k.value
+                ));
+            self.push(d);
         }
     }
 
