@@ -25,6 +25,7 @@ mod offline;
 mod prop_edit;
 mod prop_loader;
 mod rag;
+mod run_coyote;
 mod run_driver;
 mod run_golden;
 mod run_loki;

@@ -1,0 +1,314 @@
+//! coyote 0.10.3's own graph agents run end to end through the CLI (issue 28): each is copied
+//! from the conformance corpus into a temp `<config>/agents/<name>/` (the corpus is read-only
+//! and `SWITCHYARD_CONFORMANCE` may point anywhere), with the global tools it names provided as
+//! small stand-ins in `<config>/functions/tools/`, a tiny project for its tools to read, and a
+//! replies file from `tests/fixtures/coyote/`; the folder is trusted with `--trust`, the run is
+//! offline and scripted, and its real Python scripts run. The JSONL trace, normalised (see
+//! [`normalize`] and [`canonical`]), must equal `tests/golden/coyote-<name>.jsonl`;
+//! `UPDATE_EXPECT=1` rewrites the files (review the diff).
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+use test_support::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn corpus_agents() -> PathBuf {
+    switchyard::testdata::conformance_dir().join("loki/coyote-0.10.3/assets/agents")
+}
+
+/// A global tool stand-in (argc tags as coyote's bash tools carry them): prints the file with
+/// line numbers.
+fn stand_in_tool(name: &str) -> String {
+    format!(
+        "#!/usr/bin/env bash\n# @describe {name}: test stand-in for coyote's tool of that name (prints the file with line numbers).\n\
+         # @option --path! The file to read.\n# @option --pattern A pattern (ignored).\n\
+         main() {{\n    nl -ba \"$argc_path\" >> \"$LLM_OUTPUT\"\n}}\n"
+    )
+}
+
+struct CoyoteRun {
+    /// The agent (a folder of the corpus) and, first, the other agents it spawns.
+    agents: &'static [&'static str],
+    /// `tests/fixtures/coyote/<replies>`.
+    replies: &'static str,
+    input: &'static str,
+    golden: &'static str,
+}
+
+const RUNS: &[CoyoteRun] = &[CoyoteRun {
+    agents: &["finding-verifier"],
+    replies: "finding-verifier.replies.yaml",
+    input: "Verify these findings. Repository: .\n\
+            🔴 CRITICAL src/lib.rs:2 — div divides by b without checking for zero\n\
+            🟡 WARNING src/lib.rs:1 — div takes unsigned integers\n\
+            🟡 WARNING src/missing.rs — missing.rs leaks a file handle",
+    golden: "coyote-finding-verifier",
+}];
+
+/// The agent folder of a run, laid out as coyote keeps it, and its graph file.
+fn lay_out(t: &TempDir, run: &CoyoteRun) -> PathBuf {
+    let config = t.join("config");
+    for a in run.agents {
+        let to = config.join("agents").join(a);
+        test_support::temp::copy_dir(&corpus_agents().join(a), &to);
+        // The project the findings cite (the agents resolve paths against their folder).
+        std::fs::create_dir_all(to.join("src")).unwrap();
+        std::fs::write(to.join("src/lib.rs"), "fn div(a: i32, b: i32) -> i32 {\n    a / b\n}\n").unwrap();
+    }
+    let tools = config.join("functions/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for name in ["fs_read", "fs_cat", "fs_grep", "fs_ls", "fs_glob"] {
+        std::fs::write(tools.join(format!("{name}.sh")), stand_in_tool(name)).unwrap();
+    }
+    config.join("agents").join(run.agents[0]).join("graph.yaml")
+}
+
+/// Run it through the CLI; returns the trace text and the CLI's output.
+fn cli_run(t: &TempDir, run: &CoyoteRun) -> (String, std::process::Output) {
+    let graph = lay_out(t, run);
+    let trace = t.join("trace.jsonl");
+    let replies = repo().join("tests/fixtures/coyote").join(run.replies);
+    let out = Command::new(BIN)
+        .args(["run", "--trust", "--quiet"])
+        .arg(&graph)
+        .arg("--llm-script")
+        .arg(&replies)
+        .args(["--input", run.input, "--trace"])
+        .arg(&trace)
+        .env("SWITCHYARD_TRUST", t.join("trust.json"))
+        .env("SWITCHYARD_RUNS_DB", t.join("runs.sqlite"))
+        .env("SWITCHYARD_PROVIDERS", t.join("no-providers.yaml"))
+        .env("SWITCHYARD_CACHE_DIR", t.join("cache"))
+        .env("SWITCHYARD_KEYRING", "off")
+        .env("LC_ALL", "C.UTF-8")
+        .env_remove("LOKI_FUNCTIONS_DIR")
+        .env_remove("LOKI_CONFIG_DIR")
+        .env_remove("SWITCHYARD_CHILD_ENV")
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    (text, out)
+}
+
+/// An event without what changes from run to run: times, durations, token estimates (they
+/// count characters of prompts that hold temp paths), the run id (`RUN`, nesting kept), the
+/// temp folder and the repository (`<tmp>`, `<repo>`).
+fn normalize(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        for k in ["ts_ms", "duration_ms", "usage", "cost_usd"] {
+            o.shift_remove(k);
+        }
+        if let Some(Value::String(run)) = o.get("run") {
+            let nested = run.split_once('/').map(|(_, rest)| format!("RUN/{rest}")).unwrap_or_else(|| "RUN".into());
+            o.insert("run".into(), Value::String(nested));
+        }
+    }
+    v
+}
+
+/// Which node of run `run` an event belongs to: its own node (or route source, or the node of
+/// an `agent:<node>` log) when the event is `run`'s, else the first segment of its nested run
+/// id below `run`. `None`: a run-level event.
+fn owner(e: &Value, run: &str) -> Option<String> {
+    let r = e["run"].as_str().unwrap_or("");
+    if r == run {
+        let src = e["source"].as_str().and_then(|s| s.strip_prefix("agent:")).map(str::to_string);
+        return e["node"].as_str().or(e["from"].as_str()).map(str::to_string).or(src);
+    }
+    r.strip_prefix(run)?.strip_prefix('/').map(|rest| rest.split('/').next().unwrap_or(rest).to_string())
+}
+
+/// The events of `run` (and of the runs nested in it) in an order that does not depend on
+/// thread scheduling: parallel nodes (a fan-out), map items and nested runs interleave freely
+/// in a live trace. Within one super-step of `run` (its nodes entering with one step number),
+/// events are grouped by the node they
+/// belong to (sorted by node id); inside a group, the node's own events keep their order and
+/// the runs nested below it (an agent node's child run, a map's items `<map>/<i>`) follow its
+/// first event, each as a block (ordered by run id, each put in this order recursively).
+fn canonical(events: &[Value], run: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut block: Vec<Value> = Vec::new();
+    let flush = |block: &mut Vec<Value>, out: &mut Vec<Value>| {
+        let mut owners: Vec<String> = block.iter().filter_map(|e| owner(e, run)).collect();
+        owners.sort();
+        owners.dedup();
+        for o in owners {
+            let mine: Vec<&Value> = block.iter().filter(|e| owner(e, run).as_deref() == Some(o.as_str())).collect();
+            let own: Vec<&Value> = mine.iter().copied().filter(|e| e["run"].as_str() == Some(run)).collect();
+            let nested: Vec<Value> = mine.iter().copied().filter(|e| e["run"].as_str() != Some(run)).cloned().collect();
+            // The runs directly below this node: the shortest run ids among the nested events.
+            let mut children: Vec<String> = Vec::new();
+            let mut ids: Vec<&str> = nested.iter().filter_map(|e| e["run"].as_str()).collect();
+            ids.sort();
+            ids.dedup();
+            for id in &ids {
+                if !children.iter().any(|c| id.starts_with(&format!("{c}/"))) {
+                    children.push(id.to_string());
+                }
+            }
+            let mut own = own.into_iter();
+            if let Some(first) = own.next() {
+                out.push(first.clone());
+            }
+            for c in &children {
+                let sub: Vec<Value> = nested
+                    .iter()
+                    .filter(|e| e["run"].as_str().is_some_and(|r| r == c || r.starts_with(&format!("{c}/"))))
+                    .cloned()
+                    .collect();
+                out.extend(canonical(&sub, c));
+            }
+            out.extend(own.cloned());
+        }
+        block.clear();
+    };
+    let mut step = None;
+    for e in events {
+        // A super-step of `run` begins where one of its nodes enters with a new step number.
+        if e["run"].as_str() == Some(run) && e["event"] == "node_enter" && step != Some(e["step"].clone()) {
+            step = Some(e["step"].clone());
+            flush(&mut block, &mut out);
+        }
+        if owner(e, run).is_some() {
+            block.push(e.clone());
+        } else {
+            flush(&mut block, &mut out);
+            out.push(e.clone());
+        }
+    }
+    flush(&mut block, &mut out);
+    out
+}
+
+fn golden_text(trace: &str, t: &TempDir) -> String {
+    let events: Vec<Value> = trace.lines().map(|l| normalize(serde_json::from_str(l).expect("a JSON line"))).collect();
+    let mut out = String::new();
+    for e in canonical(&events, "RUN") {
+        out.push_str(&e.to_string());
+        out.push('\n');
+    }
+    let tmp = t.path().canonicalize().unwrap_or_else(|_| t.path().to_path_buf());
+    out.replace(&tmp.display().to_string(), "<tmp>")
+        .replace(&t.path().display().to_string(), "<tmp>")
+        .replace(&repo().display().to_string(), "<repo>")
+}
+
+#[test]
+fn coyote_agents_match_their_golden_traces() {
+    let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v != "0" && !v.is_empty());
+    let mut failures = Vec::new();
+    for run in RUNS {
+        let t = TempDir::new("coyote");
+        let (trace, out) = cli_run(&t, run);
+        assert!(
+            out.status.success(),
+            "{}: the run must complete\nstdout:\n{}\nstderr:\n{}\ntrace:\n{trace}",
+            run.golden,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = golden_text(&trace, &t);
+        let file = repo().join("tests/golden").join(format!("{}.jsonl", run.golden));
+        if update {
+            std::fs::write(&file, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&file).unwrap_or_default();
+        if want != got {
+            let first = want.lines().zip(got.lines()).position(|(a, b)| a != b).unwrap_or(want.lines().count().min(got.lines().count()));
+            failures.push(format!(
+                "{}: differs from {} at line {}:\n  want: {}\n  got:  {}",
+                run.golden,
+                file.display(),
+                first + 1,
+                want.lines().nth(first).unwrap_or("<end>"),
+                got.lines().nth(first).unwrap_or("<end>")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}\n\nIf the new traces are right, run with UPDATE_EXPECT=1 and review the diff.", failures.join("\n\n"));
+}
+
+/// Read a golden trace back.
+fn golden(name: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(repo().join("tests/golden").join(format!("{name}.jsonl"))).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn of<'a>(events: &'a [Value], kind: &str, run: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == kind && e["run"] == run).collect()
+}
+
+/// What the finding-verifier golden proves, said once more as assertions on the file (so a
+/// careless `UPDATE_EXPECT=1` cannot bless a run that lost one of them).
+#[test]
+fn finding_verifier_golden_shows_chains_retry_loop_fallback_and_extractor() {
+    let ev = golden("coyote-finding-verifier");
+    let last = ev.last().unwrap();
+    assert_eq!(last["event"], "run_finished");
+    assert_eq!(last["status"], "completed");
+    // The parse node's prose reply went through the structured-output extractor (a second
+    // request with its own system prompt, carrying the schema and the first reply).
+    let parse: Vec<&Value> = of(&ev, "llm_request", "RUN").into_iter().filter(|e| e["node"] == "parse").collect();
+    assert_eq!(parse.len(), 2, "the call and the extractor");
+    let extractor = parse[1]["messages"].as_array().unwrap();
+    assert!(extractor[0]["content"].as_str().unwrap().contains("JSON object"));
+    assert!(extractor[1]["content"].as_str().unwrap().starts_with("Schema:\n"));
+    assert!(extractor[1]["content"].as_str().unwrap().contains("Here are the findings I extracted"));
+    // Three items, each a chain of its own.
+    let steps = |run: &str| -> Vec<String> {
+        of(&ev, "node_enter", run).iter().map(|e| e["node"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(steps("RUN/verify_each/0"), ["verify_one", "verdict_gate"]);
+    // The `_next` retry loop: the gate rejected the first verdict and sent the item back.
+    assert_eq!(steps("RUN/verify_each/1"), ["verify_one", "verdict_gate", "verify_one", "verdict_gate"]);
+    let back = of(&ev, "route", "RUN/verify_each/1");
+    assert!(back.iter().any(|r| r["from"] == "verdict_gate" && r["to"] == "verify_one" && r["reason"]["type"] == "_next"));
+    // A dead verifier (two transient failures, max_attempts: 2) takes its per-item fallback.
+    assert_eq!(steps("RUN/verify_each/2"), ["verify_one", "verify_fault"]);
+    assert_eq!(of(&ev, "llm_error", "RUN/verify_each/2").len(), 2);
+    // A real tool call inside an item.
+    assert_eq!(of(&ev, "tool_result", "RUN/verify_each/0")[0]["name"], "fs_read");
+    let verdicts = &last["state"]["verdicts"];
+    let v: Vec<&str> = verdicts.as_array().unwrap().iter().map(|v| v["verdict"].as_str().unwrap()).collect();
+    assert_eq!(v, ["VERIFIED", "FALSE", "UNVERIFIABLE"]);
+    assert!(verdicts[2]["note"].as_str().unwrap().starts_with("PIPELINE-FAULT: verifier lane failed after retries — LLM node failed"));
+    assert!(last["output"].as_str().unwrap().starts_with("FINDING_VERIFIER_RESULTS"));
+}
+
+#[test]
+fn canonical_order_groups_parallel_nodes_and_items() {
+    let e = |run: &str, event: &str, node: &str| serde_json::json!({"event": event, "run": run, "node": node});
+    let shuffled = vec![
+        serde_json::json!({"event": "run_started", "run": "RUN"}),
+        e("RUN", "node_enter", "m"),
+        e("RUN/m/1", "node_enter", "b"),
+        e("RUN/m/0", "node_enter", "b"),
+        e("RUN/m/1", "node_exit", "b"),
+        e("RUN/m/0/b", "node_enter", "inner"),
+        e("RUN/m/0", "node_exit", "b"),
+        e("RUN", "node_exit", "m"),
+        serde_json::json!({"event": "run_finished", "run": "RUN"}),
+    ];
+    let got: Vec<String> = canonical(&shuffled, "RUN").iter().map(|e| format!("{} {}", e["run"].as_str().unwrap(), e["event"].as_str().unwrap())).collect();
+    assert_eq!(
+        got,
+        [
+            "RUN run_started",
+            "RUN node_enter",
+            "RUN/m/0 node_enter",
+            "RUN/m/0/b node_enter",
+            "RUN/m/0 node_exit",
+            "RUN/m/1 node_enter",
+            "RUN/m/1 node_exit",
+            "RUN node_exit",
+            "RUN run_finished"
+        ]
+    );
+}
