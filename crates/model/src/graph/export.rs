@@ -3,7 +3,7 @@
 use super::{EdgeKind, Graph};
 use serde_json::{Value, json};
 
-/// `{"nodes":[{"id","kind","derived",...}],"edges":[{"from","to","kind","label","derived","dynamic",...}]}`
+/// `{"nodes":[{"id","kind","derived",...,"lanes"?}],"edges":[{"from","to","kind","label","derived","dynamic",...}],"lanes"?:[{"map","nodes"}]}`
 pub fn to_json(g: &Graph) -> Value {
     let nodes: Vec<Value> = g
         .nodes_ordered()
@@ -16,6 +16,10 @@ pub fn to_json(g: &Graph) -> Value {
             }
             if n.dynamic_next {
                 v["dynamic_next"] = json!(true);
+            }
+            let lanes = g.lanes_of(&n.id);
+            if !lanes.is_empty() {
+                v["lanes"] = json!(lanes);
             }
             v
         })
@@ -38,13 +42,17 @@ pub fn to_json(g: &Graph) -> Value {
             v
         })
         .collect();
-    json!({
+    let mut out = json!({
         "dialect": g.dialect.as_str(),
         "agent": g.agent,
         "entry": g.entry.map(|ix| g.g[ix].id.clone()),
         "nodes": nodes,
         "edges": edges,
-    })
+    });
+    if !g.lanes.is_empty() {
+        out["lanes"] = json!(g.lanes);
+    }
+    out
 }
 
 fn mermaid_id(id: &str) -> String {

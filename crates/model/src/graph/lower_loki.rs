@@ -2,8 +2,9 @@
 //!
 //! One IR node per declared node (no `__start__`/`__end__` markers; `entry` is the `start`
 //! node). Edges: `next` (fan-out when the list has more than one entry), approval `routes`
-//! (labelled by option, `options` order then the other route keys) and `on_other`, script/llm
-//! `fallback`, map `branch`, and script `_next` as dynamic edges. `_next` targets come from the
+//! (labelled by option, `options` order then the other route keys) and `on_other`, script/llm/
+//! agent `fallback`, map `branch`, and script `_next` as dynamic edges. Each map's per-item
+//! chain (coyote 0.10.3) is its lane (`Graph::lanes`). `_next` targets come from the
 //! node's `x-next` list when written, else are inferred from the script source (node ids that
 //! appear as string literals in a script that mentions `_next`). Edges to unknown nodes are left
 //! out; the validator reports them.
@@ -178,6 +179,12 @@ pub fn lower(_doc: &Document, l: &LokiDoc) -> Graph {
         .start
         .as_ref()
         .and_then(|s| g.index.get(&s.value).copied());
+    for (m, chain) in l.map_chains() {
+        g.lanes.push(super::Lane {
+            map: l.nodes[m].id.value.clone(),
+            nodes: chain.iter().map(|&j| l.nodes[j].id.value.clone()).collect(),
+        });
+    }
 
     for n in &l.nodes {
         let Some(&from) = g.index.get(&n.id.value) else {

@@ -93,6 +93,14 @@ pub struct GEdge {
     pub span: Option<Span>,
 }
 
+/// A Loki map's per-item lane (coyote 0.10.3 branch chains): the map and the nodes of its
+/// chain (the branch entry first, then breadth-first over `next` and `fallback`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Lane {
+    pub map: String,
+    pub nodes: Vec<String>,
+}
+
 /// One agent's graph.
 #[derive(Debug)]
 pub struct Graph {
@@ -103,11 +111,13 @@ pub struct Graph {
     pub index: HashMap<String, NodeIndex>,
     /// The node execution starts at (sherma: `__start__`; Loki: the `start` node).
     pub entry: Option<NodeIndex>,
+    /// Loki map lanes, maps in declaration order.
+    pub lanes: Vec<Lane>,
 }
 
 impl Graph {
     pub fn new(dialect: Dialect, agent: impl Into<String>) -> Graph {
-        Graph { dialect, agent: agent.into(), g: StableDiGraph::new(), index: HashMap::new(), entry: None }
+        Graph { dialect, agent: agent.into(), g: StableDiGraph::new(), index: HashMap::new(), entry: None, lanes: Vec::new() }
     }
 
     /// Add a node; a second node with the same id is not added (the first is returned).
@@ -119,6 +129,12 @@ impl Graph {
         let ix = self.g.add_node(node);
         self.index.insert(id, ix);
         ix
+    }
+
+    /// The maps whose lanes hold `id`, in declaration order (a chain node may be shared, e.g. one
+    /// fault handler for several maps).
+    pub fn lanes_of(&self, id: &str) -> Vec<&str> {
+        self.lanes.iter().filter(|l| l.nodes.iter().any(|n| n == id)).map(|l| l.map.as_str()).collect()
     }
 
     pub fn node(&self, id: &str) -> Option<&GNode> {
