@@ -325,3 +325,27 @@ fn environment_is_interpolated_before_schema_checks() {
     );
     assert_eq!((missing[0].line, missing[0].column), (9, 17));
 }
+
+/// coyote 0.10.3's validator runs 22 checks; `tests/cases/loki/upstream/` holds a failing and a
+/// passing file for each (`NN_<check>_fail.yaml` / `NN_<check>_pass.yaml`): the failing file
+/// reports something, the passing one nothing (their `.expect` files pin the exact output).
+#[test]
+fn every_upstream_loki_check_has_a_failing_and_a_passing_case() {
+    const CHECKS: [&str; 22] = [
+        "references", "cycles", "reachability", "terminal_nodes", "scripts", "agents",
+        "approval_routes", "rag", "llm_nodes", "llm_skills", "max_attempts", "fallback_capture",
+        "output_schema_properties", "max_concurrency", "max_concurrency_template",
+        "orchestration_limits", "timeouts", "variable_shadowing", "map_subgraphs",
+        "parallel_user_interaction", "parallel_writes", "parallel_reads",
+    ];
+    let dir = cases_dir().join("loki/upstream");
+    for (i, check) in CHECKS.iter().enumerate() {
+        for (side, want_diags) in [("fail", true), ("pass", false)] {
+            let p = dir.join(format!("{:02}_{check}_{side}.yaml", i + 1));
+            let d = doc::load_path(&p);
+            assert!(!d.io_error, "{} is missing", p.display());
+            let diags = validate::validate(&d, None);
+            assert_eq!(!diags.is_empty(), want_diags, "{}: {diags:#?}", p.display());
+        }
+    }
+}
