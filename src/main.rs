@@ -32,7 +32,9 @@ enum GraphFormat {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Check agent files (sherma YAML files or Loki agent directories / graph.yaml files).
+    /// Check agent files (sherma YAML files or Loki agent directories / graph.yaml files), or
+    /// every agent of a coyote bundle folder (`agents/<name>/graph.yaml|config.yaml`, optional
+    /// `coyote-bundle.yaml`).
     ///
     /// Exit status: 0 no errors, 1 errors found, 2 usage or I/O problems.
     #[command(
@@ -40,7 +42,7 @@ enum Cmd {
         mut_arg("quiet", help("Do not print warnings"))
     )]
     Validate {
-        /// Files or agent directories.
+        /// Files, agent directories or bundle folders.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         #[command(flatten)]
@@ -257,7 +259,64 @@ fn cmd_validate(paths: &[PathBuf], agent: Option<&str>, format: DiagFormat, quie
     let color = color_for(std::io::stdout().is_terminal());
     let mut out = std::io::stdout().lock();
     let (mut n_err, mut n_warn) = (0, 0);
+    let mut n_files = 0;
     for p in paths {
+        // A coyote bundle folder: every agent in it, then a line for the bundle.
+        if let Some(b) = doc::bundle::discover(p) {
+            let mut diags = b.diagnostics.clone();
+            let mut files: Vec<switchyard::source::SourceFile> = b.manifest.iter().map(|m| m.file.clone()).collect();
+            let (mut b_err, mut b_warn) = validate::counts(&diags);
+            let mut lines = Vec::new();
+            for a in &b.agents {
+                let d: Document = doc::load_path(&a.file);
+                io_problem |= d.io_error;
+                let mut ad = validate::validate(&d, None);
+                ad.extend(switchyard::run::launch::manifest::restricted(&d));
+                // A config.yaml agent is what a bundle's agent nodes spawn: not a graph to draw,
+                // but not an error in a bundle either (its YAML is still checked).
+                if a.kind == doc::bundle::AgentKind::Config {
+                    ad.retain(|x| x.code != "loki-normal-agent");
+                }
+                let (e, w) = validate::counts(&ad);
+                b_err += e;
+                b_warn += w;
+                lines.push(format!("  {} {} ({}): {}", if e > 0 { "✗" } else { "✓" }, a.name, a.kind.as_str(), plural_counts(e, w)));
+                files.extend(d.files());
+                diags.extend(ad);
+            }
+            if quiet {
+                diags.retain(|x| x.is_error());
+                b_warn = 0;
+            }
+            n_err += b_err;
+            n_warn += b_warn;
+            n_files += b.agents.len() + usize::from(b.manifest.is_some());
+            any_error |= b_err > 0;
+            match format {
+                DiagFormat::Json => all.extend(diags.iter().map(diag_json)),
+                DiagFormat::Human => {
+                    let text = render_human(&diags, &files, color);
+                    let _ = out.write_all(text.as_bytes());
+                    let graphs = b.agents.iter().filter(|a| a.kind == doc::bundle::AgentKind::Graph).count();
+                    let _ = writeln!(
+                        out,
+                        "bundle {} ({}): {} agent{} ({graphs} graph, {} config){}: {}",
+                        b.name(),
+                        p.display(),
+                        b.agents.len(),
+                        if b.agents.len() == 1 { "" } else { "s" },
+                        b.agents.len() - graphs,
+                        if b.manifest.is_some() { format!(", {}", doc::bundle::MANIFEST_FILE) } else { String::new() },
+                        plural_counts(b_err, b_warn),
+                    );
+                    for l in lines {
+                        let _ = writeln!(out, "{l}");
+                    }
+                }
+            }
+            continue;
+        }
+        n_files += 1;
         let d: Document = doc::load_path(p);
         io_problem |= d.io_error;
         let mut diags = validate::validate(&d, agent);
@@ -283,7 +342,7 @@ fn cmd_validate(paths: &[PathBuf], agent: Option<&str>, format: DiagFormat, quie
             let _ = writeln!(out, "{}", serde_json::to_string_pretty(&all).unwrap_or_else(|_| "[]".into()));
         }
         DiagFormat::Human => {
-            let files = if paths.len() == 1 { "1 file".to_string() } else { format!("{} files", paths.len()) };
+            let files = if n_files == 1 { "1 file".to_string() } else { format!("{n_files} files") };
             let _ = writeln!(
                 out,
                 "{}: {n_err} error{}, {n_warn} warning{} in {files}",
@@ -300,6 +359,11 @@ fn cmd_validate(paths: &[PathBuf], agent: Option<&str>, format: DiagFormat, quie
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `2 errors, 1 warning`.
+fn plural_counts(e: usize, w: usize) -> String {
+    format!("{e} error{}, {w} warning{}", if e == 1 { "" } else { "s" }, if w == 1 { "" } else { "s" })
 }
 
 fn cmd_graph(path: &PathBuf, agent: Option<&str>, format: GraphFormat) -> ExitCode {

@@ -8,6 +8,7 @@
 
 mod a2a;
 mod bad_input;
+mod bundle;
 mod cases;
 mod child_env;
 mod conformance;

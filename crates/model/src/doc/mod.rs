@@ -3,6 +3,7 @@
 //! Loading never fails. [`load_path`] always returns a [`Document`]; what went wrong is in its
 //! diagnostics (I/O problems included), and as much of the model as could be read is there.
 
+pub mod bundle;
 pub mod env;
 pub mod loki;
 pub mod schema;
