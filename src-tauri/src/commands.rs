@@ -21,9 +21,9 @@ use ts_rs::TS;
 pub struct CmdError {
     pub message: String,
     /// What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs;
-    /// `path_not_allowed`: see paths.rs); absent for other failures.
+    /// `path_not_allowed`: see paths.rs; `bundle`: see bundle.rs); absent for other failures.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[ts(optional, type = r#""untrusted" | "manifest" | "path_not_allowed""#)]
+    #[ts(optional, type = r#""untrusted" | "manifest" | "path_not_allowed" | "bundle""#)]
     pub code: Option<&'static str>,
 }
 
@@ -160,7 +160,11 @@ pub async fn open_path(app: AppHandle, path: String, discard: Option<bool>) -> R
     if path.trim().is_empty() {
         return Err(CmdError::new("no path given: choose a YAML file or an agent folder to open"));
     }
-    crate::paths::check(&app, Path::new(&path), "open")?;
+    let judged = crate::paths::check(&app, Path::new(&path), "open")?;
+    // A bundle folder is not a document: the UI opens it with `bundle_open`.
+    if switchyard::doc::bundle::is_bundle(&judged) {
+        return Err(crate::bundle::refuse_open(Path::new(&path)));
+    }
     if !discard.unwrap_or(false) {
         refuse_if_dirty(&app)?;
     }
@@ -169,7 +173,7 @@ pub async fn open_path(app: AppHandle, path: String, discard: Option<bool>) -> R
 
 /// Opening another document while this one has unsaved changes would lose them: refuse, and say
 /// what to do. (`discard: true` on the command is the explicit "throw them away".)
-fn refuse_if_dirty(app: &AppHandle) -> Res<()> {
+pub fn refuse_if_dirty(app: &AppHandle) -> Res<()> {
     let state = app.state::<AppState>();
     let guard = state.lock_session();
     match guard.as_ref() {

@@ -756,12 +756,15 @@ mod contract {
             declaration::<ExportFormat>(c),
             declaration::<DocumentChanged>(c),
             declaration::<ChangeKind>(c),
+            declaration::<crate::bundle::BundleView>(c),
+            declaration::<crate::bundle::BundleAgentView>(c),
+            declaration::<crate::bundle::FolderOpened>(c),
         ];
         file(
-            "src-tauri (commands, main, debug, settings)",
+            "src-tauri (commands, main, debug, settings, bundle)",
             COMMAND,
             &[
-                "import type { Severity } from './syntax';",
+                "import type { Diagnostic, Severity } from './syntax';",
                 "import type { View } from './editor';",
                 "import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';",
             ],
@@ -777,6 +780,7 @@ mod contract {
             ("UNTRUSTED", crate::trust::UNTRUSTED),
             ("MANIFEST", crate::trust::MANIFEST),
             ("PATH_NOT_ALLOWED", crate::paths::PATH_NOT_ALLOWED),
+            ("BUNDLE", crate::bundle::BUNDLE),
         ];
         let ts = declaration::<CmdError>(&config());
         let union = ts.split("code?: ").nth(1).and_then(|r| r.split([',', '}']).next()).expect("CmdError.code in the TS");

@@ -1,10 +1,12 @@
 //! Switchyard desktop shell: wraps the engine's editing session (`switchyard::studio::Session`)
 //! in the Tauri commands and events of docs/app-contract.md §3. Only this crate knows Tauri.
 //!
-//!     switchyard-app [PATH]        PATH: a sherma YAML file, a Loki graph.yaml, or an agent folder
+//!     switchyard-app [PATH]        PATH: a sherma YAML file, a Loki graph.yaml, an agent folder,
+//!                                  or a coyote bundle folder (its agents are listed)
 //!     SWITCHYARD_OPEN=PATH switchyard-app
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod bundle;
 mod commands;
 mod debug;
 mod links;
@@ -137,7 +139,7 @@ fn startup_path() -> Option<PathBuf> {
 
 fn main() {
     if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
-        println!("usage: switchyard-app [PATH]\n\nOpens PATH (a sherma YAML file, a Loki graph.yaml, or an agent folder) in the Switchyard editor.\nSWITCHYARD_OPEN=PATH does the same.");
+        println!("usage: switchyard-app [PATH]\n\nOpens PATH (a sherma YAML file, a Loki graph.yaml, an agent folder, or a coyote bundle folder) in the Switchyard editor.\nSWITCHYARD_OPEN=PATH does the same.");
         return;
     }
     if std::env::args().skip(1).any(|a| a == "--version" || a == "-V") {
@@ -154,6 +156,7 @@ fn main() {
         .manage(AppState::default())
         .manage(debug::Debugger::default())
         .manage(paths::Grants::default())
+        .manage(bundle::OpenBundle::default())
         .setup(|app| {
             let dir = app.path().app_config_dir().ok();
             app.manage(recent::Recent::new(dir.map(|d| d.join("recent.json"))));
@@ -164,7 +167,9 @@ fn main() {
             if let Some(p) = startup_path() {
                 // Given on the command line: the user's choice, not the webview's.
                 paths::grant(app.handle(), &p);
-                if let Err(e) = commands::open(app.handle(), &p) {
+                // A bundle folder opens as the window's bundle: the UI lists its agents.
+                if bundle::open_at_start(app.handle(), &p) {
+                } else if let Err(e) = commands::open(app.handle(), &p) {
                     eprintln!("switchyard: {}", e.message);
                 }
             }
@@ -199,6 +204,10 @@ fn main() {
         .invoke_handler(tauri::generate_handler![
             commands::open_path,
             commands::open_dialog,
+            bundle::open_folder_dialog,
+            bundle::bundle_open,
+            bundle::bundle_current,
+            bundle::bundle_close,
             commands::recent_files,
             commands::get_view,
             commands::select_agent,

@@ -6,6 +6,7 @@ import type { Control } from './contract/runtime';
 import type { Breakpoint, RecordCheck, RunBatch, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from './debug/types';
 import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 import type { TrustStatus } from './contract/trust';
+import type { BundleView, FolderOpened } from './contract/shell';
 
 /** `run_control` actions (docs/app-contract.md §5.1; engine `Control`). `step_into` steps and
  *  pauses inside a nested run the step starts; `step_out` runs the rest of the nested run paused in. */
@@ -14,6 +15,15 @@ export type RunAction = Control;
 export interface Backend {
   openPath(path: string): Promise<View>;
   openDialog(): Promise<View | null>;
+  /** Choose a folder natively: a coyote bundle opens as a bundle, an agent folder as that agent;
+   *  null when cancelled. */
+  openFolderDialog(): Promise<FolderOpened | null>;
+  /** Open a coyote bundle folder (`open_path` refuses one with code `bundle`). */
+  bundleOpen(path: string): Promise<BundleView>;
+  /** The window's open bundle (read again), or null. */
+  bundleCurrent(): Promise<BundleView | null>;
+  /** Forget the open bundle. */
+  bundleClose(): Promise<null>;
   recentFiles(): Promise<string[]>;
   getView(): Promise<View | null>;
   selectAgent(name: string): Promise<View>;
@@ -119,7 +129,7 @@ export function errorMessage(e: unknown): string {
   }
 }
 
-/** The `code` of a refusal the shell tells apart (`untrusted`, `manifest`, `path_not_allowed`), else null. */
+/** The `code` of a refusal the shell tells apart (`untrusted`, `manifest`, `path_not_allowed`, `bundle`), else null. */
 export function errorCode(e: unknown): NonNullable<CommandError['code']> | null {
   if (e && typeof e === 'object' && typeof (e as { code?: unknown }).code === 'string') return (e as Required<CommandError>).code;
   return null;
@@ -144,6 +154,10 @@ export function createTauriBackend(): Backend {
   return {
     openPath: (path) => call('open_path', { path }),
     openDialog: () => call('open_dialog'),
+    openFolderDialog: () => call('open_folder_dialog'),
+    bundleOpen: (path) => call('bundle_open', { path }),
+    bundleCurrent: () => call('bundle_current'),
+    bundleClose: () => call('bundle_close'),
     recentFiles: () => call('recent_files'),
     getView: () => call('get_view'),
     selectAgent: (name) => call('select_agent', { name }),

@@ -1,7 +1,8 @@
 // Application state: one zustand store per app instance (tests make their own).
 import { createContext, useContext } from 'react';
 import { createStore, useStore, type StoreApi } from 'zustand';
-import { errorMessage, isConflictError, type Backend } from './backend';
+import { errorCode, errorMessage, isConflictError, type Backend } from './backend';
+import type { BundleView } from './contract/shell';
 import type { DocumentChanged, EditOp, ExportFormat, ExprError, Pos, RecoveryOffer, View, ViewEdge, ViewNode } from './types';
 
 export type Selection = { type: 'node'; id: string } | { type: 'edge'; id: string } | null;
@@ -36,6 +37,8 @@ export interface FocusRequest {
 export interface AppState {
   backend: Backend;
   view: View | null;
+  /** The open coyote bundle (its agents are listed), or null. */
+  bundle: BundleView | null;
   ready: boolean;
   recent: string[];
   selection: Selection;
@@ -62,6 +65,10 @@ export interface AppState {
   setView(view: View | null): void;
   openPath(path: string): Promise<void>;
   openDialog(): Promise<void>;
+  /** Open… on a folder: a bundle lists its agents, an agent folder opens. */
+  openFolderDialog(): Promise<void>;
+  openBundle(path: string): Promise<void>;
+  closeBundle(): Promise<void>;
   loadRecent(): Promise<void>;
   selectAgent(name: string): Promise<void>;
   edit(op: EditOp): Promise<boolean>;
@@ -124,6 +131,7 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
     return {
       backend,
       view: null,
+      bundle: null,
       ready: false,
       recent: [],
       selection: null,
@@ -154,6 +162,9 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
           get().setView(r.value);
           await get().checkRecovery();
         }
+        // A bundle given on the command line: its agents are listed.
+        const b = await attempt('Reading the open bundle', () => backend.bundleCurrent());
+        if (b.ok && b.value) set({ bundle: b.value });
         await get().loadRecent();
         set({ ready: true });
       },
@@ -170,7 +181,15 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
       },
 
       async openPath(path) {
-        const r = await attempt(`Opening ${path}`, () => backend.openPath(path));
+        let r: { ok: true; value: View } | { ok: false; error: unknown };
+        try {
+          r = { ok: true, value: await backend.openPath(path) };
+        } catch (error) {
+          // A bundle folder (dropped, recent): list its agents instead.
+          if (errorCode(error) === 'bundle') return get().openBundle(path);
+          get().toast('error', `Opening ${path} failed: ${errorMessage(error)}`);
+          r = { ok: false, error };
+        }
         if (r.ok) {
           set({ selection: null, pendingText: null });
           get().setView(r.value);
@@ -187,6 +206,33 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
           await get().checkRecovery();
           void get().loadRecent();
         }
+      },
+
+      async openFolderDialog() {
+        const r = await attempt('Opening a folder', () => backend.openFolderDialog());
+        if (!r.ok || !r.value) return;
+        if (r.value.bundle) {
+          set({ bundle: r.value.bundle });
+          void get().loadRecent();
+        } else if (r.value.view) {
+          set({ selection: null, pendingText: null });
+          get().setView(r.value.view);
+          await get().checkRecovery();
+          void get().loadRecent();
+        }
+      },
+
+      async openBundle(path) {
+        const r = await attempt(`Opening the bundle ${path}`, () => backend.bundleOpen(path));
+        if (r.ok) {
+          set({ bundle: r.value });
+          void get().loadRecent();
+        }
+      },
+
+      async closeBundle() {
+        const r = await attempt('Closing the bundle', () => backend.bundleClose());
+        if (r.ok) set({ bundle: null });
       },
 
       async loadRecent() {

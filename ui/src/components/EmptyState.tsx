@@ -1,8 +1,19 @@
 import { useApp, useAppStore } from '../store';
+import { BundlePanel } from './BundlePanel';
 
 export function EmptyState() {
   const store = useAppStore();
   const recent = useApp((s) => s.recent);
+  const bundle = useApp((s) => s.bundle);
+  if (bundle) {
+    return (
+      <div className="empty-state" data-testid="empty-state">
+        <div className="empty-card bundle-card">
+          <BundlePanel />
+        </div>
+      </div>
+    );
+  }
   return (
     <div className="empty-state" data-testid="empty-state">
       <div className="empty-card">
@@ -11,8 +22,11 @@ export function EmptyState() {
         <p className="muted">Author LLM agent graphs in sherma or Loki YAML.</p>
         <button type="button" className="btn primary big" data-testid="open-button" onClick={() => void store.getState().openDialog()}>
           Open agent…
+        </button>{' '}
+        <button type="button" className="btn big" data-testid="open-folder-button" onClick={() => void store.getState().openFolderDialog()}>
+          Open folder…
         </button>
-        <p className="drop-hint muted small">or drop a YAML file or a Loki agent folder onto this window · Ctrl+O</p>
+        <p className="drop-hint muted small">or drop a YAML file, a Loki agent folder or a coyote bundle folder onto this window · Ctrl+O</p>
         <h2>Recent</h2>
         <ul className="recent" data-testid="recent-list">
           {recent.length === 0 ? <li className="muted small">No recent files.</li> : null}

@@ -3,6 +3,7 @@ import { useApp, useAppStore } from '../store';
 import { buildSvg, svgToPngBase64 } from '../exportDiagram';
 import { useDarkTheme } from '../theme';
 import type { ExportFormat } from '../types';
+import { BundleSwitcher } from './BundlePanel';
 
 function SearchBox() {
   const store = useAppStore();
@@ -141,8 +142,12 @@ export function Header() {
           </button>
         </>
       ) : null}
+      <BundleSwitcher />
       <button type="button" className="btn" data-testid="open-header-button" onClick={() => void store.getState().openDialog()} title="Open (Ctrl+O)">
         Open…
+      </button>
+      <button type="button" className="btn" data-testid="open-folder-header-button" onClick={() => void store.getState().openFolderDialog()} title="Open an agent folder or a coyote bundle">
+        Folder…
       </button>
       <button
         type="button"

@@ -1,6 +1,6 @@
-// Generated from src-tauri (commands, main, debug, settings) by ts-rs (`cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract`); do not edit.
+// Generated from src-tauri (commands, main, debug, settings, bundle) by ts-rs (`cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract`); do not edit.
 // UPDATE_TS=1 with that command rewrites it after a change to the Rust types.
-import type { Severity } from './syntax';
+import type { Diagnostic, Severity } from './syntax';
 import type { View } from './editor';
 import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';
 
@@ -296,9 +296,9 @@ problem: string | null, };
 export type CmdError = { message: string, 
 /**
  * What kind of refusal, for the UI to recognise (`untrusted`, `manifest`: see trust.rs;
- * `path_not_allowed`: see paths.rs); absent for other failures.
+ * `path_not_allowed`: see paths.rs; `bundle`: see bundle.rs); absent for other failures.
  */
-code?: "untrusted" | "manifest" | "path_not_allowed", };
+code?: "untrusted" | "manifest" | "path_not_allowed" | "bundle", };
 
 /**
  * `apply_edit`'s answer: the `View` after the edit and `select`, the node the UI should select
@@ -330,3 +330,62 @@ export type DocumentChanged = { kind: ChangeKind, view: View, };
  * What happened to the open document on disk.
  */
 export type ChangeKind = "reloaded" | "conflict" | "deleted";
+
+/**
+ * A bundle as the UI lists it.
+ */
+export type BundleView = { 
+/**
+ * The bundle's folder (absolute).
+ */
+root: string, 
+/**
+ * The manifest's `name`, else the folder's name.
+ */
+name: string, 
+/**
+ * `coyote-bundle.yaml`'s path when the bundle has one.
+ */
+manifest: string | null, version: string | null, description: string | null, homepage: string | null, 
+/**
+ * Its agents, in name order.
+ */
+agents: Array<BundleAgentView>, 
+/**
+ * What is wrong with the manifest or the layout (agent folders that are not agents).
+ */
+diagnostics: Array<Diagnostic>, };
+
+/**
+ * One agent of a bundle.
+ */
+export type BundleAgentView = { 
+/**
+ * Its folder's name under `agents/`.
+ */
+name: string, 
+/**
+ * `graph` (a graph agent, drawn) or `config` (an LLM-loop agent that agent nodes spawn).
+ */
+kind: "graph" | "config", 
+/**
+ * Its agent file (absolute): what `open_path` opens.
+ */
+file: string, 
+/**
+ * The file's top-level `description`.
+ */
+description: string | null, 
+/**
+ * It has a `scripts/` folder.
+ */
+scripts: boolean, 
+/**
+ * Its agent-local tool file, if any.
+ */
+tools: string | null, };
+
+/**
+ * What `open_folder_dialog` opened: a bundle (listed) or an agent folder (its view).
+ */
+export type FolderOpened = { bundle: BundleView | null, view: View | null, };

@@ -7,6 +7,7 @@ import type { DocumentChanged, EditOp, ExprError, JsonValue, RecoveryOffer, View
 import type { DebugEvent, DurableRun, RecordCheck, RunBatch, RunInfo, TraceFile, TraceStateAt } from '../debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Settings, SettingsChange } from '../settings/types';
 import type { RunManifest, TrustStatus } from '../contract/trust';
+import type { BundleView } from '../contract/shell';
 import { viewEdge, viewNode } from './demo';
 
 export interface FakeCall {
@@ -17,6 +18,10 @@ export interface FakeCall {
 export interface FakeBackend extends Backend {
   calls: FakeCall[];
   view: View | null;
+  /** Bundle folders `bundleOpen` knows, by path; `openPath` of one refuses with code `bundle`. */
+  bundles: Record<string, BundleView>;
+  /** The open bundle's folder. */
+  bundle: string | null;
   /** Make the next call of `cmd` reject with `error`. */
   failNext(cmd: string, error: unknown): void;
   /** Emit a `document-changed` event. */
@@ -211,6 +216,8 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
 
   const fake: FakeBackend = {
     calls: [],
+    bundles: {},
+    bundle: null,
     view: initial ? clone(initial) : null,
     disk: null,
     recovery: null,
@@ -287,7 +294,25 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       if (Array.isArray(b.events)) (runEvents[b.run] ??= []).push(...clone(b.events));
       runListeners.forEach((l) => l(b));
     },
-    openPath: (path) => run('open_path', { path }, () => requireView()),
+    openPath: (path) =>
+      run('open_path', { path }, () => {
+        if (fake.bundles[path]) throw { code: 'bundle', message: `${path} is a coyote bundle (agents/<name>/…): open it as a bundle and choose one of its agents` };
+        return requireView();
+      }),
+    openFolderDialog: () => run('open_folder_dialog', undefined, () => null),
+    bundleOpen: (path) =>
+      run('bundle_open', { path }, () => {
+        const b = fake.bundles[path];
+        if (!b) throw { message: `${path} is not a coyote bundle` };
+        fake.bundle = path;
+        return clone(b);
+      }),
+    bundleCurrent: () => run('bundle_current', undefined, () => (fake.bundle && fake.bundles[fake.bundle] ? clone(fake.bundles[fake.bundle]) : null)),
+    bundleClose: () =>
+      run('bundle_close', undefined, () => {
+        fake.bundle = null;
+        return null;
+      }),
     openDialog: () => run('open_dialog', undefined, () => fake.view),
     recentFiles: () => run('recent_files', undefined, () => recent.slice()),
     getView: () => run('get_view', undefined, () => fake.view),

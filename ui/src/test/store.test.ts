@@ -17,7 +17,7 @@ describe('store', () => {
     expect(store.getState().ready).toBe(true);
     expect(store.getState().view?.file_name).toBe('agent.yaml');
     expect(store.getState().recent).toEqual(['/a.yaml']);
-    expect(backend.calls.map((c) => c.cmd)).toEqual(['get_view', 'recovery_offer', 'recent_files']);
+    expect(backend.calls.map((c) => c.cmd)).toEqual(['get_view', 'recovery_offer', 'bundle_current', 'recent_files']);
   });
 
   it('add_node goes through apply_edit and selects the new node', async () => {
