@@ -1126,3 +1126,144 @@ nodes:
     assert_eq!(asked, ["q1", "q2"]);
     assert_eq!(visited(&s.events()), ["s", "a", "b", "q1", "q2", "j"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// coyote 0.10.3 agent nodes: normal (config.yaml) children, retries, fallbacks, inputs, depth
+// ---------------------------------------------------------------------------------------------
+
+/// A normal agent (`config.yaml`) beside the graph: instructions with a variable, a `tools.sh`
+/// tool, an `outline` tool it does not offer.
+fn write_normal_agent(root: &Path) {
+    let dir = root.join("writer");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.yaml"),
+        "name: writer\ndescription: Writes\nversion: 1.0.0\ntemperature: 0.3\nvariables:\n  - name: tone\n    description: The tone\n    default: dry\n\
+         instructions: |\n  You write in a {{tone}} tone. Unknown stays: {{nope}}.\nconversation_starters:\n  - Write\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tools.sh"),
+        "#!/usr/bin/env bash\nset -e\n# @env LLM_OUTPUT=/dev/stdout\n\n# @cmd Count the words of a text\n# @option --text! The text\nword_count() {\n  echo \"words: $(echo \"$argc_text\" | wc -w | tr -d ' ')\" >> \"$LLM_OUTPUT\"\n}\n",
+    )
+    .unwrap();
+}
+
+fn nested_nodes(events: &[Event], run: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.run == run)
+        .filter_map(|e| match &e.body {
+            EventBody::NodeEnter { node, .. } => Some(node.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn agent_node_runs_a_normal_config_yaml_agent() {
+    let root = agents_root();
+    write_normal_agent(&root);
+    let parent = write_agent(
+        &root,
+        "parent",
+        r#"
+name: parent
+start: draft
+initial_state: { topic: "kites" }
+nodes:
+  draft:
+    type: agent
+    agent: writer
+    prompt: "Write about {{topic}}"
+    output_schema: { type: object, properties: { title: { type: string } } }
+    state_updates: { raw: "{{output}}" }
+    next: done
+  done: { type: end, output: "{{title}}" }
+"#,
+        &[],
+    );
+    // The first turn asks for its tool and for one it does not have; the second answers.
+    let replies = r#"
+replies:
+  - node: writer
+    content: "Counting first."
+    tool_calls:
+      - { id: c1, name: word_count, args: { text: "kites fly high" } }
+      - { id: c2, name: outline, args: {} }
+  - node: writer
+    content: '{"title": "Kites, counted"}'
+  # The output is every turn's text, not JSON alone: the extractor runs for the agent node.
+  - node: draft
+    content: '{"title": "Kites, counted"}'
+"#;
+    let mut s = session(&parent, "", replies, &[]);
+    s.run();
+    let events = s.events();
+    assert_eq!(completed(&s), json!("Kites, counted"), "{}", dump(&s));
+    let nested = format!("{}/draft", events[0].run);
+    // One node named after the agent, one step per turn.
+    assert_eq!(nested_nodes(&events, &nested), ["writer", "writer"]);
+    let reqs: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.run == nested)
+        .filter_map(|e| match &e.body {
+            EventBody::LlmRequest { messages, .. } => Some(messages),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0][0], json!({"role": "system", "content": "You write in a dry tone. Unknown stays: {{nope}}.\n"}));
+    assert_eq!(reqs[0][1], json!({"role": "user", "content": "Write about kites"}));
+    // The second request carries both tool results.
+    let tool_msgs: Vec<&Value> = reqs[1].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_msgs[0]["content"], json!("words: 3"));
+    assert!(tool_msgs[1]["content"].as_str().unwrap().starts_with("Error: tool 'outline' is not available to agent 'writer'"));
+    // Every turn's text is the agent's output; the schema extracts from it.
+    let exit = events
+        .iter()
+        .filter(|e| e.run == events[0].run)
+        .find_map(|e| match &e.body {
+            EventBody::NodeExit { node, update, .. } if node == "draft" => Some(update.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(exit["title"], json!("Kites, counted"));
+    let finished = events.iter().find_map(|e| match &e.body {
+        EventBody::RunFinished { output, state, .. } if e.run == nested => Some((output.clone(), state.clone())),
+        _ => None,
+    });
+    let (output, state) = finished.unwrap();
+    assert_eq!(output, json!("Counting first.\n{\"title\": \"Kites, counted\"}"));
+    assert_eq!(state["turns"], json!(2));
+}
+
+#[test]
+fn normal_agents_refuse_inputs_and_fail_like_agents() {
+    let root = agents_root();
+    write_normal_agent(&root);
+    let with_inputs = write_agent(
+        &root,
+        "seeding",
+        "name: seeding\nsettings: { validate_before_run: false }\nstart: call\nnodes:\n  call: { type: agent, agent: writer, prompt: hi, inputs: { tone: wet }, next: done }\n  done: { type: end }\n",
+        &[],
+    );
+    let mut s = session(&with_inputs, "", NO_REPLIES, &[]);
+    s.run();
+    let m = failure(&s);
+    assert!(m.contains("`inputs` only seed graph agents, and 'writer'") && m.contains("is a normal agent (config.yaml)"), "{m}");
+    // A failing LLM call fails the child; a fallback takes it.
+    let falls = write_agent(
+        &root,
+        "falls",
+        "name: falls\nstart: call\nnodes:\n  call: { type: agent, agent: writer, prompt: hi, state_updates: { why: \"{{output}}\" }, fallback: done, next: done }\n  done: { type: end, output: \"{{why}}\" }\n",
+        &[],
+    );
+    let mut s = session(&falls, "", "replies:\n  - node: writer\n    error: \"model refused\"\n", &[]);
+    s.run();
+    let out = completed(&s);
+    assert!(
+        out.as_str().unwrap().starts_with("Agent node failed: Agent 'writer' failed at node 'writer': LLM call failed: model refused"),
+        "{out}"
+    );
+}

@@ -43,7 +43,7 @@
 //! | a tool's non-JSON output reaches the model as `{"output": text}`; stdout is shown, not returned | the text itself; stdout is the result when `LLM_OUTPUT` stays empty |
 //! | `mcp:<server>`: recent Loki versions offer the server through meta functions (`mcp_search_<server>`, `mcp_describe_<server>`, `mcp_invoke_<server>`) | the server's tools themselves, with cleaned schemas; definitions from `mcp.json` in the agent directory, else Loki's `<config>/functions/mcp.json` |
 //! | rag knowledge bases are built at agent load (interactively when not fully specified), never rebuilt, hybrid vector + keyword search always | built when the node first runs (no questions asked), updated when its documents or build settings change ([`rag`]); keyword (BM25) retrieval alone without `embedding_model` (or when its provider has no key); `driver` other than yaml, rerankers and graph RAG are not supported |
-//! | agent nodes run any Loki agent | only graph agents (`graph.yaml`) beside this agent or under `<agent_dir>/agents/`; an LLM-loop agent (`config.yaml`) is a clear error |
+//! | agent nodes run any Loki agent | graph agents (`graph.yaml`) and normal agents (`config.yaml`, [`normal`]: a nested run of one node, capped at [`normal::MAX_TURNS`] turns) beside this agent or under `<agent_dir>/agents/` |
 //! | graph-level `temperature` etc. ignored by llm nodes | same (not sent: providers take no sampling options yet) |
 //! | an approval/input node in a fan-out asks from its branch (the validator refuses it) | every question of a super-step is asked before any of its nodes runs (validator rule unchanged) |
 //! | a step with no targets empties the frontier and fails one iteration later | fails in the step that emptied it (same message) |
@@ -71,6 +71,7 @@ use std::time::{Duration, Instant};
 
 mod chain;
 mod durable;
+pub mod normal;
 
 /// The run state: top-level key → shared value.
 pub type LokiState = BTreeMap<String, Arc<Value>>;
@@ -1601,34 +1602,51 @@ impl Exec<'_, '_> {
         }
         let inputs = Self::agent_inputs(id, a, st)?;
         let dirs: Vec<PathBuf> = vec![self.l.agents_dir().join(&name), self.l.agent_dir.join("agents").join(&name)];
-        let Some(path) = dirs.iter().map(|d| d.join("graph.yaml")).find(|p| p.is_file()) else {
-            if let Some(d) = dirs.iter().find(|d| d.join("config.yaml").is_file()) {
-                if inputs.is_some() {
-                    return Err(format!(
-                        "agent node '{id}': `inputs` only seed graph agents, and '{name}' ({}) is an LLM-loop agent (config.yaml)",
-                        d.display()
-                    ));
-                }
-                return Err(format!(
-                    "Agent '{name}' ({}) is an LLM-loop agent (config.yaml); agent nodes can only run graph agents (graph.yaml) in this version",
-                    d.display()
-                ));
+        // coyote 0.10.3: the child is a graph agent (graph.yaml) or a normal one (config.yaml),
+        // looked up beside this agent first.
+        let found = dirs.iter().find_map(|d| {
+            if d.join("graph.yaml").is_file() {
+                Some((d.join("graph.yaml"), false))
+            } else if d.join("config.yaml").is_file() {
+                Some((d.clone(), true))
+            } else {
+                None
             }
-            let tried: Vec<String> = dirs.iter().map(|d| d.join("graph.yaml").display().to_string()).collect();
+        });
+        let Some((path, normal)) = found else {
+            let tried: Vec<String> =
+                dirs.iter().map(|d| format!("{} (or config.yaml)", d.join("graph.yaml").display())).collect();
             return Err(format!("Agent '{name}' not found for agent node '{id}': tried {}", tried.join(" and ")));
         };
-        let doc = Arc::new(load_path(&path));
-        let mut child = LokiMachine::new(doc, &prompt, inputs).map_err(|e| format!("Agent '{name}' failed to start: {e}"))?;
-        child = child.with_child_env(self.child_env.clone());
         // coyote 0.10.3: `timeout: 0` means no bound (the run's own deadline still applies).
         let timeout = a.timeout_bound().unwrap_or(model::doc::loki::MAX_SECS);
         let mut deadline = Instant::now() + Duration::from_secs(timeout);
         if let Some(d) = self.deadline {
             deadline = deadline.min(d);
         }
-        child.outer_deadline = Some(deadline);
-        child.rag = Arc::new(RagStore::new(self.rag.configured()));
-        match run_nested(&mut child, self.cx, id, Value::String(prompt), Some(deadline)) {
+        let mut graph_child;
+        let mut normal_child;
+        let child: &mut dyn Machine = if normal {
+            if inputs.is_some() {
+                return Err(format!(
+                    "agent node '{id}': `inputs` only seed graph agents, and '{name}' ({}) is a normal agent (config.yaml)",
+                    path.display()
+                ));
+            }
+            normal_child = normal::NormalMachine::new(&path, &prompt)
+                .map_err(|e| format!("Agent '{name}' failed to start: {e}"))?
+                .with_child_env(self.child_env.clone());
+            normal_child.outer_deadline = Some(deadline);
+            &mut normal_child
+        } else {
+            let doc = Arc::new(load_path(&path));
+            graph_child = LokiMachine::new(doc, &prompt, inputs).map_err(|e| format!("Agent '{name}' failed to start: {e}"))?;
+            graph_child = graph_child.with_child_env(self.child_env.clone());
+            graph_child.outer_deadline = Some(deadline);
+            graph_child.rag = Arc::new(RagStore::new(self.rag.configured()));
+            &mut graph_child
+        };
+        match run_nested(child, self.cx, id, Value::String(prompt), Some(deadline)) {
             NestedEnd::Completed(output) => Ok(output),
             NestedEnd::Unanswered(p) => Err(format!(
                 "Agent '{name}' asks at its node '{}' ({:?}) but no answer is queued: a nested agent takes answers only from the queue (--answer)",
