@@ -9,6 +9,7 @@ import {
   ROOT, T, cliGraph, eventually, fixture, hook, killApp, windowTitles, launch, nodeSel, preflight, screenshot, scratchRoot, startDriver, testid, waitForView, writeTrust,
 } from './lib.mjs';
 import { registerDebugTests, registerLiveTests } from './debug.mjs';
+import { registerBundleTests } from './bundle.mjs';
 import { registerTrustTests } from './trust.mjs';
 import { registerWebviewTests } from './webview.mjs';
 
@@ -407,6 +408,7 @@ registerDebugTests(test, { assert, assertEq });
 registerLiveTests(test, { assert, assertEq });
 registerTrustTests(test, { assert, assertEq });
 registerWebviewTests(test, { assert, assertEq });
+registerBundleTests(test, { assert, assertEq });
 
 async function main() {
   preflight();
