@@ -1,7 +1,8 @@
 //! coyote 0.10.3's own graph agents run end to end through the CLI (issue 28): each is copied
 //! from the conformance corpus into a temp `<config>/agents/<name>/` (the corpus is read-only
 //! and `SWITCHYARD_CONFORMANCE` may point anywhere), with the global tools it names provided as
-//! small stand-ins in `<config>/functions/tools/`, a tiny project for its tools to read, and a
+//! small stand-ins in `<config>/functions/tools/` (and MCP servers as the stdio test server in
+//! `<config>/functions/mcp.json`), a tiny project for its tools to read, and a
 //! replies file from `tests/fixtures/coyote/`; the folder is trusted with `--trust`, the run is
 //! offline and scripted, and its real Python scripts run. The JSONL trace, normalised (see
 //! [`normalize`] and [`canonical`]), must equal `tests/golden/coyote-<name>.jsonl`;
@@ -32,6 +33,17 @@ fn stand_in_tool(name: &str) -> String {
     )
 }
 
+/// A web-ish global tool stand-in: answers a `--query` (or `--url`) with canned text citing a
+/// URL on a closed loopback port (so `verify_sources.py` finds it unreachable, offline and at
+/// once).
+fn stand_in_web_tool(name: &str) -> String {
+    format!(
+        "#!/usr/bin/env bash\n# @describe {name}: test stand-in for coyote's tool of that name (canned results).\n\
+         # @option --query The query.\n# @option --url A URL.\n\
+         main() {{\n    echo \"{name} results for ${{argc_query:-$argc_url}}: http://127.0.0.1:1/solid-state-review (2025 review)\" >> \"$LLM_OUTPUT\"\n}}\n"
+    )
+}
+
 struct CoyoteRun {
     /// The agent (a folder of the corpus) and, first, the other agents it spawns.
     agents: &'static [&'static str],
@@ -39,6 +51,13 @@ struct CoyoteRun {
     replies: &'static str,
     input: &'static str,
     golden: &'static str,
+    /// Answers to the run's questions, in order (`--answer`).
+    answers: &'static [&'static str],
+    /// Global tools given as [`stand_in_web_tool`]s.
+    web_tools: &'static [&'static str],
+    /// MCP servers defined in `<config>/functions/mcp.json` as the test server
+    /// (`tests/fixtures/mcp/stdio_server.py`, on stdio: offline).
+    mcp: &'static [&'static str],
 }
 
 const RUNS: &[CoyoteRun] = &[CoyoteRun {
@@ -49,6 +68,24 @@ const RUNS: &[CoyoteRun] = &[CoyoteRun {
             🟡 WARNING src/lib.rs:1 — div takes unsigned integers\n\
             🟡 WARNING src/missing.rs — missing.rs leaks a file handle",
     golden: "coyote-finding-verifier",
+    answers: &[],
+    web_tools: &[],
+    mcp: &[],
+}, CoyoteRun {
+    // The plan fans out beside the knowledge lookup (a rag node, keyword retrieval offline); two
+    // questions researched as map items with global tools and the MCP server's tools; the
+    // critique asks for a revision once (reflexion_gate's `_next` loop back into the map); the
+    // report is written by `report-writer`, a normal agent (config.yaml) nested in the
+    // `synthesize` agent node, whose first attempt times out (agent `max_attempts: 2`); the
+    // report's citation is checked (a closed loopback port: unreachable); the approval is
+    // answered `accept`.
+    agents: &["deep-research", "report-writer"],
+    replies: "deep-research.replies.yaml",
+    input: "How far along are solid-state batteries?",
+    golden: "coyote-deep-research",
+    answers: &["accept"],
+    web_tools: &["web_search_coyote", "fetch_url_via_curl", "search_arxiv"],
+    mcp: &["ddg-search"],
 }];
 
 /// The agent folder of a run, laid out as coyote keeps it, and its graph file.
@@ -66,6 +103,18 @@ fn lay_out(t: &TempDir, run: &CoyoteRun) -> PathBuf {
     for name in ["fs_read", "fs_cat", "fs_grep", "fs_ls", "fs_glob"] {
         std::fs::write(tools.join(format!("{name}.sh")), stand_in_tool(name)).unwrap();
     }
+    for name in run.web_tools {
+        std::fs::write(tools.join(format!("{name}.sh")), stand_in_web_tool(name)).unwrap();
+    }
+    if !run.mcp.is_empty() {
+        let server = repo().join("tests/fixtures/mcp/stdio_server.py");
+        let servers: serde_json::Map<String, Value> = run
+            .mcp
+            .iter()
+            .map(|n| (n.to_string(), serde_json::json!({"command": "python3", "args": [server.display().to_string(), "--name", n]})))
+            .collect();
+        std::fs::write(config.join("functions/mcp.json"), serde_json::json!({"mcpServers": servers}).to_string()).unwrap();
+    }
     config.join("agents").join(run.agents[0]).join("graph.yaml")
 }
 
@@ -79,6 +128,7 @@ fn cli_run(t: &TempDir, run: &CoyoteRun) -> (String, std::process::Output) {
         .arg(&graph)
         .arg("--llm-script")
         .arg(&replies)
+        .args(run.answers.iter().flat_map(|a| ["--answer", a]))
         .args(["--input", run.input, "--trace"])
         .arg(&trace)
         .env("SWITCHYARD_TRUST", t.join("trust.json"))
@@ -187,16 +237,33 @@ fn canonical(events: &[Value], run: &str) -> Vec<Value> {
 }
 
 fn golden_text(trace: &str, t: &TempDir) -> String {
-    let events: Vec<Value> = trace.lines().map(|l| normalize(serde_json::from_str(l).expect("a JSON line"))).collect();
+    let events: Vec<Value> = trace
+        .lines()
+        .map(|l| normalize(serde_json::from_str(l).expect("a JSON line")))
+        // An MCP server says it started (with its pid) in whichever map item connected it
+        // first: scheduling decides, so the line is left out.
+        .filter(|e| !(e["event"] == "log" && e["text"].as_str().is_some_and(|t| t.contains(" starting (pid "))))
+        .collect();
     let mut out = String::new();
     for e in canonical(&events, "RUN") {
         out.push_str(&e.to_string());
         out.push('\n');
     }
     let tmp = t.path().canonicalize().unwrap_or_else(|_| t.path().to_path_buf());
-    out.replace(&tmp.display().to_string(), "<tmp>")
+    let out = out
+        .replace(&tmp.display().to_string(), "<tmp>")
         .replace(&t.path().display().to_string(), "<tmp>")
-        .replace(&repo().display().to_string(), "<repo>")
+        .replace(&repo().display().to_string(), "<repo>");
+    // A rag node's knowledge base lives in `<cache>/rag/<hash of the agent's path>/`.
+    let mut parts = out.split("/rag/");
+    let mut text = parts.next().unwrap_or("").to_string();
+    for p in parts {
+        let hex = p.chars().take_while(char::is_ascii_hexdigit).count();
+        text.push_str("/rag/");
+        text.push_str(if hex == 16 && p[hex..].starts_with('/') { "<hash>" } else { &p[..hex] });
+        text.push_str(&p[hex..]);
+    }
+    text
 }
 
 #[test]
@@ -311,4 +378,35 @@ fn canonical_order_groups_parallel_nodes_and_items() {
             "RUN run_finished"
         ]
     );
+}
+
+/// What the deep-research golden proves (see the comment on its entry in [`RUNS`]).
+#[test]
+fn deep_research_golden_shows_fan_out_reflexion_loop_and_a_normal_agent_retried() {
+    let ev = golden("coyote-deep-research");
+    let last = ev.last().unwrap();
+    assert_eq!((&last["event"], &last["status"]), (&Value::from("run_finished"), &Value::from("completed")));
+    let entered = |run: &str| -> Vec<String> {
+        of(&ev, "node_enter", run).iter().map(|e| e["node"].as_str().unwrap().to_string()).collect()
+    };
+    let top = entered("RUN");
+    // The plan fans out beside the rag node; the map runs twice (reflexion_gate's `_next`).
+    assert_eq!(&top[..4], ["parse_request", "bootstrap_research", "knowledge_lookup", "plan"]);
+    assert_eq!(top.iter().filter(|n| *n == "research_each_question").count(), 2);
+    assert!(of(&ev, "route", "RUN").iter().any(|r| r["from"] == "reflexion_gate"
+        && r["to"] == "research_each_question"
+        && r["reason"]["type"] == "_next"));
+    // Map items used a global tool stand-in and the MCP server's tool.
+    let tools: Vec<&str> = of(&ev, "tool_result", "RUN/research_each_question/0").iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["web_search_coyote", "echo"]);
+    // report-writer, a normal agent, ran twice in the synthesize node: a transient failure, then
+    // the report; each attempt a run of one node named after the agent.
+    assert_eq!(entered("RUN/synthesize"), ["report-writer", "report-writer"]);
+    let ends: Vec<&Value> = of(&ev, "run_finished", "RUN/synthesize").into_iter().map(|e| &e["status"]).collect();
+    assert_eq!(ends, ["failed", "completed"]);
+    assert_eq!(of(&ev, "llm_request", "RUN/synthesize")[0]["messages"][0]["role"], "system");
+    assert!(of(&ev, "llm_request", "RUN/synthesize")[0]["messages"][0]["content"].as_str().unwrap().starts_with("You are a technical writer."));
+    assert!(last["state"]["source_check"].as_str().unwrap().contains("UNREACHABLE  http://127.0.0.1:1/solid-state-review"));
+    assert_eq!(last["state"]["decision"], "accept");
+    assert!(last["output"].as_str().unwrap().starts_with("Solid-state batteries are close"));
 }
