@@ -58,6 +58,9 @@ struct CoyoteRun {
     /// MCP servers defined in `<config>/functions/mcp.json` as the test server
     /// (`tests/fixtures/mcp/stdio_server.py`, on stdio: offline).
     mcp: &'static [&'static str],
+    /// The first agent's folder is a git repository: `src/lib.rs` committed, then changed in
+    /// the work tree (a diff for the agent to review; fixed dates, so fixed hashes).
+    git: bool,
 }
 
 const RUNS: &[CoyoteRun] = &[CoyoteRun {
@@ -71,6 +74,7 @@ const RUNS: &[CoyoteRun] = &[CoyoteRun {
     answers: &[],
     web_tools: &[],
     mcp: &[],
+    git: false,
 }, CoyoteRun {
     // The plan fans out beside the knowledge lookup (a rag node, keyword retrieval offline); two
     // questions researched as map items with global tools and the MCP server's tools; the
@@ -86,6 +90,27 @@ const RUNS: &[CoyoteRun] = &[CoyoteRun {
     answers: &["accept"],
     web_tools: &["web_search_coyote", "fetch_url_via_curl", "search_arxiv"],
     mcp: &["ddg-search"],
+    git: false,
+}, CoyoteRun {
+    // A plan-conformance review of a work-tree diff (git, really run by diff_facts.py): three
+    // criteria checked as map items (max_concurrency 4) with the per-item chain
+    // check_criterion -> crit_gate: item 0 MET after reading a file, item 1 malformed and sent
+    // back once by crit_gate's `_next` loop, item 2's checker dies twice on a transient error
+    // (max_attempts: 2) and takes its per-item fallback criterion_fault; holistic's reply is
+    // prose, so the structured-output extractor runs; verdict.py computes the sentinel. No
+    // verification commands are declared (their recorded durations would vary from run to run).
+    agents: &["adversary"],
+    replies: "adversary.replies.yaml",
+    input: "Review the change in the work tree against this plan.\n\
+            Acceptance criteria:\n\
+            1. div returns None when b is zero.\n\
+            2. div keeps its i32 signature.\n\
+            3. A unit test covers division by zero.",
+    golden: "coyote-adversary",
+    answers: &[],
+    web_tools: &[],
+    mcp: &[],
+    git: true,
 }];
 
 /// The agent folder of a run, laid out as coyote keeps it, and its graph file.
@@ -97,6 +122,29 @@ fn lay_out(t: &TempDir, run: &CoyoteRun) -> PathBuf {
         // The project the findings cite (the agents resolve paths against their folder).
         std::fs::create_dir_all(to.join("src")).unwrap();
         std::fs::write(to.join("src/lib.rs"), "fn div(a: i32, b: i32) -> i32 {\n    a / b\n}\n").unwrap();
+    }
+    if run.git {
+        let dir = config.join("agents").join(run.agents[0]);
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(&dir)
+                .args(["-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+                .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        git(&["init", "-q", "-b", "main"]);
+        git(&["add", "src/lib.rs"]);
+        git(&["commit", "-q", "-m", "div"]);
+        std::fs::write(
+            dir.join("src/lib.rs"),
+            "fn div(a: i32, b: i32) -> Option<i32> {\n    if b == 0 {\n        return None;\n    }\n    Some(a / b)\n}\n",
+        )
+        .unwrap();
     }
     let tools = config.join("functions/tools");
     std::fs::create_dir_all(&tools).unwrap();
@@ -409,4 +457,26 @@ fn deep_research_golden_shows_fan_out_reflexion_loop_and_a_normal_agent_retried(
     assert!(last["state"]["source_check"].as_str().unwrap().contains("UNREACHABLE  http://127.0.0.1:1/solid-state-review"));
     assert_eq!(last["state"]["decision"], "accept");
     assert!(last["output"].as_str().unwrap().starts_with("Solid-state batteries are close"));
+}
+
+/// What the adversary golden proves (see the comment on its entry in [`RUNS`]).
+#[test]
+fn adversary_golden_shows_git_diff_chains_retry_loop_and_fault_fallback() {
+    let ev = golden("coyote-adversary");
+    let last = ev.last().unwrap();
+    assert_eq!((&last["event"], &last["status"]), (&Value::from("run_finished"), &Value::from("completed")));
+    let steps = |run: &str| -> Vec<String> {
+        of(&ev, "node_enter", run).iter().map(|e| e["node"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(steps("RUN/map_criteria/0"), ["check_criterion", "crit_gate"]);
+    assert_eq!(steps("RUN/map_criteria/1"), ["check_criterion", "crit_gate", "check_criterion", "crit_gate"]);
+    assert_eq!(steps("RUN/map_criteria/2"), ["check_criterion", "criterion_fault"]);
+    assert_eq!(of(&ev, "llm_error", "RUN/map_criteria/2").len(), 2);
+    // diff_facts.py ran git on the agent's work tree.
+    assert!(last["state"]["diff_text"].as_str().unwrap().contains("+fn div(a: i32, b: i32) -> Option<i32> {"));
+    // holistic's prose went through the extractor.
+    assert_eq!(of(&ev, "llm_request", "RUN").iter().filter(|e| e["node"] == "holistic").count(), 2);
+    let out = last["output"].as_str().unwrap();
+    assert!(out.starts_with("ADVERSARIAL_REVIEW: DIVERGES"), "{out}");
+    assert!(out.contains("1 criterion check(s) died (fail-closed)"), "{out}");
 }
