@@ -1267,3 +1267,176 @@ fn normal_agents_refuse_inputs_and_fail_like_agents() {
         "{out}"
     );
 }
+
+/// A child graph with one llm node and no fallback, so an LLM failure fails the child.
+fn write_llm_child(root: &Path, name: &str) {
+    write_agent(
+        root,
+        name,
+        &format!("name: {name}\nstart: work\nnodes:\n  work: {{ type: llm, prompt: \"{{{{initial_prompt}}}}\", next: done }}\n  done: {{ type: end, output: \"{{{{said}}}}\" }}\n")
+            .replace("next: done }", "state_updates: { said: \"{{output}}\" }, next: done }"),
+        &[],
+    );
+}
+
+fn llm_calls(s: &RunSession, node: &str) -> usize {
+    s.events().iter().filter(|e| matches!(&e.body, EventBody::LlmRequest { node: n, .. } if n == node)).count()
+}
+
+#[test]
+fn agent_max_attempts_retries_transient_failures_only() {
+    let root = agents_root();
+    write_llm_child(&root, "flaky");
+    let parent = write_agent(
+        &root,
+        "parent",
+        "name: parent\nstart: call\nnodes:\n  call: { type: agent, agent: flaky, prompt: hi, max_attempts: 3, state_updates: { got: \"{{output}}\" }, next: done }\n  done: { type: end, output: \"{{got}}\" }\n",
+        &[],
+    );
+    // A transient failure (429) is tried again, each attempt a fresh child run.
+    let mut s = session(&parent, "", "replies:\n  - node: work\n    error: \"429 rate limit\"\n  - node: work\n    content: ok\n", &[]);
+    s.run();
+    assert_eq!(completed(&s), json!("ok"));
+    assert_eq!(llm_calls(&s, "work"), 2);
+    let logs: Vec<String> = s
+        .events()
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Log { source, text } if source == "agent:call" => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logs.len(), 1);
+    assert!(logs[0].starts_with("attempt 1 of 3 failed with a transient error, trying again: "), "{logs:?}");
+    // Any other failure ends at once, whatever max_attempts says.
+    let mut s = session(&parent, "", "replies:\n  - node: work\n    error: \"model refused\"\n  - node: work\n    content: never\n", &[]);
+    s.run();
+    assert!(failure(&s).contains("model refused"), "{}", failure(&s));
+    assert_eq!(llm_calls(&s, "work"), 1);
+    // Three transient failures use up three attempts.
+    let mut s = session(&parent, "", "replies:\n  - { node: work, error: \"429 rate limit\" }\n  - { node: work, error: \"429 rate limit\" }\n  - { node: work, error: \"429 rate limit\" }\n", &[]);
+    s.run();
+    failure(&s);
+    assert_eq!(llm_calls(&s, "work"), 3);
+}
+
+#[test]
+fn agent_fallback_routes_with_the_failure_text() {
+    let root = agents_root();
+    write_llm_child(&root, "dies");
+    let parent = write_agent(
+        &root,
+        "parent",
+        "name: parent\nstart: call\nnodes:\n  call: { type: agent, agent: dies, prompt: hi, state_updates: { why: \"{{output}}\" }, fallback: rescue, next: done }\n  rescue: { type: end, output: \"rescued: {{why}}\" }\n  done: { type: end, output: fine }\n",
+        &[],
+    );
+    let mut s = session(&parent, "", "replies:\n  - node: work\n    error: \"model refused\"\n", &[]);
+    s.run();
+    let out = completed(&s);
+    assert!(out.as_str().unwrap().starts_with("rescued: Agent node failed: Agent 'dies' failed at node 'work': "), "{out}");
+    assert!(routes(&s.events()).iter().any(|(f, t, r)| f == "call" && t == "rescue" && *r == RouteReason::Fallback));
+    // Without a failure the static next is taken.
+    let mut s = session(&parent, "", "replies:\n  - node: work\n    content: ok\n", &[]);
+    s.run();
+    assert_eq!(completed(&s), json!("fine"));
+}
+
+#[test]
+fn agent_inputs_seed_the_child_state_with_json_types() {
+    let root = agents_root();
+    write_agent(
+        &root,
+        "child",
+        "name: child\nstart: show\ninitial_state: { colors: [], label: none }\nnodes:\n  show: { type: script, script: show.py, next: done }\n  done: { type: end, output: \"{{shown}}\" }\n",
+        &[("show.py", "import json, os\ns = json.loads(os.environ['GRAPH_STATE'])\nprint(json.dumps({'shown': f\"{type(s['colors']).__name__}:{len(s['colors'])} {s['label']} {s['initial_prompt']}\"}))\n")],
+    );
+    let parent = write_agent(
+        &root,
+        "parent",
+        "name: parent\nstart: call\ninitial_state: { picked: [red, blue] }\nnodes:\n  call: { type: agent, agent: child, prompt: go, inputs: { colors: \"{{picked}}\", label: \"n={{picked}}\" }, state_updates: { got: \"{{output}}\" }, next: done }\n  done: { type: end, output: \"{{got}}\" }\n",
+        &[],
+    );
+    let mut s = session(&parent, "", NO_REPLIES, &[]);
+    s.run();
+    // A lone `{{key}}` keeps the list; other text becomes a string; the prompt stays the prompt.
+    assert_eq!(completed(&s), json!("list:2 n=[\"red\",\"blue\"] go"));
+}
+
+#[test]
+fn agent_depth_is_checked_by_the_spawner() {
+    let root = agents_root();
+    write_agent(&root, "leaf", "name: leaf\nstart: done\nnodes:\n  done: { type: end, output: leaf }\n", &[]);
+    // `middle` runs at depth 1 and may start children up to depth 1 only.
+    write_agent(
+        &root,
+        "middle",
+        "name: middle\nmax_agent_depth: 1\nstart: call\nnodes:\n  call: { type: agent, agent: leaf, prompt: hi, state_updates: { got: \"{{output}}\" }, next: done }\n  done: { type: end, output: \"{{got}}\" }\n",
+        &[],
+    );
+    let top = write_agent(
+        &root,
+        "top",
+        "name: top\nstart: call\nnodes:\n  call: { type: agent, agent: middle, prompt: hi, state_updates: { got: \"{{output}}\" }, next: done }\n  done: { type: end, output: \"{{got}}\" }\n",
+        &[],
+    );
+    let mut s = session(&top, "", NO_REPLIES, &[]);
+    s.run();
+    let m = failure(&s);
+    assert!(
+        m.contains("Max agent depth exceeded: agent node 'call' would start 'leaf' at depth 2 (max_agent_depth=1)"),
+        "{m}"
+    );
+    // With room for it (the default, 3), the same chain completes.
+    let middle = root.join("middle/graph.yaml");
+    std::fs::write(&middle, std::fs::read_to_string(&middle).unwrap().replace("max_agent_depth: 1\n", "")).unwrap();
+    let mut s = session(&top, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(completed(&s), json!("leaf"));
+}
+
+#[test]
+fn mcp_tools_allow_lists_filter_the_offered_tools() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/stdio_server.py");
+    let mcp = json!({"mcpServers": {"calc": {"command": "python3", "args": [server.display().to_string()]}}}).to_string();
+    // The graph allows add and e*; the node narrows it to e* (every layer naming the server must match).
+    let g = agent(
+        "name: m\nmcp_servers: [calc]\nmcp_tools: { calc: [add, \"e*\"] }\nstart: a\nnodes:\n  a: { type: llm, prompt: hi, tools: [\"mcp:calc\"], state_updates: { x: \"{{output}}\" }, next: b }\n  b: { type: llm, prompt: hi, tools: [\"mcp:calc\"], mcp_tools: { calc: [\"e*\"] }, state_updates: { y: \"{{output}}\" }, next: done }\n  done: { type: end, output: \"{{x}} {{y}}\" }\n",
+        &[("mcp.json", &mcp)],
+    );
+    let mut s = session(&g, "", "replies:\n  - { node: a, content: A }\n  - { node: b, content: B }\n", &[]);
+    s.run();
+    assert_eq!(completed(&s), json!("A B"));
+    let offered = |node: &str| -> Vec<String> {
+        s.events()
+            .iter()
+            .find_map(|e| match &e.body {
+                EventBody::LlmRequest { node: n, tools, .. } if n == node => {
+                    Some(tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect())
+                }
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(offered("a"), ["add", "echo", "env"]);
+    assert_eq!(offered("b"), ["echo", "env"]);
+}
+
+#[test]
+fn map_max_concurrency_template_resolves_against_the_state() {
+    let graph = |cap: &str| {
+        format!(
+            "name: mc\nstart: m\ninitial_state: {{ items: [a, b, c], cap: {cap} }}\nnodes:\n  m: {{ type: map, over: \"{{{{items}}}}\", as: it, branch: up, collect_into: out, output_key: r, max_concurrency: \"{{{{cap}}}}\", next: done }}\n  up: {{ type: script, script: up.py }}\n  done: {{ type: end, output: \"{{{{out}}}}\" }}\n"
+        )
+    };
+    let up = "import json, os\ns = json.loads(os.environ['GRAPH_STATE'])\nprint(json.dumps({'r': s['it'].upper()}))\n";
+    let g = agent(&graph("2"), &[("up.py", up)]);
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    assert_eq!(completed(&s), json!("[\"A\",\"B\",\"C\"]"));
+    // A value that is not a positive whole number fails the map, naming it.
+    let g = agent(&graph("lots"), &[("up.py", up)]);
+    let mut s = session(&g, "", NO_REPLIES, &[]);
+    s.run();
+    let m = failure(&s);
+    assert!(m.starts_with("map node 'm': ") && m.contains("lots"), "{m}");
+}
