@@ -44,6 +44,16 @@ fn stand_in_web_tool(name: &str) -> String {
     )
 }
 
+/// A command-running global tool stand-in (`execute_command`): answers with canned output of a
+/// passing test run, running nothing.
+fn stand_in_exec_tool(name: &str) -> String {
+    format!(
+        "#!/usr/bin/env bash\n# @describe {name}: test stand-in for coyote's tool of that name (canned output, runs nothing).\n\
+         # @option --command! The command.\n\
+         main() {{\n    printf '$ %s\\nrunning 1 test\\ntest tests::div_by_zero ... ok\\ntest result: ok. 1 passed; 0 failed\\n' \"$argc_command\" >> \"$LLM_OUTPUT\"\n}}\n"
+    )
+}
+
 struct CoyoteRun {
     /// The agent (a folder of the corpus) and, first, the other agents it spawns.
     agents: &'static [&'static str],
@@ -55,11 +65,16 @@ struct CoyoteRun {
     answers: &'static [&'static str],
     /// Global tools given as [`stand_in_web_tool`]s.
     web_tools: &'static [&'static str],
+    /// Global tools given as [`stand_in_tool`]s besides the `fs_*` ones every run has.
+    file_tools: &'static [&'static str],
+    /// Global tools given as [`stand_in_exec_tool`]s.
+    exec_tools: &'static [&'static str],
     /// MCP servers defined in `<config>/functions/mcp.json` as the test server
     /// (`tests/fixtures/mcp/stdio_server.py`, on stdio: offline).
     mcp: &'static [&'static str],
-    /// The first agent's folder is a git repository: `src/lib.rs` committed, then changed in
-    /// the work tree (a diff for the agent to review; fixed dates, so fixed hashes).
+    /// Every agent's folder is a git repository (each agent resolves `.` against its own
+    /// folder): `src/lib.rs` committed, then changed in the work tree (a diff for the agent to
+    /// review; fixed dates, so fixed hashes).
     git: bool,
 }
 
@@ -73,6 +88,8 @@ const RUNS: &[CoyoteRun] = &[CoyoteRun {
     golden: "coyote-finding-verifier",
     answers: &[],
     web_tools: &[],
+    file_tools: &[],
+    exec_tools: &[],
     mcp: &[],
     git: false,
 }, CoyoteRun {
@@ -89,6 +106,8 @@ const RUNS: &[CoyoteRun] = &[CoyoteRun {
     golden: "coyote-deep-research",
     answers: &["accept"],
     web_tools: &["web_search_coyote", "fetch_url_via_curl", "search_arxiv"],
+    file_tools: &[],
+    exec_tools: &[],
     mcp: &["ddg-search"],
     git: false,
 }, CoyoteRun {
@@ -109,6 +128,34 @@ const RUNS: &[CoyoteRun] = &[CoyoteRun {
     golden: "coyote-adversary",
     answers: &[],
     web_tools: &[],
+    file_tools: &[],
+    exec_tools: &[],
+    mcp: &[],
+    git: true,
+}, CoyoteRun {
+    // The done gate over a work-tree diff (git, read by signals.py and by each lane's own
+    // scripts): select_lanes adds security and probe to the rules' code-review and adversary,
+    // so all four lane maps run (the fan-out). Lanes: code-reviewer, a graph agent, runs its
+    // facts/linters/grouping scripts, domain-reviewer (a normal agent, nested two deep) reads
+    // the file, and it spawns finding-verifier (three deep), whose items verify one finding and
+    // refute the other; adversary (a graph agent, `inputs` seeded) checks one criterion;
+    // security-reviewer (normal) times out once and is retried by the agent node
+    // (max_attempts: 2); probe (normal) dies on both attempts, takes the lane's fallback
+    // lane_fault, and retry_gate's `_next` sends the gauntlet back to build_items for a second
+    // pass of that lane alone, where probe runs the execute_command stand-in and passes;
+    // verdict_gate reads the four sentinels. The three nested `parse` nodes are all called
+    // `parse[0]` (item 0 of their lane maps) and two of them run at once, so the replies file
+    // gives them one shared object (see its comments).
+    agents: &["review-gauntlet", "code-reviewer", "finding-verifier", "domain-reviewer", "adversary", "security-reviewer", "probe"],
+    replies: "review-gauntlet.replies.yaml",
+    input: "Gate the change in the work tree before I call it done.\n\
+            Plan: div returns None when b is zero.\n\
+            Local run recipe: cargo test.",
+    golden: "coyote-review-gauntlet",
+    answers: &[],
+    web_tools: &[],
+    file_tools: &["ast_grep", "fs_write", "fs_patch"],
+    exec_tools: &["execute_command"],
     mcp: &[],
     git: true,
 }];
@@ -123,8 +170,7 @@ fn lay_out(t: &TempDir, run: &CoyoteRun) -> PathBuf {
         std::fs::create_dir_all(to.join("src")).unwrap();
         std::fs::write(to.join("src/lib.rs"), "fn div(a: i32, b: i32) -> i32 {\n    a / b\n}\n").unwrap();
     }
-    if run.git {
-        let dir = config.join("agents").join(run.agents[0]);
+    for dir in run.agents.iter().map(|a| config.join("agents").join(a)).filter(|_| run.git) {
         let git = |args: &[&str]| {
             let out = Command::new("git")
                 .arg("-C")
@@ -150,6 +196,12 @@ fn lay_out(t: &TempDir, run: &CoyoteRun) -> PathBuf {
     std::fs::create_dir_all(&tools).unwrap();
     for name in ["fs_read", "fs_cat", "fs_grep", "fs_ls", "fs_glob"] {
         std::fs::write(tools.join(format!("{name}.sh")), stand_in_tool(name)).unwrap();
+    }
+    for name in run.file_tools {
+        std::fs::write(tools.join(format!("{name}.sh")), stand_in_tool(name)).unwrap();
+    }
+    for name in run.exec_tools {
+        std::fs::write(tools.join(format!("{name}.sh")), stand_in_exec_tool(name)).unwrap();
     }
     for name in run.web_tools {
         std::fs::write(tools.join(format!("{name}.sh")), stand_in_web_tool(name)).unwrap();
@@ -198,6 +250,7 @@ fn cli_run(t: &TempDir, run: &CoyoteRun) -> (String, std::process::Output) {
 /// count characters of prompts that hold temp paths), the run id (`RUN`, nesting kept), the
 /// temp folder and the repository (`<tmp>`, `<repo>`).
 fn normalize(mut v: Value) -> Value {
+    clock_stamps(&mut v);
     if let Some(o) = v.as_object_mut() {
         for k in ["ts_ms", "duration_ms", "usage", "cost_usd"] {
             o.shift_remove(k);
@@ -208,6 +261,24 @@ fn normalize(mut v: Value) -> Value {
         }
     }
     v
+}
+
+/// Wall-clock stamps scripts put in state (review-gauntlet's `gauntlet_started_at`, a
+/// `time.time()`), wherever they appear, as `"<clock>"`.
+fn clock_stamps(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                if k == "gauntlet_started_at" && x.as_f64().is_some_and(|t| t > 0.0) {
+                    *x = Value::from("<clock>");
+                } else {
+                    clock_stamps(x);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(clock_stamps),
+        _ => {}
+    }
 }
 
 /// Which node of run `run` an event belongs to: its own node (or route source, or the node of
@@ -479,4 +550,60 @@ fn adversary_golden_shows_git_diff_chains_retry_loop_and_fault_fallback() {
     let out = last["output"].as_str().unwrap();
     assert!(out.starts_with("ADVERSARIAL_REVIEW: DIVERGES"), "{out}");
     assert!(out.contains("1 criterion check(s) died (fail-closed)"), "{out}");
+}
+
+/// What the review-gauntlet golden proves (see the comment on its entry in [`RUNS`]).
+#[test]
+fn review_gauntlet_golden_shows_four_lanes_nesting_three_deep_retry_fallback_and_verdict() {
+    let ev = golden("coyote-review-gauntlet");
+    let last = ev.last().unwrap();
+    assert_eq!((&last["event"], &last["status"]), (&Value::from("run_finished"), &Value::from("completed")));
+    let entered = |run: &str| -> Vec<String> {
+        of(&ev, "node_enter", run).iter().map(|e| e["node"].as_str().unwrap().to_string()).collect()
+    };
+    let ends = |run: &str| -> Vec<String> {
+        of(&ev, "run_finished", run).iter().map(|e| e["status"].as_str().unwrap().to_string()).collect()
+    };
+    // signals.py read the git work-tree diff.
+    assert_eq!(last["state"]["changed_files"], serde_json::json!(["src/lib.rs"]));
+    // The four-way fan-out into the lane maps, twice (the retry pass maps three lanes over []).
+    let maps = ["map_code_review", "map_adversary", "map_security", "map_probe"];
+    for m in maps {
+        let fanned = of(&ev, "route", "RUN").iter().filter(|r| r["from"] == "build_items" && r["to"] == m).count();
+        assert_eq!(fanned, 2, "{m}");
+    }
+    assert_eq!(entered("RUN/map_code_review/0"), ["run_code_review"]);
+    assert_eq!(entered("RUN/map_adversary/0"), ["run_adversary"]);
+    assert_eq!(entered("RUN/map_security/0"), ["run_security"]);
+    // Nesting: code-reviewer (a graph) runs domain-reviewer (a normal agent, reading the file)
+    // in its map and finding-verifier (a graph) whose map items are three graph levels down.
+    let cr = "RUN/map_code_review/0/run_code_review";
+    assert_eq!(ends(cr), ["completed"]);
+    assert_eq!(entered(&format!("{cr}/map_domains/0/review_domain")), ["domain-reviewer", "domain-reviewer"]);
+    assert_eq!(of(&ev, "tool_result", &format!("{cr}/map_domains/0/review_domain"))[0]["name"], "fs_read");
+    assert_eq!(ends(&format!("{cr}/verify")), ["completed"]);
+    assert_eq!(entered(&format!("{cr}/verify/verify_each/0")), ["verify_one", "verdict_gate"]);
+    assert_eq!(entered(&format!("{cr}/verify/verify_each/1")), ["verify_one", "verdict_gate"]);
+    // adversary, a graph agent, ran its criteria map.
+    assert_eq!(entered("RUN/map_adversary/0/run_adversary/map_criteria/0"), ["check_criterion", "crit_gate"]);
+    // security-reviewer: a transient failure retried by the agent node (max_attempts: 2).
+    assert_eq!(ends("RUN/map_security/0/run_security"), ["failed", "completed"]);
+    // probe: both attempts die, the lane's fallback marks it, retry_gate sends the gauntlet
+    // back (`_next`) and the second pass runs probe alone, with the execute_command stand-in.
+    assert_eq!(entered("RUN/map_probe/0"), ["run_probe", "lane_fault", "run_probe"]);
+    assert!(of(&ev, "route", "RUN/map_probe/0").iter().any(|r| r["from"] == "run_probe" && r["to"] == "lane_fault" && r["reason"]["type"] == "fallback"));
+    let fault = of(&ev, "node_exit", "RUN/map_probe/0").into_iter().find(|e| e["node"] == "lane_fault").unwrap();
+    assert!(fault["update"]["lane_out"].as_str().unwrap().starts_with("PIPELINE-FAULT: probe lane failed after retries — Agent node failed"));
+    assert_eq!(ends("RUN/map_probe/0/run_probe"), ["failed", "failed", "completed"]);
+    assert!(of(&ev, "route", "RUN").iter().any(|r| r["from"] == "retry_gate" && r["to"] == "build_items" && r["reason"]["type"] == "_next"));
+    assert_eq!(of(&ev, "tool_result", "RUN/map_probe/0/run_probe")[0]["name"], "execute_command");
+    assert_eq!(last["state"]["lane_attempts"], serde_json::json!({"code-review": 1, "adversary": 1, "security": 1, "probe": 2}));
+    // The verdict: all four sentinels green; the refuted finding was dropped by code-reviewer.
+    let out = last["output"].as_str().unwrap();
+    assert!(out.starts_with("GAUNTLET: PASS\n"), "{out}");
+    for row in ["| code-review | GREEN | MERGE-READY |", "| adversary | GREEN | CONFORMS |", "| security | GREEN | PASS |", "| probe | GREEN | PASS |"] {
+        assert!(out.contains(row), "{row}\n{out}");
+    }
+    assert!(out.contains("- retried: [probe (attempt 2)]"), "{out}");
+    assert!(out.contains("verifier: dropped 1 provably-false (div still panics when b is zero)"), "{out}");
 }
