@@ -20,10 +20,18 @@
 //!    the minimum gaps", pool-adjacent-violators), so boxes never overlap. Dummies pull harder,
 //!    which keeps long edges straight.
 //!
+//! **Map lanes** (Loki map branch chains, [`Graph::lanes`]) are kept together: a map's own
+//! continuation (`next`, `fallback`) is layered below every node of its lane; in each layer a
+//! lane's nodes (those in that lane only) are adjacent, with [`LANE_PAD`] of room on both sides
+//! for the lane's box; and a last pass moves any other box (or long edge) out of the span of a
+//! lane's box. Nodes shared by several lanes get the same room around them.
+//!
 //! Sizes come from the label ([`node_size`]); the gap between layers leaves room for edge labels.
-//! Coordinates are the top-left corners of the boxes, the whole drawing starts at (0, 0).
+//! Coordinates are the top-left corners of the boxes, the whole drawing starts at (0, 0). Long
+//! edges come with the points they pass through (one per layer crossed), so the canvas can draw
+//! them around the boxes instead of through them.
 
-use crate::graph::{END, GNode, Graph, START};
+use crate::graph::{END, EdgeKind, GNode, Graph, START};
 use petgraph::visit::NodeIndexable;
 use serde::Serialize;
 
@@ -39,6 +47,10 @@ pub const MARKER_H: f64 = 40.0;
 pub const LAYER_GAP: f64 = 88.0;
 /// Horizontal space between neighbouring boxes of a layer.
 pub const NODE_GAP: f64 = 48.0;
+
+/// Room kept around the nodes of a map lane for the box the canvas draws around them (the canvas
+/// draws the box this far outside the nodes, its label in the top padding).
+pub const LANE_PAD: f64 = 14.0;
 
 const DUMMY_W: f64 = 16.0;
 const DUMMY_GAP: f64 = 16.0;
@@ -62,6 +74,10 @@ pub struct Layout {
     /// Extent of all boxes (they start at 0, 0).
     pub width: f64,
     pub height: f64,
+    /// Per edge of [`Graph::edges_ordered`]: the points (x, y) a long edge passes through, from
+    /// its source to its target, one per layer crossed; empty for an edge between neighbouring
+    /// layers (and for self-loops and the few long edges beyond the budget).
+    pub points: Vec<Vec<(f64, f64)>>,
 }
 
 /// Box size of a node: the `__start__` / `__end__` markers (kind = id = the marker) are small;
@@ -107,6 +123,44 @@ fn compute(g: &Graph) -> Detail {
     let entry = g.entry.map(|e| dense[e.index()]).filter(|&e| e < n);
     let sizes: Vec<(f64, f64)> = order.iter().map(|&ix| node_size(&g.g[ix])).collect();
 
+    let branch: Vec<bool> = g
+        .edges_ordered()
+        .iter()
+        .map(|(_, _, e)| e.kind == EdgeKind::MapBranch)
+        .collect();
+    // Lanes in dense indices (the map left out of its own lane), and each node's group: the one
+    // lane it is in (`0..lanes.len()`), or its own group when several lanes share it.
+    let lanes: Vec<(usize, Vec<usize>)> = g
+        .lanes
+        .iter()
+        .filter_map(|l| {
+            let m = dense[g.index.get(&l.map)?.index()];
+            let mut members: Vec<usize> = l
+                .nodes
+                .iter()
+                .filter_map(|id| g.index.get(id))
+                .map(|ix| dense[ix.index()])
+                .filter(|&v| v < n && v != m)
+                .collect();
+            members.sort_unstable();
+            members.dedup();
+            Some((m, members))
+        })
+        .collect();
+    let mut in_lanes = vec![0usize; n];
+    let mut group: Vec<Option<usize>> = vec![None; n];
+    for (li, (_, members)) in lanes.iter().enumerate() {
+        for &v in members {
+            in_lanes[v] += 1;
+            group[v] = Some(li);
+        }
+    }
+    for v in 0..n {
+        if in_lanes[v] > 1 {
+            group[v] = Some(lanes.len() + v);
+        }
+    }
+
     let back = break_cycles(n, &edges, entry);
     // Layering edges (top, bottom), self-loops left out; indices into `edges` kept.
     let dag: Vec<(usize, usize, usize)> = edges
@@ -115,10 +169,13 @@ fn compute(g: &Graph) -> Detail {
         .filter(|(_, (a, b))| a != b)
         .map(|(e, &(a, b))| if back[e] { (b, a, e) } else { (a, b, e) })
         .collect();
-    let layer = assign_layers(n, &dag, entry);
-    let mut lg = LayeredGraph::build(n, &sizes, &layer, &dag);
+    let layering = with_lane_order(n, &dag, &edges, &branch, &lanes);
+    let layer = assign_layers(n, &layering, entry);
+    let mut lg = LayeredGraph::build(n, &sizes, &layer, &dag, &group);
     lg.reduce_crossings();
-    let xs = lg.place();
+    lg.keep_lanes_together();
+    let mut xs = lg.place();
+    lg.clear_lanes(&mut xs, lanes.len());
 
     // Vertical: each layer as high as its tallest box; smaller boxes centred in it.
     let nl = lg.layers.len();
@@ -138,7 +195,23 @@ fn compute(g: &Graph) -> Detail {
     let min_left = (0..n)
         .map(|v| xs[v] - sizes[v].0 / 2.0)
         .fold(f64::INFINITY, f64::min);
-    let mut out = Layout::default();
+    let mut out = Layout {
+        points: vec![Vec::new(); edges.len()],
+        ..Layout::default()
+    };
+    for (e, chain) in &lg.chains {
+        let mut pts: Vec<(f64, f64)> = chain
+            .iter()
+            .map(|&d| {
+                let l = lg.vlayer[d];
+                (xs[d] - min_left, top[l] + layer_h[l] / 2.0)
+            })
+            .collect();
+        if back[*e] {
+            pts.reverse();
+        }
+        out.points[*e] = pts;
+    }
     for (v, &ix) in order.iter().enumerate() {
         let (w, h) = sizes[v];
         let b = NodeBox {
@@ -229,6 +302,73 @@ fn break_cycles(n: usize, edges: &[(usize, usize)], entry: Option<usize>) -> Vec
     back
 }
 
+/// The layering edges plus, for each lane, an edge from every lane node to each target of the
+/// map's own edges (its `next` and `fallback`, not its branch), so that what follows a map comes
+/// after its lane. An edge that would close a cycle is left out.
+fn with_lane_order(
+    n: usize,
+    dag: &[(usize, usize, usize)],
+    edges: &[(usize, usize)],
+    branch: &[bool],
+    lanes: &[(usize, Vec<usize>)],
+) -> Vec<(usize, usize, usize)> {
+    let mut out = dag.to_vec();
+    if lanes.is_empty() {
+        return out;
+    }
+    // Each check is a search of the whole graph: bounded work on graphs with very many lanes.
+    let mut budget: usize = 20_000_000;
+    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &(a, b, _) in dag {
+        adj[a].push(b);
+    }
+    let mut seen = vec![usize::MAX; n];
+    let mut stack = Vec::new();
+    let mut check = 0usize;
+    for (m, members) in lanes {
+        let after: Vec<usize> = edges
+            .iter()
+            .enumerate()
+            .filter(|&(e, &(a, b))| a == *m && b != *m && !branch[e] && !members.contains(&b))
+            .map(|(_, &(_, b))| b)
+            .collect();
+        for &s in &after {
+            for &u in members {
+                let cost = n + out.len();
+                if budget < cost || adj[u].contains(&s) {
+                    continue;
+                }
+                budget -= cost;
+                // Does `s` reach `u`? Then `u -> s` would close a cycle.
+                check += 1;
+                stack.clear();
+                stack.push(s);
+                seen[s] = check;
+                let mut cycle = s == u;
+                while let Some(x) = stack.pop() {
+                    if cycle {
+                        break;
+                    }
+                    for &y in &adj[x] {
+                        if seen[y] != check {
+                            if y == u {
+                                cycle = true;
+                            }
+                            seen[y] = check;
+                            stack.push(y);
+                        }
+                    }
+                }
+                if !cycle {
+                    adj[u].push(s);
+                    out.push((u, s, usize::MAX));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Phase 2: longest path from the sources (Kahn order), then sources other than the entry moved
 /// down to one layer above their highest successor.
 fn assign_layers(n: usize, dag: &[(usize, usize, usize)], entry: Option<usize>) -> Vec<usize> {
@@ -282,6 +422,12 @@ struct LayeredGraph {
     down: Vec<Vec<usize>>,
     layers: Vec<Vec<usize>>,
     pos: Vec<usize>,
+    /// Layer of every vertex (dummies included).
+    vlayer: Vec<usize>,
+    /// Lane group of every vertex (see `compute`); a dummy of an edge inside a lane is in it.
+    group: Vec<Option<usize>>,
+    /// Per split edge: its index in `edges` and its dummies, top to bottom.
+    chains: Vec<(usize, Vec<usize>)>,
 }
 
 impl LayeredGraph {
@@ -290,6 +436,7 @@ impl LayeredGraph {
         sizes: &[(f64, f64)],
         layer: &[usize],
         dag: &[(usize, usize, usize)],
+        group: &[Option<usize>],
     ) -> Self {
         let nl = layer.iter().copied().max().map_or(0, |m| m + 1);
         // Dummy budget: shortest edges first, so a few huge back edges cannot crowd out the rest.
@@ -321,6 +468,9 @@ impl LayeredGraph {
             down: vec![Vec::new(); nv],
             layers: vec![Vec::new(); nl],
             pos: vec![0; nv],
+            vlayer: Vec::new(),
+            group: group.to_vec(),
+            chains: Vec::new(),
         };
         let mut vlayer = layer.to_vec();
         for (i, &(a, b, e)) in dag.iter().enumerate() {
@@ -328,15 +478,23 @@ impl LayeredGraph {
             if span == 1 {
                 lg.down[a].push(b);
             } else if split[i] {
+                let inside = match (group[a], group[b]) {
+                    (Some(x), Some(y)) if x == y => Some(x),
+                    _ => None,
+                };
                 let mut prev = a;
+                let mut chain = Vec::with_capacity(span - 1);
                 for l in layer[a] + 1..layer[b] {
                     let d = vlayer.len();
                     vlayer.push(l);
                     lg.key.push((a, 1 + e));
+                    lg.group.push(inside);
                     lg.down[prev].push(d);
+                    chain.push(d);
                     prev = d;
                 }
                 lg.down[prev].push(b);
+                lg.chains.push((e, chain));
             }
         }
         for u in 0..nv {
@@ -354,7 +512,101 @@ impl LayeredGraph {
             row.sort_by_key(|&v| lg.key[v]);
             lg.set_row(l, row);
         }
+        lg.vlayer = vlayer;
         lg
+    }
+
+    /// After crossing reduction: in every layer the vertices of one lane become adjacent, at the
+    /// mean position of the lane's vertices there, in the order they had.
+    fn keep_lanes_together(&mut self) {
+        for l in 0..self.layers.len() {
+            let row = &self.layers[l];
+            let mut mean: std::collections::HashMap<usize, (f64, usize)> = Default::default();
+            for &v in row {
+                if let Some(gr) = self.group[v] {
+                    let e = mean.entry(gr).or_default();
+                    e.0 += self.pos[v] as f64;
+                    e.1 += 1;
+                }
+            }
+            if mean.values().all(|&(_, k)| k < 2) {
+                continue;
+            }
+            let mut items: Vec<(f64, usize, usize)> = row
+                .iter()
+                .map(|&v| match self.group[v] {
+                    Some(gr) => {
+                        let (s, k) = mean[&gr];
+                        (s / k as f64, gr, self.pos[v])
+                    }
+                    None => (self.pos[v] as f64, usize::MAX, self.pos[v]),
+                })
+                .collect();
+            items.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            let row2: Vec<usize> = items.iter().map(|t| row[t.2]).collect();
+            self.set_row(l, row2);
+        }
+    }
+
+    /// Half the width a vertex needs in its row: its box, plus the lane padding of a lane node.
+    fn half(&self, v: usize) -> f64 {
+        self.width[v] / 2.0 + if v < self.n && self.group[v].is_some() { LANE_PAD } else { 0.0 }
+    }
+
+    /// After placement: no vertex of another group (box, lane padding or long edge) stays inside
+    /// the horizontal span of a lane's box in the layers the lane covers. Whatever is left of the
+    /// lane in such a layer moves left, whatever is right moves right, as a block.
+    fn clear_lanes(&self, x: &mut [f64], lanes: usize) {
+        for _round in 0..4 {
+            let mut moved = false;
+            for gr in 0..lanes {
+                let members: Vec<usize> = (0..self.n).filter(|&v| self.group[v] == Some(gr)).collect();
+                let Some(lmin) = members.iter().map(|&v| self.vlayer[v]).min() else {
+                    continue;
+                };
+                let lmax = members.iter().map(|&v| self.vlayer[v]).max().unwrap();
+                let lo = members.iter().map(|&v| x[v] - self.half(v)).fold(f64::INFINITY, f64::min);
+                let hi = members.iter().map(|&v| x[v] + self.half(v)).fold(f64::NEG_INFINITY, f64::max);
+                let mid = (lo + hi) / 2.0;
+                for l in lmin..=lmax {
+                    let row = &self.layers[l];
+                    let first = row.iter().position(|&v| self.group[v] == Some(gr));
+                    let last = row.iter().rposition(|&v| self.group[v] == Some(gr));
+                    let (mut need_l, mut need_r) = (0.0f64, 0.0f64);
+                    let mut side = vec![0i8; row.len()];
+                    for (i, &v) in row.iter().enumerate() {
+                        if self.group[v] == Some(gr) {
+                            continue;
+                        }
+                        let left = match (first, last) {
+                            (Some(f), _) if i < f => true,
+                            (_, Some(t)) if i > t => false,
+                            _ => x[v] < mid,
+                        };
+                        let gap = if v < self.n { NODE_GAP / 2.0 } else { DUMMY_GAP / 2.0 };
+                        if left {
+                            side[i] = -1;
+                            need_l = need_l.max(x[v] + self.half(v) + gap - lo);
+                        } else {
+                            side[i] = 1;
+                            need_r = need_r.max(hi - (x[v] - self.half(v) - gap));
+                        }
+                    }
+                    for (i, &v) in row.iter().enumerate() {
+                        if side[i] < 0 && need_l > 1e-6 {
+                            x[v] -= need_l;
+                            moved = true;
+                        } else if side[i] > 0 && need_r > 1e-6 {
+                            x[v] += need_r;
+                            moved = true;
+                        }
+                    }
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
     }
 
     fn set_row(&mut self, l: usize, row: Vec<usize>) {
@@ -458,14 +710,21 @@ impl LayeredGraph {
         }
     }
 
-    /// Minimum distance between the centres of two neighbours in a layer.
+    /// Minimum distance between the centres of two neighbours in a layer (lane nodes keep
+    /// `LANE_PAD` of room towards anything not in their lane).
     fn sep(&self, a: usize, b: usize) -> f64 {
         let gap = match (a < self.n, b < self.n) {
             (true, true) => NODE_GAP,
             (false, false) => DUMMY_GAP,
             _ => (NODE_GAP + DUMMY_GAP) / 2.0,
         };
-        (self.width[a] + self.width[b]) / 2.0 + gap
+        let pad = if self.group[a] == self.group[b] {
+            0.0
+        } else {
+            let lane = |v: usize| if v < self.n && self.group[v].is_some() { LANE_PAD } else { 0.0 };
+            lane(a) + lane(b)
+        };
+        (self.width[a] + self.width[b]) / 2.0 + gap + pad
     }
 
     /// Phase 5: x of every centre.
@@ -683,6 +942,14 @@ mod tests {
                     a.id,
                     b.id
                 );
+            }
+        }
+        assert_eq!(l.points.len(), g.edges_ordered().len(), "{what}: points per edge");
+        for (e, (s, t, _)) in g.edges_ordered().iter().enumerate() {
+            let (a, b) = (pos[g.g[*s].id.as_str()], pos[g.g[*t].id.as_str()]);
+            let (top, bottom) = if d.back[e] { (b, a) } else { (a, b) };
+            for &(px, py) in &l.points[e] {
+                assert!(px.is_finite() && py > top.y + top.h && py < bottom.y, "{what}: a point of {} -> {} outside its span", a.id, b.id);
             }
         }
         if let Some(entry) = g.entry {
@@ -959,6 +1226,89 @@ mod tests {
         );
         let l = check(&g, "tangle").layout;
         assert!(centre(&l, "x") < centre(&l, "y") && centre(&l, "y") < centre(&l, "z"));
+    }
+
+    /// A lane's box as the canvas draws it: its own nodes (not those shared with other lanes),
+    /// `LANE_PAD` around them.
+    fn lane_box(l: &Layout, g: &Graph, lane: &graph::Lane) -> Option<(f64, f64, f64, f64)> {
+        let own: Vec<&NodeBox> = l
+            .nodes
+            .iter()
+            .filter(|b| lane.nodes.contains(&b.id) && g.lanes_of(&b.id).len() == 1)
+            .collect();
+        if own.is_empty() {
+            return None;
+        }
+        let x0 = own.iter().map(|b| b.x).fold(f64::INFINITY, f64::min) - LANE_PAD;
+        let y0 = own.iter().map(|b| b.y).fold(f64::INFINITY, f64::min) - LANE_PAD;
+        let x1 = own.iter().map(|b| b.x + b.w).fold(f64::NEG_INFINITY, f64::max) + LANE_PAD;
+        let y1 = own.iter().map(|b| b.y + b.h).fold(f64::NEG_INFINITY, f64::max) + LANE_PAD;
+        Some((x0, y0, x1, y1))
+    }
+
+    #[test]
+    fn coyote_lanes_stay_together() {
+        let dir = crate::testdata::conformance_dir().join("loki/coyote-0.10.3/assets/agents");
+        let mut with_lanes = Vec::new();
+        for f in yaml_files(&dir).into_iter().filter(|f| f.ends_with("graph.yaml")) {
+            let d = doc::load_path(&f);
+            let Some(g) = graph::lower(&d, None).0 else {
+                continue;
+            };
+            let what = f.display().to_string();
+            let l = check(&g, &what).layout;
+            let pos: HashMap<&str, &NodeBox> = l.nodes.iter().map(|b| (b.id.as_str(), b)).collect();
+            let boxes: Vec<_> = g.lanes.iter().map(|lane| lane_box(&l, &g, lane)).collect();
+            for (lane, bx) in g.lanes.iter().zip(&boxes) {
+                let map = pos[lane.map.as_str()];
+                for id in &lane.nodes {
+                    assert!(pos[id.as_str()].y > map.y + map.h, "{what}: {id} is not below its map {}", lane.map);
+                }
+                // What follows the map comes after its whole lane.
+                let mix = g.index[&lane.map];
+                for e in g.g.edges(mix) {
+                    let t = &g.g[petgraph::visit::EdgeRef::target(&e)].id;
+                    if e.weight().kind == EdgeKind::MapBranch || lane.nodes.contains(t) {
+                        continue;
+                    }
+                    for id in &lane.nodes {
+                        assert!(pos[t.as_str()].y > pos[id.as_str()].y, "{what}: {t} (after {}) is not below {id}", lane.map);
+                    }
+                }
+                let Some((x0, y0, x1, y1)) = *bx else { continue };
+                for b in &l.nodes {
+                    if lane.nodes.contains(&b.id) && g.lanes_of(&b.id).len() == 1 {
+                        continue;
+                    }
+                    let apart = b.x + b.w <= x0 + 1e-6 || b.x >= x1 - 1e-6 || b.y + b.h <= y0 + 1e-6 || b.y >= y1 - 1e-6;
+                    assert!(apart, "{what}: {} lies in the lane box of {}", b.id, lane.map);
+                }
+                // Long edges go around the box, unless they join two nodes of the lane.
+                for (e, (s, t, _)) in g.edges_ordered().iter().enumerate() {
+                    if lane.nodes.contains(&g.g[*s].id) && lane.nodes.contains(&g.g[*t].id) {
+                        continue;
+                    }
+                    for &(px, py) in &l.points[e] {
+                        let inside = px > x0 && px < x1 && py > y0 && py < y1;
+                        assert!(!inside, "{what}: the edge {} -> {} crosses the lane of {}", g.g[*s].id, g.g[*t].id, lane.map);
+                    }
+                }
+            }
+            for i in 0..boxes.len() {
+                for j in i + 1..boxes.len() {
+                    if let (Some(a), Some(b)) = (boxes[i], boxes[j]) {
+                        let apart = a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1;
+                        assert!(apart, "{what}: the lanes of {} and {} overlap", g.lanes[i].map, g.lanes[j].map);
+                    }
+                }
+            }
+            if !g.lanes.is_empty() {
+                with_lanes.push(g.agent.clone());
+            }
+        }
+        for a in ["review-gauntlet", "code-reviewer"] {
+            assert!(with_lanes.iter().any(|x| x == a), "{a} has lanes: {with_lanes:?}");
+        }
     }
 
     fn yaml_files(root: &Path) -> Vec<PathBuf> {

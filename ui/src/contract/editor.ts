@@ -12,7 +12,12 @@ export type View = { path: string, file_name: string, dialect: "sherma" | "loki"
 /**
  * The inspector's schema of each node kind (sherma: its `args`; Loki: the node mapping).
  */
-schema: { [key in string]: SchemaObj }, width: number, height: number, };
+schema: { [key in string]: SchemaObj }, width: number, height: number, 
+/**
+ * Loki map lanes (coyote 0.10.3 branch chains), maps in declaration order; absent when
+ * there are none. A node may be in several lanes.
+ */
+lanes?: Array<ViewLane>, };
 
 export type ViewNode = { id: string, 
 /**
@@ -33,7 +38,18 @@ kind: "entry" | "static" | "branch" | "default" | "next" | "route" | "on_other" 
 /**
  * Position of the branch / route inside its source, for branch ops.
  */
-index: number | null, };
+index: number | null, 
+/**
+ * Points (x, y) a long edge passes through from its source to its target, one per layer it
+ * crosses, from the layout; absent when there are none, or when one of its ends has a
+ * position the user dragged (the route would be stale).
+ */
+points?: Array<[number, number]>, };
+
+/**
+ * One map's lane: the map and the nodes of its per-item chain (the branch entry first).
+ */
+export type ViewLane = { map: string, nodes: Array<string>, };
 
 /**
  * A canvas position (top-left corner of the node box).

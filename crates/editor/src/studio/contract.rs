@@ -7,7 +7,7 @@
 //! The helpers are public for the desktop shell, which generates `ui/src/contract/shell.ts` from
 //! its command types the same way (`runtime::contract` does it for the run core).
 
-use super::{DiskEvent, ExprProblem, Pos, Recovered, View, ViewEdge, ViewNode};
+use super::{DiskEvent, ExprProblem, Pos, Recovered, View, ViewEdge, ViewLane, ViewNode};
 use crate::edit::{Applied, EditError, EditOp, PathSeg, TextEdit};
 use model::doc::schema::{Field, Obj, TyJson};
 use syntax::diag::{Diagnostic, Severity};
@@ -39,6 +39,7 @@ pub fn editor_ts() -> String {
         declaration::<View>(c),
         declaration::<ViewNode>(c),
         declaration::<ViewEdge>(c),
+        declaration::<ViewLane>(c),
         declaration::<Pos>(c),
         declaration::<EditOp>(c),
         declaration::<PathSeg>(c),

@@ -13,7 +13,7 @@ mod view;
 
 pub use disk::{DiskEvent, SaveError, remove_stale_temps, write_atomic, write_atomic_mode};
 pub use recovery::{Recovered, RecoveryStore, Snapshot};
-pub use view::{View, ViewEdge, ViewNode};
+pub use view::{View, ViewEdge, ViewLane, ViewNode};
 
 use syntax::diag::Diagnostic;
 use crate::edit::{self, EditError, EditOp, TextEdit};

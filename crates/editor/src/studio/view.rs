@@ -33,6 +33,18 @@ pub struct View {
     pub schema: serde_json::Map<String, Value>,
     pub width: f64,
     pub height: f64,
+    /// Loki map lanes (coyote 0.10.3 branch chains), maps in declaration order; absent when
+    /// there are none. A node may be in several lanes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub lanes: Option<Vec<ViewLane>>,
+}
+
+/// One map's lane: the map and the nodes of its per-item chain (the branch entry first).
+#[derive(Clone, Debug, Serialize, TS)]
+pub struct ViewLane {
+    pub map: String,
+    pub nodes: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, TS)]
@@ -76,6 +88,12 @@ pub struct ViewEdge {
     pub order: usize,
     /// Position of the branch / route inside its source, for branch ops.
     pub index: Option<usize>,
+    /// Points (x, y) a long edge passes through from its source to its target, one per layer it
+    /// crosses, from the layout; absent when there are none, or when one of its ends has a
+    /// position the user dragged (the route would be stale).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub points: Option<Vec<(f64, f64)>>,
 }
 
 const SHERMA_KINDS: &[&str] =
@@ -114,6 +132,7 @@ pub(super) fn build(s: &Session) -> View {
         schema,
         width: 0.0,
         height: 0.0,
+        lanes: None,
     };
     if let Some(g) = g {
         fill_graph(&mut v, s, doc, &g);
@@ -187,8 +206,14 @@ fn fill_graph(v: &mut View, s: &Session, doc: &Document, g: &Graph) {
     }
     let mut branch_index: HashMap<&str, usize> = HashMap::new();
     let mut edges = Vec::new();
+    let is_pinned = |id: &str| pinned.is_some_and(|p| p.contains_key(id));
     for (i, (a, b, e)) in g.edges_ordered().into_iter().enumerate() {
         let from = g.g[a].id.as_str();
+        let points = layout
+            .points
+            .get(i)
+            .filter(|p| !p.is_empty() && !is_pinned(from) && !is_pinned(&g.g[b].id))
+            .cloned();
         let kind = e.kind.as_str();
         let index = match (kind, e.derived) {
             ("branch" | "route", false) => {
@@ -209,7 +234,11 @@ fn fill_graph(v: &mut View, s: &Session, doc: &Document, g: &Graph) {
             fanout: e.fanout,
             order: e.order,
             index,
+            points,
         });
+    }
+    if !g.lanes.is_empty() {
+        v.lanes = Some(g.lanes.iter().map(|l| ViewLane { map: l.map.clone(), nodes: l.nodes.clone() }).collect());
     }
     v.width = layout.width;
     v.height = layout.height;
