@@ -10,6 +10,7 @@ import {
 } from './lib.mjs';
 import { registerDebugTests, registerLiveTests } from './debug.mjs';
 import { registerBundleTests } from './bundle.mjs';
+import { registerCanvasTests } from './canvas.mjs';
 import { registerTrustTests } from './trust.mjs';
 import { registerWebviewTests } from './webview.mjs';
 
@@ -409,6 +410,7 @@ registerLiveTests(test, { assert, assertEq });
 registerTrustTests(test, { assert, assertEq });
 registerWebviewTests(test, { assert, assertEq });
 registerBundleTests(test, { assert, assertEq });
+registerCanvasTests(test, { assert, assertEq });
 
 async function main() {
   preflight();

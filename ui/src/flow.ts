@@ -25,6 +25,8 @@ export interface SyEdgeData extends Record<string, unknown> {
   /** Position among edges joining the same two nodes, and how many there are (for offsets). */
   parallel: number;
   parallelCount: number;
+  /** The layout's route of a long edge (View `points`): drawn through while its ends stay put. */
+  points: [number, number][] | null;
 }
 
 export type SyNode = Node<SyNodeData, 'sy'>;
@@ -95,7 +97,8 @@ function sameEdge(a: ViewEdge, b: ViewEdge): boolean {
     (a.label ?? null) === (b.label ?? null) &&
     !!a.derived === !!b.derived &&
     !!a.dynamic === !!b.dynamic &&
-    !!a.fanout === !!b.fanout
+    !!a.fanout === !!b.fanout &&
+    JSON.stringify(a.points ?? null) === JSON.stringify(b.points ?? null)
   );
 }
 
@@ -198,6 +201,7 @@ export function toFlowEdge(e: ViewEdge, selected = false, parallel = 0, parallel
       fanout: !!e.fanout,
       parallel,
       parallelCount,
+      points: e.points && e.points.length ? e.points : null,
     },
   };
 }

@@ -7,7 +7,7 @@ import type { View } from './contract/editor';
 
 export type { Diagnostic, Severity } from './contract/syntax';
 export type { SchemaField, SchemaObj, SchemaType } from './contract/model';
-export type { EditOp, JsonValue, PathSeg, Pos, View, ViewEdge, ViewNode } from './contract/editor';
+export type { EditOp, JsonValue, PathSeg, Pos, View, ViewEdge, ViewLane, ViewNode } from './contract/editor';
 /** Unsaved text kept in a recovery file for the open document (`recovery_offer`; engine
  *  `Recovered`). */
 export type { Recovered as RecoveryOffer } from './contract/editor';

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import {
   Background,
   BackgroundVariant,
+  ControlButton,
   Controls,
   MarkerType,
   MiniMap,
@@ -9,6 +10,7 @@ import {
   applyNodeChanges,
   getViewportForBounds,
   useReactFlow,
+  useStore as useFlowStore,
   useStoreApi,
   type Connection,
   type EdgeMouseHandler,
@@ -22,6 +24,10 @@ import { NodeCard } from './NodeCard';
 import { EdgeLine } from './EdgeLine';
 import { useDarkTheme } from '../theme';
 import { whenIdle } from '../idle';
+import { LaneLayer } from './LaneLayer';
+import { EdgePlanContext, type EdgePlan } from './canvasContext';
+import { edgeSegments, freeCorner, laneBoxes, laneTitleRect, placeLabels, samplePath, sourcePoint, targetPoint, type LabelInput, type Rect } from './canvasLayout';
+import { parallelOffset, usableRoute } from './EdgeLine';
 
 // Defined once, outside components (React Flow re-creates every node if these change identity).
 const nodeTypes = { sy: NodeCard };
@@ -48,6 +54,80 @@ export function viewBounds(nodes: { x: number; y: number; w?: number; h?: number
 
 /** Above this many nodes only what is on screen is rendered. */
 const VISIBLE_ONLY_THRESHOLD = 300;
+
+/** The minimap's width and its margins: kept free on the right when a document is fitted. */
+const MINI_STRIP = 140 + 30;
+
+/** Fitting a document never zooms out below this while its width still fits (nodes stay
+ *  readable; the rest is a pan or the minimap away). */
+export const READABLE_ZOOM = 0.75;
+
+/**
+ * The viewport showing a document: all of it when that keeps nodes readable; else its top at
+ * READABLE_ZOOM (or the zoom fitting its width, when that is larger than the fit), centred.
+ */
+export function fitViewport(nodes: { x: number; y: number; w?: number; h?: number }[], paneWidth: number, height: number) {
+  const b = viewBounds(nodes);
+  // The minimap's column on the right stays clear where the pane is wide enough to spare it.
+  const width = paneWidth > 3 * MINI_STRIP ? paneWidth - MINI_STRIP : paneWidth;
+  const fit = getViewportForBounds(b, width, height, 0.05, 1.2, { top: '40px', bottom: 0.12, x: 0.12 });
+  const widthZoom = Math.min(1.2, (width * 0.88) / Math.max(1, b.width));
+  const zoom = Math.max(fit.zoom, Math.min(READABLE_ZOOM, widthZoom));
+  if (zoom <= fit.zoom + 1e-3) return fit;
+  const x = b.width * zoom <= width ? (width - b.width * zoom) / 2 - b.x * zoom : 24 - b.x * zoom;
+  return { x, y: 40 - b.y * zoom, zoom };
+}
+
+/** Where an edge is drawn, for placing labels: the same geometry EdgeLine draws. */
+function labelInputs(edges: SyEdge[], rects: Map<string, Rect>, moved: Set<string>, selEdge: string | null): LabelInput[] {
+  const out: LabelInput[] = [];
+  for (const e of edges) {
+    const text = e.data?.label;
+    const a = rects.get(e.source);
+    const b = rects.get(e.target);
+    if (!text || !a || !b) continue;
+    const route = usableRoute(e.data?.points, e.source, e.target, moved);
+    const segs = edgeSegments(sourcePoint(a), targetPoint(b), route, parallelOffset(e.data?.parallel ?? 0, e.data?.parallelCount ?? 1));
+    out.push({ id: e.id, text, samples: samplePath(segs), priority: e.id === selEdge });
+  }
+  return out;
+}
+
+const MINI_W = 140;
+const MINI_H = 96;
+
+/**
+ * The minimap in the first corner of the pane where it covers no node (bottom right, then top
+ * right); none while every corner would cover one, or while the user turned it off.
+ */
+function PlacedMiniMap({ off }: { off: boolean }) {
+  const corner = useFlowStore((s) => {
+    const { transform, width, height, nodes } = s;
+    if (!width || !height) return 'bottom-right';
+    const [tx, ty, k] = transform;
+    const rects: Rect[] = [];
+    for (const n of nodes) {
+      const w = (n.width ?? 220) * k;
+      const h = (n.height ?? 64) * k;
+      const x = n.position.x * k + tx;
+      const y = n.position.y * k + ty;
+      if (x + w < 0 || y + h < 0 || x > width || y > height) continue;
+      rects.push({ x, y, w, h });
+    }
+    return freeCorner({ width, height }, rects, MINI_W, MINI_H, ['bottom-right', 'top-right']) ?? 'none';
+  });
+  if (off || corner === 'none') return null;
+  return (
+    <MiniMap<SyNode>
+      pannable
+      zoomable
+      position={corner as 'bottom-right' | 'top-right'}
+      nodeColor={minimapColor}
+      nodeStrokeWidth={0}
+      style={{ width: MINI_W, height: MINI_H }}
+    />
+  );
+}
 
 export function Canvas() {
   const store = useAppStore();
@@ -81,6 +161,33 @@ export function Canvas() {
   }, [viewNodes, selNode, mapper]);
 
   const edges = useMemo(() => mapper.edges(viewEdges, selEdge), [viewEdges, selEdge, mapper]);
+
+  // Map lanes and edge labels are placed from the boxes on screen: the local ones (a node being
+  // dragged included), or on big documents the View's (placing them on every drag frame costs).
+  const lanes = useApp((s) => s.view?.lanes);
+  const bigView = (viewNodes?.length ?? 0) > VISIBLE_ONLY_THRESHOLD;
+  const rects = useMemo(() => {
+    const m = new Map<string, Rect>();
+    if (bigView) for (const n of viewNodes ?? []) m.set(n.id, { x: n.x, y: n.y, w: n.w ?? 220, h: n.h ?? 64 });
+    else for (const n of nodes) m.set(n.id, { x: n.position.x, y: n.position.y, w: n.width ?? 220, h: n.height ?? 64 });
+    return m;
+  }, [bigView, viewNodes, nodes]);
+  const moved = useMemo(() => {
+    const out = new Set<string>();
+    if (bigView) return out;
+    const byId = new Map((viewNodes ?? []).map((v) => [v.id, v]));
+    for (const n of nodes) {
+      const v = byId.get(n.id);
+      if (v && (v.x !== n.position.x || v.y !== n.position.y)) out.add(n.id);
+    }
+    return out;
+  }, [bigView, viewNodes, nodes]);
+  const boxes = useMemo(() => laneBoxes(rects, lanes ?? []), [rects, lanes]);
+  const plan: EdgePlan = useMemo(() => {
+    const obstacles = [...rects.values(), ...boxes.map(laneTitleRect)];
+    return { labels: placeLabels(labelInputs(edges, rects, moved, selEdge), obstacles), moved };
+  }, [edges, rects, moved, boxes, selEdge]);
+  const [miniOff, setMiniOff] = useState(false);
 
   const onNodesChange = useCallback((changes: NodeChange<SyNode>[]) => {
     // Selection and removal go through the store and the engine, not React Flow.
@@ -149,12 +256,22 @@ export function Canvas() {
         vp = { x: width / 2 - (first.x + (first.w ?? 220) / 2) * zoom, y: 40 - first.y * zoom, zoom };
       } else {
         // 40 px at the top keep the first row clear of the pane toggles drawn over the canvas.
-        vp = getViewportForBounds(viewBounds(all), width, height, 0.05, 1.2, { top: '40px', bottom: 0.12, x: 0.12 });
+        vp = fitViewport(all, width, height);
       }
       void flow.setViewport(vp);
     }, 30);
     return () => window.clearTimeout(t);
   }, [docKey, flow, flowStore, store]);
+
+  // The fit button: the same readable fit as on opening (React Flow's own fit zooms out until
+  // everything shows, however small).
+  const onFitView = useCallback(() => {
+    const all = store.getState().view?.nodes ?? [];
+    const { width, height } = flowStore.getState();
+    if (all.length === 0 || !width || !height) return;
+    if (all.length > VISIBLE_ONLY_THRESHOLD) void flow.fitView({ duration: 200 });
+    else void flow.setViewport(fitViewport(all, width, height), { duration: 200 });
+  }, [flow, flowStore, store]);
 
   const big = nodes.length > VISIBLE_ONLY_THRESHOLD;
 
@@ -169,6 +286,7 @@ export function Canvas() {
 
   return (
     <div className="canvas" data-testid="canvas">
+      <EdgePlanContext.Provider value={plan}>
       <ReactFlow<SyNode, SyEdge>
         nodes={nodes}
         edges={edges}
@@ -190,9 +308,26 @@ export function Canvas() {
         elevateEdgesOnSelect
       >
         <Background variant={BackgroundVariant.Dots} gap={18} size={1} />
-        {showMiniMap ? <MiniMap<SyNode> pannable zoomable nodeColor={minimapColor} nodeStrokeWidth={0} style={{ width: 140, height: 96 }} /> : null}
-        <Controls showInteractive={false} />
+        <LaneLayer boxes={boxes} />
+        {showMiniMap ? <PlacedMiniMap off={miniOff} /> : null}
+        <Controls showInteractive={false} showFitView={false}>
+          <ControlButton onClick={onFitView} className="react-flow__controls-fitview" title="Fit view" aria-label="Fit view" data-testid="fit-view">
+            <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 30" aria-hidden>
+              <path d="M3.692 4.63c0-.53.4-.938.939-.938h5.215V0H4.708C2.13 0 0 2.054 0 4.63v5.216h3.692V4.631zM27.354 0h-5.2v3.692h5.17c.53 0 .984.4.984.939v5.215H32V4.631A4.624 4.624 0 0027.354 0zm.954 24.83c0 .532-.4.94-.939.94h-5.215v3.768h5.215c2.577 0 4.631-2.13 4.631-4.707v-5.139h-3.692v5.139zm-23.677.94c-.531 0-.939-.4-.939-.94v-5.138H0v5.139c0 2.577 2.13 4.707 4.708 4.707h5.138V25.77H4.631z" />
+            </svg>
+          </ControlButton>
+          <ControlButton
+            onClick={() => setMiniOff(!miniOff)}
+            title={miniOff ? 'Show the minimap' : 'Hide the minimap'}
+            aria-label={miniOff ? 'Show the minimap' : 'Hide the minimap'}
+            data-testid="minimap-toggle"
+            className={miniOff ? undefined : 'on'}
+          >
+            ▦
+          </ControlButton>
+        </Controls>
       </ReactFlow>
+      </EdgePlanContext.Provider>
     </div>
   );
 }

@@ -1,10 +1,25 @@
-import { memo } from 'react';
-import { BaseEdge, EdgeLabelRenderer, getBezierPath, type EdgeProps } from '@xyflow/react';
+import { memo, useContext } from 'react';
+import { BaseEdge, EdgeLabelRenderer, type EdgeProps } from '@xyflow/react';
 import { edgeStroke, type SyEdge } from '../flow';
 import { edgeTakenKey, parseEdgeTaken, stepsTitle, useDebugSafe } from './debug/canvasOverlay';
+import { edgeSegments, pointAlong, samplePath, segmentsPath, type Pt } from './canvasLayout';
+import { EdgePlanContext } from './canvasContext';
+
+/** Sideways offset of an edge among `count` joining the same two nodes. */
+export function parallelOffset(parallel: number, count: number): number {
+  return count > 1 ? (parallel - (count - 1) / 2) * 70 : 0;
+}
+
+/** The layout's route, when the edge's ends are still where the layout put them. */
+export function usableRoute(points: Pt[] | null | undefined, source: string, target: string, moved: Set<string> | undefined): Pt[] {
+  if (!points || points.length === 0) return [];
+  if (moved && (moved.has(source) || moved.has(target))) return [];
+  return points;
+}
 
 function EdgeLineImpl(props: EdgeProps<SyEdge>) {
-  const { id, source, target, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
+  const { id, source, target, sourceX, sourceY, targetX, targetY, data, selected, markerEnd } = props;
+  const plan = useContext(EdgePlanContext);
   const count = data?.parallelCount ?? 1;
   // The debugger's overlay: whether (and why) the run took this edge; one string per edge.
   const kind = data?.kind ?? 'static';
@@ -15,19 +30,14 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
     '',
   );
   const taken = parseEdgeTaken(takenKey);
-  let path: string;
-  let labelX: number;
-  let labelY: number;
-  if (count > 1) {
-    // Several edges between the same two nodes: fan them out so each stays visible and clickable.
-    const off = ((data?.parallel ?? 0) - (count - 1) / 2) * 70;
-    const dy = Math.max(40, Math.abs(targetY - sourceY) / 2);
-    path = `M${sourceX},${sourceY} C${sourceX + off},${sourceY + dy} ${targetX + off},${targetY - dy} ${targetX},${targetY}`;
-    labelX = (sourceX + targetX) / 2 + off * 0.75;
-    labelY = (sourceY + targetY) / 2 + ((data?.parallel ?? 0) - (count - 1) / 2) * 20;
-  } else {
-    [path, labelX, labelY] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
-  }
+  // Several edges between the same two nodes are bent apart so each stays visible and clickable;
+  // a long edge follows the layout's route around the boxes it would cross.
+  const route = usableRoute(data?.points, source, target, plan?.moved);
+  const segs = edgeSegments([sourceX, sourceY], [targetX, targetY], route, parallelOffset(data?.parallel ?? 0, count));
+  const path = segmentsPath(segs);
+  // The label where the canvas placed it (clear of other labels and of nodes), else mid-edge.
+  const placed = plan?.labels.get(id);
+  const [labelX, labelY] = placed ? [placed.x, placed.y] : pointAlong(samplePath(segs), 0.5);
   const s = edgeStroke(data ?? { kind: 'static' });
   const label = data?.label ?? null;
   const cls = ['sy-edge-label'];
@@ -66,16 +76,20 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
             {taken.reason}
           </div>
         </EdgeLabelRenderer>
-      ) : label ? (
+      ) : label && placed !== null ? (
+        // `placed === null`: no room anywhere along the edge; the label shows when it is selected.
         <EdgeLabelRenderer>
           <div
             data-testid="edge-label"
             data-edge-id={id}
             className={cls.join(' ')}
-            style={{ transform: `translate(-50%, -50%) translate(${labelX}px, ${labelY}px)` }}
+            style={{
+              transform: `translate(-50%, -50%) translate(${labelX}px, ${labelY}px)`,
+              ...(placed ? { width: placed.w, height: placed.h } : {}),
+            }}
             title={taken?.steps ? `${label}\ntaken: ${stepsText}` : label}
           >
-            {label.length > 34 ? `${label.slice(0, 32)}…` : label}
+            {placed ? placed.text : label.length > 34 ? `${label.slice(0, 32)}…` : label}
           </div>
         </EdgeLabelRenderer>
       ) : null}
