@@ -58,13 +58,16 @@ const VISIBLE_ONLY_THRESHOLD = 300;
 /** The minimap's width and its margins: kept free on the right when a document is fitted. */
 const MINI_STRIP = 140 + 30;
 
-/** Fitting a document never zooms out below this while its width still fits (nodes stay
- *  readable; the rest is a pan or the minimap away). */
+/** Fitting a document of READABLE_MIN_NODES nodes or more never zooms out below this while its
+ *  width still fits (nodes stay readable; the rest is a pan or the minimap away). A smaller
+ *  document always fits whole. */
 export const READABLE_ZOOM = 0.75;
+export const READABLE_MIN_NODES = 12;
 
 /**
- * The viewport showing a document: all of it when that keeps nodes readable; else its top at
- * READABLE_ZOOM (or the zoom fitting its width, when that is larger than the fit), centred.
+ * The viewport showing a document: all of it when that keeps nodes readable (or it is small);
+ * else its top at READABLE_ZOOM (or the zoom fitting its width, when that is larger than the
+ * fit), centred.
  */
 export function fitViewport(nodes: { x: number; y: number; w?: number; h?: number }[], paneWidth: number, height: number) {
   const b = viewBounds(nodes);
@@ -72,6 +75,7 @@ export function fitViewport(nodes: { x: number; y: number; w?: number; h?: numbe
   const width = paneWidth > 3 * MINI_STRIP ? paneWidth - MINI_STRIP : paneWidth;
   const fit = getViewportForBounds(b, width, height, 0.05, 1.2, { top: '40px', bottom: 0.12, x: 0.12 });
   const widthZoom = Math.min(1.2, (width * 0.88) / Math.max(1, b.width));
+  if (nodes.length < READABLE_MIN_NODES) return fit;
   const zoom = Math.max(fit.zoom, Math.min(READABLE_ZOOM, widthZoom));
   if (zoom <= fit.zoom + 1e-3) return fit;
   const x = b.width * zoom <= width ? (width - b.width * zoom) / 2 - b.x * zoom : 24 - b.x * zoom;

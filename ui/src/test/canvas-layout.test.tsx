@@ -16,7 +16,7 @@ import {
   type LabelInput,
   type Rect,
 } from '../components/canvasLayout';
-import { fitViewport, READABLE_ZOOM } from '../components/Canvas';
+import { fitViewport, READABLE_MIN_NODES, READABLE_ZOOM } from '../components/Canvas';
 import { lokiView, viewEdge, viewNode } from '../fake/demo';
 import { renderApp } from './harness';
 import type { View } from '../types';
@@ -146,6 +146,11 @@ describe('minimap and fitting', () => {
     expect(vp.y).toBeCloseTo(40);
     const small = tall.slice(0, 3);
     expect(fitViewport(small, 1100, 650).zoom).toBeGreaterThan(READABLE_ZOOM);
+    // A small graph always fits whole, however small its nodes get.
+    const few = tall.slice(0, READABLE_MIN_NODES - 1);
+    const fit = fitViewport(few, 1100, 650);
+    expect(fit.zoom).toBeLessThan(READABLE_ZOOM);
+    expect(fit.y + (few[few.length - 1].y + 64) * fit.zoom).toBeLessThanOrEqual(650);
   });
 });
 
