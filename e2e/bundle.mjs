@@ -7,15 +7,10 @@
 // not of bundle folders; opening and drawing need no trust).
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, T, click, screenshot, testid, tmpDir, waitForView } from './lib.mjs';
-
-/** The conformance corpus (beside the repository, as `switchyard::testdata` finds it). */
-function conformance() {
-  return process.env.SWITCHYARD_CONFORMANCE || path.resolve(ROOT, '..', 'shared', 'conformance');
-}
+import { T, click, conformanceDir, screenshot, testid, tmpDir, waitForView } from './lib.mjs';
 
 function bundleFixture() {
-  const src = path.join(conformance(), 'loki', 'coyote-0.10.3', 'assets');
+  const src = path.join(conformanceDir(), 'loki', 'coyote-0.10.3', 'assets');
   if (!fs.existsSync(src)) throw new Error(`the coyote corpus is missing: ${src} (set SWITCHYARD_CONFORMANCE)`);
   const dir = path.join(tmpDir(), 'coyote');
   fs.cpSync(src, dir, { recursive: true });

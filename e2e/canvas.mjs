@@ -3,9 +3,9 @@
 // no label covers a node, and the minimap covers no node, fitted and zoomed out.
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, T, testid, tmpDir } from './lib.mjs';
+import { T, conformanceDir, testid, tmpDir } from './lib.mjs';
 
-const ASSETS = process.env.COYOTE_ASSETS || path.resolve(ROOT, '..', 'shared', 'conformance', 'loki', 'coyote-0.10.3', 'assets');
+const ASSETS = process.env.COYOTE_ASSETS || path.join(conformanceDir(), 'loki', 'coyote-0.10.3', 'assets');
 
 /** The boxes on screen: nodes, edge labels, lanes (with the nodes they hold), the minimap. */
 async function boxes(b) {

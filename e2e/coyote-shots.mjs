@@ -11,9 +11,9 @@
 // `assets` folder is copied to a scratch folder first (opening needs no trust).
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, launch, preflight, sleep, startDriver, testid, tmpDir } from './lib.mjs';
+import { ROOT, conformanceDir, launch, preflight, sleep, startDriver, testid, tmpDir } from './lib.mjs';
 
-const ASSETS = process.env.COYOTE_ASSETS || path.resolve(ROOT, '..', 'shared', 'conformance', 'loki', 'coyote-0.10.3', 'assets');
+const ASSETS = process.env.COYOTE_ASSETS || path.join(conformanceDir(), 'loki', 'coyote-0.10.3', 'assets');
 const DOCS = process.argv.includes('--docs');
 const OUT = DOCS ? path.join(ROOT, 'docs', 'screenshots') : process.env.SHOTS_DIR || '/tmp/w/shots';
 const AGENTS = ['review-gauntlet', 'code-reviewer'];

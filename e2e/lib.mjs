@@ -64,6 +64,22 @@ export function preflight() {
   }
 }
 
+/**
+ * The shared conformance corpus, found as the Rust tests find it (`model::testdata`):
+ * `$SWITCHYARD_CONFORMANCE`, else `shared/conformance` beside the repository or any folder above
+ * it, else `/work/shared/conformance`. The first that exists wins; else the first candidate.
+ */
+export function conformanceDir() {
+  const candidates = [];
+  if (process.env.SWITCHYARD_CONFORMANCE) candidates.push(process.env.SWITCHYARD_CONFORMANCE);
+  for (let dir = path.dirname(ROOT); ; dir = path.dirname(dir)) {
+    candidates.push(path.join(dir, 'shared', 'conformance'));
+    if (path.dirname(dir) === dir) break;
+  }
+  candidates.push('/work/shared/conformance');
+  return candidates.find((c) => fs.existsSync(c)) ?? candidates[0];
+}
+
 export function tmpDir(prefix = 'switchyard-e2e-') {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
