@@ -676,6 +676,16 @@ impl ShermaMachine {
                         ),
                     });
                     sleep_unless_stopped(Duration::from_secs_f64(delay), cx);
+                    // A stop during the wait ends the node with the failure it was waiting on,
+                    // rather than cutting the wait short and trying again.
+                    if cx.stopped() {
+                        return Err(NodeError {
+                            message: format!("LLM call failed: {e}"),
+                            kind: "LLMError".into(),
+                            attempt,
+                            own: Some(e.own_message().to_string()),
+                        });
+                    }
                 }
             }
         };
