@@ -1132,19 +1132,8 @@ fn cmd_runs(db: DbArg, action: Option<RunsAction>) -> ExitCode {
 
 /// UTC `YYYY-MM-DD HH:MM:SS` of a Unix time in milliseconds.
 fn format_time(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    format!("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", t.year(), u8::from(t.month()), t.day(), t.hour(), t.minute(), t.second())
 }
 
 fn main() -> ExitCode {
@@ -1179,5 +1168,15 @@ fn main() -> ExitCode {
         Cmd::Resume(args) => cmd_resume(args),
         Cmd::Runs { db, action } => cmd_runs(db, action),
         Cmd::Trust(args) => cmd_trust(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn run_times_are_utc_calendar_dates() {
+        assert_eq!(super::format_time(0), "1970-01-01 00:00:00");
+        assert_eq!(super::format_time(1_795_782_069_624), "2026-11-27 12:21:09");
+        assert_eq!(super::format_time(-1_000), "1969-12-31 23:59:59");
     }
 }

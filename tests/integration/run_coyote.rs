@@ -401,22 +401,7 @@ fn coyote_agents_match_their_golden_traces() {
         );
         let got = golden_text(&trace, &t);
         let file = repo().join("tests/golden").join(format!("{}.jsonl", run.golden));
-        if update {
-            std::fs::write(&file, &got).unwrap();
-            continue;
-        }
-        let want = std::fs::read_to_string(&file).unwrap_or_default();
-        if want != got {
-            let first = want.lines().zip(got.lines()).position(|(a, b)| a != b).unwrap_or(want.lines().count().min(got.lines().count()));
-            failures.push(format!(
-                "{}: differs from {} at line {}:\n  want: {}\n  got:  {}",
-                run.golden,
-                file.display(),
-                first + 1,
-                want.lines().nth(first).unwrap_or("<end>"),
-                got.lines().nth(first).unwrap_or("<end>")
-            ));
-        }
+        failures.extend(test_support::run::check_golden(run.golden, &file, &got, update));
     }
     assert!(failures.is_empty(), "{}\n\nIf the new traces are right, run with UPDATE_EXPECT=1 and review the diff.", failures.join("\n\n"));
 }

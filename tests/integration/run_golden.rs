@@ -103,22 +103,7 @@ fn example_agents_match_their_golden_traces() {
             ex.name
         );
         let file = root().join("tests/golden").join(format!("{}.jsonl", ex.name));
-        if update {
-            std::fs::write(&file, &got).unwrap();
-            continue;
-        }
-        let want = std::fs::read_to_string(&file).unwrap_or_default();
-        if want != got {
-            let first = want.lines().zip(got.lines()).position(|(a, b)| a != b).unwrap_or(want.lines().count().min(got.lines().count()));
-            failures.push(format!(
-                "{}: differs from {} at line {}:\n  want: {}\n  got:  {}",
-                ex.name,
-                file.display(),
-                first + 1,
-                want.lines().nth(first).unwrap_or("<end>"),
-                got.lines().nth(first).unwrap_or("<end>")
-            ));
-        }
+        failures.extend(test_support::run::check_golden(ex.name, &file, &got, update));
     }
     assert!(
         failures.is_empty(),

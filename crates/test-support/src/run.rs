@@ -82,3 +82,25 @@ pub fn messages(state: &Value) -> Vec<(String, String)> {
         .map(|m| (m["type"].as_str().unwrap_or("?").to_string(), m["content"].as_str().unwrap_or("").to_string()))
         .collect()
 }
+
+/// Compare a trace with its golden file `file` (`name` in the message): `update` rewrites the
+/// file instead (`UPDATE_EXPECT=1`); otherwise a difference is returned as a message naming the
+/// first line that differs, what the file wants and what the run gave.
+pub fn check_golden(name: &str, file: &Path, got: &str, update: bool) -> Option<String> {
+    if update {
+        std::fs::write(file, got).unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
+        return None;
+    }
+    let want = std::fs::read_to_string(file).unwrap_or_default();
+    if want == got {
+        return None;
+    }
+    let first = want.lines().zip(got.lines()).position(|(a, b)| a != b).unwrap_or(want.lines().count().min(got.lines().count()));
+    Some(format!(
+        "{name}: differs from {} at line {}:\n  want: {}\n  got:  {}",
+        file.display(),
+        first + 1,
+        want.lines().nth(first).unwrap_or("<end>"),
+        got.lines().nth(first).unwrap_or("<end>")
+    ))
+}
