@@ -237,6 +237,8 @@ fn cli_run(t: &TempDir, run: &CoyoteRun) -> (String, std::process::Output) {
         .env("SWITCHYARD_CACHE_DIR", t.join("cache"))
         .env("SWITCHYARD_KEYRING", "off")
         .env("LC_ALL", "C.UTF-8")
+        // `{{__shell__}}` in a prompt is `$SHELL`'s name (CI runs with none set: `sh`).
+        .env("SHELL", "/bin/bash")
         .env_remove("LOKI_FUNCTIONS_DIR")
         .env_remove("LOKI_CONFIG_DIR")
         .env_remove("SWITCHYARD_CHILD_ENV")
