@@ -10,6 +10,11 @@
 //! the provider moved to its saved position, the status (interrupted with its question,
 //! paused, ready) restored.
 //!
+//! A run may also keep its event log here (`events`: one JSON line per event, numbered from 1
+//! per run): [`StorePersist::with_events`] writes the events emitted since the last save in the
+//! same transaction as the step, so the log and the checkpoint never disagree after a crash;
+//! [`RunStore::events_after`] reads them back (the server's resumable event streams).
+//!
 //! Two processes may share one database: SQLite's locking serialises the writes and every
 //! connection waits up to [`BUSY_TIMEOUT`] for a lock. Every error names the database file.
 
@@ -28,7 +33,7 @@ use ts_rs::TS;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version (`PRAGMA user_version`); a newer one is refused.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -56,7 +61,17 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     created_ms  INTEGER NOT NULL,
     PRIMARY KEY (run_id, step)
 ) STRICT;
+CREATE TABLE IF NOT EXISTS events (
+    run_id      TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    line        TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) STRICT;
 ";
+
+/// Events of a durable run not yet written: `(seq, JSON line)`, filled by the run's listener
+/// and written by [`StorePersist`] with the next step.
+pub type EventBuffer = std::sync::Arc<std::sync::Mutex<Vec<(u64, String)>>>;
 
 /// The default database: `$SWITCHYARD_RUNS_DB`, else `$XDG_DATA_HOME/switchyard/runs.sqlite`,
 /// else `~/.local/share/switchyard/runs.sqlite`.
@@ -268,6 +283,19 @@ impl RunStore {
     /// kept: a resume needs nothing else, and keeping every step's snapshot would grow the store
     /// with the square of the run's length (27 MB for 1,000 steps of a 60 KB state).
     pub fn save(&mut self, id: &str, point: &SavePoint<'_>, error: Option<&str>) -> Result<(), String> {
+        self.save_with_events(id, point, error, &[])
+    }
+
+    /// [`RunStore::save`], and append `events` (`(seq, line)`) to the run's event log in the
+    /// same transaction (an event already there is kept: a re-run step numbers its events as
+    /// the first run did).
+    pub fn save_with_events(
+        &mut self,
+        id: &str,
+        point: &SavePoint<'_>,
+        error: Option<&str>,
+        events: &[(u64, String)],
+    ) -> Result<(), String> {
         let path = self.path.clone();
         let err = |doing: &str, e: rusqlite::Error| format!("run store {}: {doing}: {}", path.display(), explain(&e));
         let now = now_ms();
@@ -304,6 +332,15 @@ impl RunStore {
                 .map_err(|e| err(&format!("saving run {id}"), e))?;
             put.execute(params![id, point.step as i64, snapshot, now])
                 .map_err(|e| err(&format!("saving the checkpoint of run {id}"), e))?;
+            if !events.is_empty() {
+                let mut ev = tx
+                    .prepare_cached("INSERT OR IGNORE INTO events (run_id, seq, line) VALUES (?1, ?2, ?3)")
+                    .map_err(|e| err(&format!("saving the events of run {id}"), e))?;
+                for (seq, line) in events {
+                    ev.execute(params![id, *seq as i64, line])
+                        .map_err(|e| err(&format!("saving the events of run {id}"), e))?;
+                }
+            }
         }
         tx.commit().map_err(|e| err(&format!("saving run {id}"), e))
     }
@@ -345,6 +382,26 @@ impl RunStore {
         }
     }
 
+    /// The events of run `id` numbered above `after`, oldest first, at most `limit`.
+    pub fn events_after(&self, id: &str, after: u64, limit: usize) -> Result<Vec<(u64, String)>, String> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT seq, line FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+            .map_err(|e| self.err(&format!("reading the events of run {id}"), e))?;
+        let rows = st
+            .query_map(params![id, after as i64, limit as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
+            .map_err(|e| self.err(&format!("reading the events of run {id}"), e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(&format!("reading the events of run {id}"), e))
+    }
+
+    /// The number of the last event of run `id` in its log (0: none).
+    pub fn last_event_seq(&self, id: &str) -> Result<u64, String> {
+        self.conn
+            .query_row("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?1", [id], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| self.err(&format!("reading the events of run {id}"), e))
+    }
+
     /// How many checkpoints run `id` has.
     pub fn checkpoint_count(&self, id: &str) -> Result<u64, String> {
         self.conn
@@ -361,6 +418,7 @@ impl RunStore {
         let mut missing = Vec::new();
         for id in ids {
             tx.execute("DELETE FROM checkpoints WHERE run_id = ?1", [id]).map_err(err)?;
+            tx.execute("DELETE FROM events WHERE run_id = ?1", [id]).map_err(err)?;
             if tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(err)? == 0 {
                 missing.push(id.clone());
             }
@@ -462,11 +520,18 @@ pub struct StorePersist {
     store: RunStore,
     run: String,
     error: Option<String>,
+    events: Option<EventBuffer>,
 }
 
 impl StorePersist {
     pub fn new(store: RunStore, run: impl Into<String>) -> StorePersist {
-        StorePersist { store, run: run.into(), error: None }
+        StorePersist { store, run: run.into(), error: None, events: None }
+    }
+
+    /// Also write the run's events (see the module docs): each save takes what `buffer` holds.
+    pub fn with_events(mut self, buffer: EventBuffer) -> StorePersist {
+        self.events = Some(buffer);
+        self
     }
 }
 
@@ -475,7 +540,19 @@ impl Persist for StorePersist {
         if let Status::Finished { status: RunStatus::Failed, .. } = point.status {
             self.error = point.failure.map(str::to_string).or(self.error.take());
         }
-        self.store.save(&self.run, point, self.error.as_deref())
+        let Some(buffer) = &self.events else {
+            return self.store.save(&self.run, point, self.error.as_deref());
+        };
+        let events = std::mem::take(&mut *buffer.lock().unwrap_or_else(|p| p.into_inner()));
+        let saved = self.store.save_with_events(&self.run, point, self.error.as_deref(), &events);
+        if saved.is_err() {
+            // Not written: keep them for the next save.
+            let mut b = buffer.lock().unwrap_or_else(|p| p.into_inner());
+            let later = std::mem::take(&mut *b);
+            *b = events;
+            b.extend(later);
+        }
+        saved
     }
 }
 
@@ -532,6 +609,41 @@ mod tests {
 
     fn point(step: u64, status: &Status) -> SavePoint<'_> {
         SavePoint { step, status, snapshot: json!({"format": 1, "step": step, "big": "x".repeat(100)}), failure: None }
+    }
+
+    #[test]
+    fn events_are_written_with_their_step_and_read_back_after_a_number() {
+        let dir = tmp("events");
+        let db = dir.join("runs.sqlite");
+        // A store made before the event log (schema 1) gains it when opened.
+        {
+            let c = Connection::open(&db).unwrap();
+            c.execute_batch(&format!("{} PRAGMA user_version = 1;", SCHEMA.split("CREATE TABLE IF NOT EXISTS events").next().unwrap()))
+                .unwrap();
+        }
+        let mut s = RunStore::open(&db).unwrap();
+        s.insert(&record("r1")).unwrap();
+        let buffer: EventBuffer = Default::default();
+        let mut p = StorePersist::new(RunStore::open(&db).unwrap(), "r1").with_events(buffer.clone());
+        buffer.lock().unwrap().extend([(1, "{\"event\":\"run_started\"}".to_string()), (2, "two".to_string())]);
+        p.save(&point(1, &Status::Ready)).unwrap();
+        assert!(buffer.lock().unwrap().is_empty(), "written, so taken");
+        // A re-run step numbers its events as before: the first line of a number stays.
+        buffer.lock().unwrap().extend([(2, "two again".to_string()), (3, "three".to_string())]);
+        p.save(&point(2, &Status::Ready)).unwrap();
+        let all = s.events_after("r1", 0, 100).unwrap();
+        assert_eq!(all.iter().map(|(n, l)| (*n, l.as_str())).collect::<Vec<_>>(), [(1, "{\"event\":\"run_started\"}"), (2, "two"), (3, "three")]);
+        assert_eq!(s.events_after("r1", 2, 100).unwrap(), vec![(3, "three".to_string())]);
+        assert_eq!(s.events_after("r1", 0, 1).unwrap().len(), 1);
+        assert_eq!(s.last_event_seq("r1").unwrap(), 3);
+        assert_eq!(s.last_event_seq("nope").unwrap(), 0);
+        // A save that fails keeps its events for the next one.
+        let mut gone = StorePersist::new(RunStore::open(&db).unwrap(), "missing").with_events(buffer.clone());
+        buffer.lock().unwrap().push((1, "kept".into()));
+        assert!(gone.save(&point(1, &Status::Ready)).is_err());
+        assert_eq!(buffer.lock().unwrap().len(), 1);
+        s.delete(&["r1".into()]).unwrap();
+        assert!(s.events_after("r1", 0, 100).unwrap().is_empty(), "deleted with the run");
     }
 
     #[test]
