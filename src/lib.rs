@@ -17,6 +17,8 @@ pub use runtime::secrets;
 pub mod run;
 pub use model::skills;
 pub use syntax::source;
+/// `switchyard serve` (the LangGraph API, the embedded engine, tokens).
+pub use server as serve;
 pub use editor::studio;
 pub use model::testdata;
 pub use model::validate;

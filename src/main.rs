@@ -85,6 +85,60 @@ enum Cmd {
         #[command(subcommand)]
         action: Option<RunsAction>,
     },
+    /// Serve the agents under a folder over HTTP: the LangGraph Platform API (assistants,
+    /// threads, runs, streaming, interrupts resumed with `command: {resume: ...}`) and
+    /// Switchyard's own endpoints under /switchyard/ (waiting runs, answers and their audit
+    /// log, debugger event streams). Runs are durable: a server started again on the same store
+    /// goes on with them. Serving a folder trusts it. Without a token (`switchyard token
+    /// create`) the server listens on loopback addresses only. Stops on Ctrl-C / SIGTERM.
+    Serve(ServeArgs),
+    /// Manage the API tokens of a server's store (`serve` needs one on every request once one
+    /// exists; only a hash of each is kept).
+    Token {
+        #[command(flatten)]
+        db: ServerDbArg,
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+}
+
+/// `switchyard serve`'s arguments.
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The folder whose agents become assistants (sherma files, Loki graph folders, coyote
+    /// bundles).
+    #[arg(long, value_name = "DIR")]
+    agents: PathBuf,
+    /// The address to listen on (port 0: any free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:2024")]
+    listen: std::net::SocketAddr,
+    #[command(flatten)]
+    db: ServerDbArg,
+    /// Call the models the agents name over HTTP (keys as for `run --live`); default: the
+    /// scripted replies beside each agent (`replies.yaml`).
+    #[arg(long)]
+    live: bool,
+}
+
+/// `--db` of `serve` and `token`.
+#[derive(clap::Args)]
+struct ServerDbArg {
+    /// The server's store (default: server.sqlite beside the default run store).
+    #[arg(long, value_name = "FILE.sqlite", global = true)]
+    db: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum TokenAction {
+    /// Make a token; it is printed once (keep it: only its hash is stored).
+    Create {
+        /// Who uses it (recorded with every answer given with it).
+        name: String,
+    },
+    /// List the tokens (id, name, created, revoked).
+    List,
+    /// Revoke the tokens with this id or name.
+    Revoke { id_or_name: String },
 }
 
 // Flags several commands share, one group each (`#[command(flatten)]`). A command whose help
@@ -1168,6 +1222,91 @@ fn main() -> ExitCode {
         Cmd::Resume(args) => cmd_resume(args),
         Cmd::Runs { db, action } => cmd_runs(db, action),
         Cmd::Trust(args) => cmd_trust(args),
+        Cmd::Serve(args) => cmd_serve(args),
+        Cmd::Token { db, action } => cmd_token(db, action),
+    }
+}
+
+/// `switchyard serve`.
+fn cmd_serve(a: ServeArgs) -> ExitCode {
+    use switchyard::serve;
+    let config = serve::Config {
+        agents: a.agents,
+        listen: a.listen,
+        db: a.db.db.unwrap_or_else(serve::default_db_path),
+        llm: if a.live { serve::engine::LlmMode::Live } else { serve::engine::LlmMode::Scripted },
+    };
+    let db = config.db.clone();
+    let served = serve::serve(config, |r| {
+        for x in &r.assistants {
+            let problems = if x.errors.is_empty() { String::new() } else { format!(" ({} errors: it will not run)", x.errors.len()) };
+            eprintln!("assistant {} ({}, {}){problems}", x.graph_id, x.dialect, x.file.display());
+            for e in x.errors.iter().take(3) {
+                eprintln!("  {e}");
+            }
+        }
+        if r.recovered > 0 {
+            eprintln!("went on with {} unfinished run(s) from {}", r.recovered, db.display());
+        }
+        if !r.tokens {
+            eprintln!("no tokens: listening on a loopback address only, every request is `local` (`switchyard token create NAME` to require one)");
+        }
+        // The line scripts wait for (the address, with the port chosen for `:0`).
+        println!("listening on http://{}", r.addr);
+        let _ = std::io::stdout().flush();
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", switchyard::secrets::scrub_text(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `switchyard token`.
+fn cmd_token(db: ServerDbArg, action: TokenAction) -> ExitCode {
+    use switchyard::serve;
+    let path = db.db.unwrap_or_else(serve::default_db_path);
+    let sdb = match serve::db::ServerDb::open(&path) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let done = match action {
+        TokenAction::Create { name } => sdb.create_token(&name).map(|(id, token)| {
+            eprintln!("token {id} for {name} (shown once; the server keeps only its hash):");
+            println!("{token}");
+        }),
+        TokenAction::List => sdb.tokens().map(|list| {
+            if list.is_empty() {
+                eprintln!("no tokens in {}", path.display());
+            }
+            for t in list {
+                let state = match t.revoked_ms {
+                    Some(ms) => format!("revoked {}", format_time(ms)),
+                    None => "live".into(),
+                };
+                println!("{}\t{}\tcreated {}\t{state}", t.id, t.name, format_time(t.created_ms));
+            }
+        }),
+        TokenAction::Revoke { id_or_name } => match sdb.revoke_token(&id_or_name) {
+            Ok(0) => Err(format!("no live token with id or name `{id_or_name}` (`switchyard token list`)")),
+            Ok(n) => {
+                eprintln!("revoked {n} token(s)");
+                Ok(())
+            }
+            Err(e) => Err(e),
+        },
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -80,8 +80,16 @@ pub fn start(
     })?;
     options.run_id = Some(id.clone());
     options.provider = provider;
-    options.persist = Some(Box::new(StorePersist::new(store, id)));
+    options.persist = Some(Box::new(with_events(StorePersist::new(store, id), &mut options)));
     Ok(RunSession::new(machine, input, options))
+}
+
+/// The store also keeps the run's events when the options carry an event buffer.
+fn with_events(p: StorePersist, options: &mut RunOptions) -> StorePersist {
+    match options.event_log.take() {
+        Some(buffer) => p.with_events(buffer),
+        None => p,
+    }
 }
 
 /// Rebuild run `id` from the store at `d.db` (see the module docs). `provider` is built from
@@ -148,7 +156,7 @@ pub fn resume(
     provider.restore_position(&position).map_err(|e| format!("run {id}: {e}"))?;
     options.provider = provider;
     options.run_id = Some(id.to_string());
-    options.persist = Some(Box::new(StorePersist::new(store, id)));
+    options.persist = Some(Box::new(with_events(StorePersist::new(store, id), &mut options)));
     let input = rec.input.clone();
     Ok((RunSession::resume(machine, input, at, options), rec))
 }

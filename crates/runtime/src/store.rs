@@ -69,9 +69,7 @@ CREATE TABLE IF NOT EXISTS events (
 ) STRICT;
 ";
 
-/// Events of a durable run not yet written: `(seq, JSON line)`, filled by the run's listener
-/// and written by [`StorePersist`] with the next step.
-pub type EventBuffer = std::sync::Arc<std::sync::Mutex<Vec<(u64, String)>>>;
+pub use crate::session::EventBuffer;
 
 /// The default database: `$SWITCHYARD_RUNS_DB`, else `$XDG_DATA_HOME/switchyard/runs.sqlite`,
 /// else `~/.local/share/switchyard/runs.sqlite`.

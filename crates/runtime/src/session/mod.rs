@@ -38,6 +38,10 @@ use std::time::{Duration, Instant};
 /// Called with every event as it happens (from the thread running the step).
 pub type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
 
+/// Events of a durable run not yet written: `(seq, JSON line)`, filled by the run's listener
+/// and written by the store's `StorePersist` with the next step.
+pub type EventBuffer = Arc<Mutex<Vec<(u64, String)>>>;
+
 /// A human is needed before the step can finish.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct Pending {
@@ -548,6 +552,9 @@ pub struct RunOptions {
     pub persist: Option<Box<dyn Persist>>,
     /// Where nested runs pause when a debugger steps into them (default: never).
     pub gate: Option<Arc<NestedGate>>,
+    /// A durable run started or resumed through `launch::durable` also writes its events to the
+    /// store, with the step they belong to: the listener fills this buffer (default: none).
+    pub event_log: Option<EventBuffer>,
 }
 
 impl RunOptions {
@@ -563,6 +570,7 @@ impl RunOptions {
             run_id: None,
             persist: None,
             gate: None,
+            event_log: None,
         }
     }
 }
