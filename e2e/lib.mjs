@@ -467,7 +467,9 @@ export async function screenshot(browser, name) {
 
 /** Names of the X windows on the display (xwininfo, from x11-utils); null when unavailable. */
 export function windowTitles() {
-  const r = spawnSync('xwininfo', ['-root', '-tree'], { encoding: 'utf8' });
+  // A UTF-8 locale, whatever the caller's: titles hold "•", which xwininfo cannot show in C/POSIX.
+  const env = { ...process.env, LC_ALL: 'C.UTF-8' };
+  const r = spawnSync('xwininfo', ['-root', '-tree'], { encoding: 'utf8', env });
   if (r.error || r.status !== 0) return null;
   return [...r.stdout.matchAll(/0x[0-9a-f]+ "([^"]*)"/g)].map((m) => m[1]);
 }
