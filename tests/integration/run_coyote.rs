@@ -143,9 +143,9 @@ const RUNS: &[CoyoteRun] = &[CoyoteRun {
     // (max_attempts: 2); probe (normal) dies on both attempts, takes the lane's fallback
     // lane_fault, and retry_gate's `_next` sends the gauntlet back to build_items for a second
     // pass of that lane alone, where probe runs the execute_command stand-in and passes;
-    // verdict_gate reads the four sentinels. The three nested `parse` nodes are all called
-    // `parse[0]` (item 0 of their lane maps) and two of them run at once, so the replies file
-    // gives them one shared object (see its comments).
+    // verdict_gate reads the four sentinels. The lanes run in one parallel super-step, so the
+    // calls of the agents nested in them are named by their run path (`parse@map_adversary/0/
+    // run_adversary`): the replies file answers each nested `parse` by its own name.
     agents: &["review-gauntlet", "code-reviewer", "finding-verifier", "domain-reviewer", "adversary", "security-reviewer", "probe"],
     replies: "review-gauntlet.replies.yaml",
     input: "Gate the change in the work tree before I call it done.\n\
@@ -223,14 +223,25 @@ fn cli_run(t: &TempDir, run: &CoyoteRun) -> (String, std::process::Output) {
     let graph = lay_out(t, run);
     let trace = t.join("trace.jsonl");
     let replies = repo().join("tests/fixtures/coyote").join(run.replies);
-    let out = Command::new(BIN)
-        .args(["run", "--trust", "--quiet"])
+    let out = isolated_cli(t)
         .arg(&graph)
         .arg("--llm-script")
         .arg(&replies)
         .args(run.answers.iter().flat_map(|a| ["--answer", a]))
         .args(["--input", run.input, "--trace"])
         .arg(&trace)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    (text, out)
+}
+
+/// `switchyard run --trust --quiet` with the trust file, run store, providers file and cache in
+/// `t`, no keyring, a fixed locale and `$SHELL`, and none of the user's Loki or child-env
+/// settings (append the graph and the run's options).
+pub(crate) fn isolated_cli(t: &TempDir) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["run", "--trust", "--quiet"])
         .env("SWITCHYARD_TRUST", t.join("trust.json"))
         .env("SWITCHYARD_RUNS_DB", t.join("runs.sqlite"))
         .env("SWITCHYARD_PROVIDERS", t.join("no-providers.yaml"))
@@ -241,11 +252,8 @@ fn cli_run(t: &TempDir, run: &CoyoteRun) -> (String, std::process::Output) {
         .env("SHELL", "/bin/bash")
         .env_remove("LOKI_FUNCTIONS_DIR")
         .env_remove("LOKI_CONFIG_DIR")
-        .env_remove("SWITCHYARD_CHILD_ENV")
-        .output()
-        .unwrap();
-    let text = std::fs::read_to_string(&trace).unwrap_or_default();
-    (text, out)
+        .env_remove("SWITCHYARD_CHILD_ENV");
+    c
 }
 
 /// An event without what changes from run to run: times, durations, token estimates (they

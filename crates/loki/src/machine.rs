@@ -24,7 +24,9 @@
 //! ([`chain`]); agent nodes retry transient failures (`max_attempts`), route to `fallback` with
 //! `{{output}}` = `Agent node failed: <error>`, seed a child graph with `inputs`, and the
 //! spawner checks the child's depth against its `max_agent_depth`; `mcp_tools` allow-lists
-//! (graph and node) filter the MCP tools offered.
+//! (graph and node) filter the MCP tools offered; `teammates: true` agent nodes of one fan-out
+//! (two or more in a super-step, or a map's items) message each other, and normal agents spawn
+//! children and start background jobs ([`supervisor`]).
 //!
 //! Deliberate divergences from upstream (baseline coyote `main@5f23e24`, and 0.10.3):
 //!
@@ -34,7 +36,11 @@
 //! | (baseline) `state_updates` entries applied in hash order, each visible to later ones | as 0.10: all rendered against the state before the block, written in declaration order |
 //! | 0.10.3: with the default `output_key: output`, a chain that never writes `output` fails the item | the output of the llm / agent / rag node that ended the chain is collected |
 //! | 0.10.3: map items run silently | each chain step is a `node_enter` / `node_exit` / `route` under the run id `<run>/<map>/<item>`; the item's LLM calls, tools and effects reach the provider as `<node>[<item>]` (so replies can target one item and a replay matches each item's own calls) |
-//! | 0.10.3: `teammates: true` agent nodes of one fan-out can message each other (`agent__send_message` / `agent__check_inbox`) | accepted; Switchyard offers llm nodes no `agent__*`, `job__*`, `user__*`, `todo__*` function families, so no node can message, spawn or start jobs: `teammates`, `can_spawn_agents`, `max_concurrent_agents` and `max_concurrent_jobs` have nothing to act on (in scripted runs as in live ones) |
+//! | 0.10.3: `teammates: true` agent nodes of one fan-out get peer ids `graph_agent_<agent>_<8 random hex>` | deterministic ids ([`supervisor::peer_id`]): `graph_agent_<agent>_<node>` in a static super-step, `graph_agent_<agent>_<map>_<item>` for a map's items; the roster is appended to the child's prompt as upstream does, in our own words; a normal (`config.yaml`) child gets `agent__send_message` / `agent__check_inbox`, a graph child only the roster (its llm nodes are offered no built-in functions) |
+//! | 0.10.3: `agent__spawn` starts the child in the background at once; `agent__check` may find it running; `job__start` likewise | a spawn or a job start queues the work; queued children (up to `max_concurrent_agents` at once) and jobs (up to `max_concurrent_jobs`) run when a call needs one (`agent__check` / `agent__collect`, `job__check` / `job__collect`) or at the end of the turn's tool calls, so every child and job ends within the turn that started it and a step stays atomic (durable snapshots never hold a running child); a cancelled queued child or job never runs; capacity and depth refusals use upstream's texts ([`supervisor`]) |
+//! | 0.10.3: spawned ids `agent_<agent>_<uuid>`, job ids `job_<uuid>`; collect summarises long outputs with an LLM call; jobs report elapsed time and output tails; the `agent__task_*` queue, escalations, completion notifications and the turn-end reminder exist | ids numbered per spawner (`agent_<agent>_<n>`, `job_<n>`); outputs returned as they are; no times or tails; no task queue, escalations, notifications or reminders (an uncollected child's result is dropped with its run) |
+//! | 0.10.3: graph llm nodes may list `agent__*` / `job__*` functions in `tools:` (graph-level `can_spawn_agents`, `max_concurrent_jobs`) | not offered to graph llm nodes (the validator reports them as unknown tools); graph-level `can_spawn_agents`, `max_concurrent_agents` and `max_concurrent_jobs` load and validate only |
+//! | provider calls carry the node's name | calls of nested agent runs that may run beside another's (below a super-step of several nodes, and every spawned child) are named `<node>@<run path>` ([`chain`]'s module docs), like map items' `<node>[<item>]` |
 //! | 0.10.3: `max_agent_depth` (default 3) bounds nesting | same, and never deeper than [`MAX_AGENT_DEPTH`] |
 //! | `settings.timeout` is wall clock since the run started | only time spent running steps counts: time paused at a breakpoint or waiting for an answer is not charged |
 //! | approval/input ask interactively (no way to pre-supply answers headless) | they interrupt the run; answers come from the session (`--answer`, the debugger); nested runs take them from the answer queue only |
@@ -61,7 +67,8 @@ use connect::mcp::{McpPool, McpServer, McpTool};
 use crate::rag::{self, RagStore};
 use runtime::provider::{LlmRequest, ModelRef, parse_json_loose};
 use crate::script::run_script_with;
-use runtime::session::{Cx, Machine, NestedEnd, Pending, StepOutcome, run_nested};
+use runtime::session::{Cx, Machine, NestedEnd, Pending, SharedProvider, StepOutcome, run_nested};
+use supervisor::{Mailbox, Teammate};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -72,6 +79,7 @@ use std::time::{Duration, Instant};
 mod chain;
 mod durable;
 pub mod normal;
+pub mod supervisor;
 
 /// The run state: top-level key → shared value.
 pub type LokiState = BTreeMap<String, Arc<Value>>;
@@ -116,6 +124,9 @@ pub struct LokiMachine {
     child_env: connect::childenv::ChildEnv,
     /// `LLM_AGENT_VAR_<NAME>` for each declared variable (coyote 0.10.3), as the run started.
     vars: Arc<Vec<(String, String)>>,
+    /// The run is nested in a run whose calls must not collide with a concurrent one's: its
+    /// agent nodes' children name their calls by their run path ([`chain`]'s module docs).
+    qualify_nested: bool,
 }
 
 impl std::fmt::Debug for LokiMachine {
@@ -199,6 +210,7 @@ impl LokiMachine {
             rag: Arc::new(RagStore::new(None)),
             child_env: Default::default(),
             vars: Arc::new(vars),
+            qualify_nested: false,
         })
     }
 
@@ -344,13 +356,36 @@ impl LokiMachine {
             rag: &self.rag,
             child_env: &self.child_env,
             vars: &self.vars,
+            // Nested agent runs of a parallel super-step name their calls by their run path.
+            qualify: self.qualify_nested || frontier.len() > 1,
+            teammate: None,
         };
         let snapshot = &self.state;
+        // coyote 0.10.3: the `teammates: true` agent nodes of this super-step, when there are
+        // at least two, can message each other.
+        let members: Vec<(String, String, String)> = frontier
+            .iter()
+            .filter_map(|id| match l.node(id).map(|n| &n.body) {
+                Some(NodeBody::Agent(a)) if a.teammates() => {
+                    a.agent.as_ref().map(|name| (id.clone(), name.value.clone(), id.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let team = supervisor::provision(&members);
+        let run_one = |id: &String| {
+            let mate = members.iter().position(|(m, _, _)| m == id).and_then(|i| team.get(i));
+            let r = Exec { teammate: mate, ..ex }.run_node(id, snapshot);
+            if let Some(t) = mate {
+                t.peers.finish(&t.id);
+            }
+            (id.clone(), r)
+        };
         let results: Vec<(String, NodeResult)> = if frontier.len() == 1 {
-            vec![(frontier[0].clone(), ex.run_node(&frontier[0], snapshot))]
+            vec![run_one(&frontier[0])]
         } else {
             let limit = l.settings.max_concurrency.max(1) as usize;
-            par_map(&frontier, limit, &|_, id: &String| (id.clone(), ex.run_node(id, snapshot)))
+            par_map(&frontier, limit, &|_, id: &String| run_one(id))
         };
         self.elapsed += started.elapsed();
         let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
@@ -787,6 +822,7 @@ impl LlmErr {
 const PYTHON_NODE: &str = "@python";
 
 /// What one super-step's nodes share.
+#[derive(Clone, Copy)]
 struct Exec<'a, 'c> {
     l: &'a LokiDoc,
     graph: &'a str,
@@ -798,6 +834,10 @@ struct Exec<'a, 'c> {
     rag: &'a RagStore,
     child_env: &'a connect::childenv::ChildEnv,
     vars: &'a [(String, String)],
+    /// Agent nodes' child runs name their calls by their run path ([`chain`]'s module docs).
+    qualify: bool,
+    /// The teammate identity of a `teammates: true` agent node (or map item) running now.
+    teammate: Option<&'a Teammate>,
 }
 
 /// Whether the agent's `tools.py` defines `name` at the top level.
@@ -1157,9 +1197,26 @@ impl Exec<'_, '_> {
         let mut base: LokiState = st.clone();
         base.remove(&key);
         let base = &base;
+        // coyote 0.10.3: with two items or more, each item is a teammate named after the first
+        // `teammates: true` agent of its chain (breadth first from the entry).
+        let flagged = self.l.map_chain(&branch_id).into_iter().find_map(|i| match &self.l.nodes[i].body {
+            NodeBody::Agent(a) if a.teammates() => a.agent.as_ref().map(|n| n.value.clone()),
+            _ => None,
+        });
+        let members: Vec<(String, String, String)> = match &flagged {
+            Some(agent) => (0..items.len()).map(|i| (format!("{branch_id}[{i}]"), agent.clone(), format!("{id}_{i}"))).collect(),
+            None => Vec::new(),
+        };
+        let team = supervisor::provision(&members);
         let results = par_map(&items, limit, &|i, item: &Value| -> Result<Value, String> {
-            self.run_item(id, i, item, base, &as_key, &key, &branch_id, &chain)
-                .map_err(|e| format!("map node '{id}': sub-branch [{i}] failed: {e}"))
+            let mate = team.get(i);
+            let r = Exec { teammate: mate, ..*self }
+                .run_item(id, i, item, base, &as_key, &key, &branch_id, &chain)
+                .map_err(|e| format!("map node '{id}': sub-branch [{i}] failed: {e}"));
+            if let Some(t) = mate {
+                t.peers.finish(&t.id);
+            }
+            r
         });
         let mut collected = Vec::with_capacity(results.len());
         for r in results {
@@ -1604,16 +1661,7 @@ impl Exec<'_, '_> {
         let dirs: Vec<PathBuf> = vec![self.l.agents_dir().join(&name), self.l.agent_dir.join("agents").join(&name)];
         // coyote 0.10.3: the child is a graph agent (graph.yaml) or a normal one (config.yaml),
         // looked up beside this agent first.
-        let found = dirs.iter().find_map(|d| {
-            if d.join("graph.yaml").is_file() {
-                Some((d.join("graph.yaml"), false))
-            } else if d.join("config.yaml").is_file() {
-                Some((d.clone(), true))
-            } else {
-                None
-            }
-        });
-        let Some((path, normal)) = found else {
+        let Some((path, normal)) = locate_agent(&dirs) else {
             let tried: Vec<String> =
                 dirs.iter().map(|d| format!("{} (or config.yaml)", d.join("graph.yaml").display())).collect();
             return Err(format!("Agent '{name}' not found for agent node '{id}': tried {}", tried.join(" and ")));
@@ -1624,6 +1672,17 @@ impl Exec<'_, '_> {
         if let Some(d) = self.deadline {
             deadline = deadline.min(d);
         }
+        // coyote 0.10.3: a `teammates: true` node in a fan-out speaks as its teammate identity
+        // and learns the roster from its prompt; any other normal child gets an inbox of its own.
+        let mate = self.teammate.filter(|_| a.teammates());
+        let prompt = match mate {
+            Some(t) => format!("{prompt}\n\n{}", supervisor::roster_text(t)),
+            None => prompt,
+        };
+        let mail = match mate {
+            Some(t) => Mailbox::of_teammate(t),
+            None => Mailbox::alone(supervisor::peer_id(&name, id)),
+        };
         let mut graph_child;
         let mut normal_child;
         let child: &mut dyn Machine = if normal {
@@ -1635,7 +1694,8 @@ impl Exec<'_, '_> {
             }
             normal_child = normal::NormalMachine::new(&path, &prompt)
                 .map_err(|e| format!("Agent '{name}' failed to start: {e}"))?
-                .with_child_env(self.child_env.clone());
+                .with_child_env(self.child_env.clone())
+                .with_mailbox(mail);
             normal_child.outer_deadline = Some(deadline);
             &mut normal_child
         } else {
@@ -1644,21 +1704,66 @@ impl Exec<'_, '_> {
             graph_child = graph_child.with_child_env(self.child_env.clone());
             graph_child.outer_deadline = Some(deadline);
             graph_child.rag = Arc::new(RagStore::new(self.rag.configured()));
+            graph_child.qualify_nested = self.qualify;
             &mut graph_child
         };
-        match run_nested(child, self.cx, id, Value::String(prompt), Some(deadline)) {
-            NestedEnd::Completed(output) => Ok(output),
-            NestedEnd::Unanswered(p) => Err(format!(
-                "Agent '{name}' asks at its node '{}' ({:?}) but no answer is queued: a nested agent takes answers only from the queue (--answer)",
-                p.node, p.prompt
-            )),
-            NestedEnd::Failed { node, message } => {
-                let at = node.map(|n| format!(" at node '{n}'")).unwrap_or_default();
-                Err(format!("Agent '{name}' failed{at}: {message}"))
-            }
-            NestedEnd::Stopped => Err(format!("Agent '{name}' aborted")),
-            NestedEnd::TimedOut => Err(format!("Agent '{name}' timed out after {timeout}s")),
+        let qualified: SharedProvider;
+        let qcx;
+        let cx = if self.qualify {
+            qualified = chain::NamedProvider::for_run(self.cx.provider, &format!("{}/{id}", self.cx.run));
+            qcx = self.cx_with(&qualified);
+            &qcx
+        } else {
+            self.cx
+        };
+        nested_result(&name, run_nested(child, cx, id, Value::String(prompt), Some(deadline)), timeout)
+    }
+
+    /// This step's context with another provider.
+    fn cx_with<'p>(&'p self, provider: &'p SharedProvider) -> Cx<'p> {
+        let cx = self.cx;
+        Cx {
+            run: cx.run.clone(),
+            step: cx.step,
+            log: cx.log,
+            provider,
+            stop: cx.stop,
+            answers: cx.answers,
+            depth: cx.depth,
+            gate: cx.gate,
         }
+    }
+}
+
+/// Where agent `name` lives among `dirs` (its possible folders, in order): its `graph.yaml`
+/// (`false`), or its folder when it is a normal agent with a `config.yaml` (`true`).
+fn locate_agent(dirs: &[PathBuf]) -> Option<(PathBuf, bool)> {
+    dirs.iter().find_map(|d| {
+        if d.join("graph.yaml").is_file() {
+            Some((d.join("graph.yaml"), false))
+        } else if d.join("config.yaml").is_file() {
+            Some((d.clone(), true))
+        } else {
+            None
+        }
+    })
+}
+
+/// A nested agent run's end as the agent's output or the error its parent sees (`timeout`: the
+/// bound it ran under, in seconds).
+fn nested_result(name: &str, end: NestedEnd, timeout: u64) -> Result<Value, String> {
+    match end {
+        NestedEnd::Completed(output) => Ok(output),
+        NestedEnd::Unanswered(p) => Err(format!(
+            "Agent '{name}' asks at its node '{}' ({:?}) but no answer is queued: a nested agent takes answers only from the queue (--answer)",
+            p.node, p.prompt
+        )),
+        NestedEnd::Failed { node, message } => {
+            let at = node.map(|n| format!(" at node '{n}'")).unwrap_or_default();
+            Err(format!("Agent '{name}' failed{at}: {message}"))
+        }
+        NestedEnd::Stopped => Err(format!("Agent '{name}' aborted")),
+        NestedEnd::TimedOut => Err(format!("Agent '{name}' timed out after {timeout}s")),
     }
 }
 

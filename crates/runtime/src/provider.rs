@@ -500,9 +500,10 @@ impl LlmProvider for ScriptedProvider {
 
 /// Whether a reply aimed at `target` (`node:`) may answer a call of `node`: the same name, or
 /// the name of a call inside a Loki map item, `<node>[<item>]` (`node: verify` answers every
-/// item of `verify`, `node: "verify[1]"` only item 1).
+/// item of `verify`, `node: "verify[1]"` only item 1), or inside a Loki nested run qualified by
+/// its path, `<node>@<path>` (`node: helper` answers `helper@boss/agent_helper_1`).
 fn reply_fits(target: &str, node: &str) -> bool {
-    node == target || node.strip_prefix(target).is_some_and(|rest| rest.starts_with('['))
+    node == target || node.strip_prefix(target).is_some_and(|rest| rest.starts_with('[') || rest.starts_with('@'))
 }
 
 /// Characters of text in a JSON value (strings and keys), without serialising it.

@@ -8,9 +8,19 @@
 //!   `<run>/<map>/<item index>` (an agent node in the chain nests below that), each step
 //!   numbered from 1 within the item;
 //! - the LLM calls, tool calls and effects made inside item `i` (nested agents' included) reach
-//!   the provider under the node name `<node>[<i>]` ([`ItemProvider`]), so a recording of
+//!   the provider under the node name `<node>[<i>]` ([`NamedProvider`]), so a recording of
 //!   concurrent items replays each item's own exchanges, and a scripted reply can be aimed at
 //!   one item (`node: "verify_one[1]"`) while `node: verify_one` serves any item.
+//!
+//! Calls of nested agent runs that could run at the same time as another's are qualified by
+//! the nested run's path instead ([`Naming::Path`], the same [`NamedProvider`]): inside a
+//! super-step that runs more than one node (and in every run nested below one), each agent
+//! node's child run names its calls `<node>@<path>`, where `<path>` is the child's run id
+//! without the top-level run's own id (`parse@map_code_review/0/run_code_review`); a child
+//! spawned with `agent__spawn` always does (`helper@boss/agent_helper_1`). A name that already
+//! holds `@` is left alone by every enclosing wrapper (its path already says where it runs),
+//! so two concurrent runs never share a call name, and a scripted reply aimed at the exact
+//! name (or at `node: parse`, which serves any `parse[…]` or `parse@…`) is unambiguous.
 
 use super::{Exec, LokiState, diff, state_value};
 use model::doc::loki::{NodeBody, TargetKind};
@@ -22,20 +32,42 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The provider as the calls inside one map item see it: node names qualified by the item
-/// index (see the module docs); everything else is the run's provider.
-pub(super) struct ItemProvider {
-    pub inner: SharedProvider,
-    pub item: usize,
+/// How a [`NamedProvider`] qualifies the node names of the calls made through it.
+pub(super) enum Naming {
+    /// Inside map item `i`: `<node>[<i>]`.
+    Item(usize),
+    /// Inside a nested agent run whose calls must not collide with a concurrent one's:
+    /// `<node>@<path>`.
+    Path(String),
 }
 
-impl ItemProvider {
+/// The provider as the calls inside one map item (or one qualified nested run) see it: node
+/// names qualified (see the module docs); everything else is the run's provider.
+pub(super) struct NamedProvider {
+    pub inner: SharedProvider,
+    pub naming: Naming,
+}
+
+impl NamedProvider {
     fn name(&self, node: &str) -> String {
-        format!("{node}[{}]", self.item)
+        if node.contains('@') {
+            return node.to_string();
+        }
+        match &self.naming {
+            Naming::Item(i) => format!("{node}[{i}]"),
+            Naming::Path(p) => format!("{node}@{p}"),
+        }
+    }
+
+    /// The provider of the nested run `run` (a run id): its calls named `<node>@<path>`, the
+    /// path being `run` without the top-level run's id.
+    pub(super) fn for_run(inner: &SharedProvider, run: &str) -> SharedProvider {
+        let path = run.split_once('/').map_or(run, |(_, rest)| rest).to_string();
+        Arc::new(NamedProvider { inner: inner.clone(), naming: Naming::Path(path) })
     }
 }
 
-impl LlmProvider for ItemProvider {
+impl LlmProvider for NamedProvider {
     fn complete(&self, request: &LlmRequest, ctl: &CallCtl<'_>) -> Result<LlmResponse, ProviderError> {
         let req = LlmRequest { node: self.name(&request.node), ..request.clone() };
         self.inner.complete(&req, ctl)
@@ -118,7 +150,7 @@ impl Exec<'_, '_> {
         entry: &str,
         chain: &BTreeSet<String>,
     ) -> Result<Value, String> {
-        let provider: SharedProvider = Arc::new(ItemProvider { inner: self.cx.provider.clone(), item: i });
+        let provider: SharedProvider = Arc::new(NamedProvider { inner: self.cx.provider.clone(), naming: Naming::Item(i) });
         let run = format!("{}/{map}/{i}", self.cx.run);
         let mut fork = base.clone();
         fork.insert(as_key.to_string(), Arc::new(item.clone()));

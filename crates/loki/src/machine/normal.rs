@@ -23,12 +23,21 @@
 //! the `report-writer` agent (inside map item `i`: `report-writer[i]`). The state is the
 //! prompt, the conversation so far (without the system prompt) and the number of turns.
 //!
+//! coyote 0.10.3's built-in functions ([`super::supervisor`]): every normal agent gets the
+//! teammate pair (`agent__send_message`, `agent__check_inbox`; as a `teammates: true` node of a
+//! fan-out it also learns its peers' roster from its prompt), the supervisor family with
+//! `can_spawn_agents: true` (`max_concurrent_agents`, `max_agent_depth`, `spawnable_agents`),
+//! and the job family while `max_concurrent_jobs` (default 5) is above 0. A spawned child is a
+//! nested run `<run>/<child id>` whose calls are named `<agent>@<run path>`; the children and
+//! jobs of a turn all end within that turn.
+//!
 //! Not used (nothing in Switchyard acts on them): `conversation_starters`, `agent_session`,
 //! `auto_continue` / `max_auto_continues` / todo injection, `dynamic_instructions`,
-//! `documents` (agent RAG), skills, `can_spawn_agents` / `spawnable_agents` (no `agent__*`
-//! functions are offered), an agent-level `mcp_tools` allow-list.
+//! `documents` (agent RAG), skills, an agent-level `mcp_tools` allow-list.
 
 use super::Exec;
+use super::chain::NamedProvider;
+use super::supervisor::{self, Available, Calls, Child, Host, Limits, Mailbox, Supervisor};
 use crate::rag::RagStore;
 use crate::tools as loki_tools;
 use connect::mcp::{McpPool, McpTool};
@@ -37,7 +46,7 @@ use model::doc::Sp;
 use model::doc::loki::LokiDoc;
 use runtime::events::EventBody;
 use runtime::provider::{LlmRequest, ModelRef};
-use runtime::session::{Cx, Machine, Pending, StepOutcome};
+use runtime::session::{Cx, Machine, Pending, StepOutcome, run_nested};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +70,34 @@ pub struct NormalAgent {
     pub mcp_servers: Vec<String>,
     /// Declared variables: name and default.
     pub variables: Vec<(String, Option<String>)>,
+    /// coyote 0.10.3's spawning and job settings, as written.
+    pub spawning: Spawning,
+}
+
+/// A normal agent's `can_spawn_agents`, `max_concurrent_agents`, `max_agent_depth`,
+/// `max_concurrent_jobs` and `spawnable_agents`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spawning {
+    pub can_spawn_agents: bool,
+    pub max_concurrent_agents: Option<u64>,
+    pub max_agent_depth: Option<u64>,
+    pub max_concurrent_jobs: Option<u64>,
+    pub spawnable_agents: Option<Vec<String>>,
+}
+
+impl Spawning {
+    /// The effective limits (coyote's defaults: 4 agents, depth 3, 5 jobs), or `None` when the
+    /// agent has neither the supervisor nor the job family.
+    pub fn limits(&self) -> Option<Limits> {
+        let limits = Limits {
+            spawn: self.can_spawn_agents,
+            max_agents: self.max_concurrent_agents.unwrap_or(model::doc::loki::DEFAULT_MAX_CONCURRENT_AGENTS) as usize,
+            max_depth: self.max_agent_depth.unwrap_or(3).min(u64::from(super::MAX_AGENT_DEPTH)),
+            max_jobs: self.max_concurrent_jobs.unwrap_or(supervisor::DEFAULT_MAX_CONCURRENT_JOBS) as usize,
+            spawnable: self.spawnable_agents.clone(),
+        };
+        (limits.spawn || limits.max_jobs > 0).then_some(limits)
+    }
 }
 
 impl NormalAgent {
@@ -127,7 +164,23 @@ impl NormalAgent {
         let model = text_of("model")?;
         let (temperature, top_p) = (number("temperature")?, number("top_p")?);
         let (global_tools, mcp_servers) = (list("global_tools")?, list("mcp_servers")?);
-        Ok(NormalAgent { name, file: file.clone(), instructions, model, temperature, top_p, global_tools, mcp_servers, variables })
+        let count = |k: &str| -> Result<Option<u64>, String> {
+            match v.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(n) => n.as_u64().map(Some).ok_or_else(|| format!("{}: `{k}` must be a whole number", file.display())),
+            }
+        };
+        let spawning = Spawning {
+            can_spawn_agents: match v.get("can_spawn_agents") {
+                None | Some(Value::Null) => false,
+                Some(b) => b.as_bool().ok_or_else(|| format!("{}: `can_spawn_agents` must be true or false", file.display()))?,
+            },
+            max_concurrent_agents: count("max_concurrent_agents")?,
+            max_agent_depth: count("max_agent_depth")?,
+            max_concurrent_jobs: count("max_concurrent_jobs")?,
+            spawnable_agents: v.get("spawnable_agents").filter(|x| !x.is_null()).map(|_| list("spawnable_agents")).transpose()?,
+        };
+        Ok(NormalAgent { name, file: file.clone(), instructions, model, temperature, top_p, global_tools, mcp_servers, variables, spawning })
     }
 
     /// The tool machinery's view of the agent: a graph document without nodes holding its
@@ -168,6 +221,10 @@ pub struct NormalMachine {
     rag: Arc<RagStore>,
     child_env: connect::childenv::ChildEnv,
     vars: Arc<Vec<(String, String)>>,
+    /// Its inbox and who it can message (coyote 0.10.3's teammate functions).
+    mail: Mailbox,
+    /// Its spawned children and jobs (when it has either family).
+    sup: Option<Arc<Mutex<Supervisor>>>,
 }
 
 impl std::fmt::Debug for NormalMachine {
@@ -187,6 +244,8 @@ impl NormalMachine {
             .iter()
             .filter_map(|(n, d)| Some((format!("LLM_AGENT_VAR_{}", n.to_uppercase()), d.clone()?)))
             .collect();
+        let sup = agent.spawning.limits().map(|l| Arc::new(Mutex::new(Supervisor::new(l))));
+        let mail = Mailbox::alone(supervisor::peer_id(&agent.name, &agent.name));
         Ok(NormalMachine {
             agent: Arc::new(agent),
             doc: Arc::new(doc),
@@ -203,7 +262,36 @@ impl NormalMachine {
             rag: Arc::new(RagStore::new(None)),
             child_env: Default::default(),
             vars: Arc::new(vars),
+            mail,
+            sup,
         })
+    }
+
+    /// Its identity and inbox (an agent node gives its own, or a teammate's).
+    pub fn with_mailbox(mut self, mail: Mailbox) -> NormalMachine {
+        self.mail = mail;
+        self
+    }
+
+    /// Values for its declared variables (what `agent__spawn` passes), replacing the defaults.
+    fn with_variables(mut self, values: &serde_json::Map<String, Value>) -> NormalMachine {
+        if values.is_empty() {
+            return self;
+        }
+        let agent = Arc::make_mut(&mut self.agent);
+        for (name, default) in agent.variables.iter_mut() {
+            if let Some(v) = values.get(name.as_str()).and_then(Value::as_str) {
+                *default = Some(v.to_string());
+            }
+        }
+        self.vars = Arc::new(
+            agent
+                .variables
+                .iter()
+                .filter_map(|(n, d)| Some((format!("LLM_AGENT_VAR_{}", n.to_uppercase()), d.clone()?)))
+                .collect(),
+        );
+        self
     }
 
     /// The environment its tools see (`connect::childenv`).
@@ -281,6 +369,16 @@ impl NormalMachine {
                 }),
             }
         }
+        // coyote 0.10.3's built-in functions, in its order: the supervisor family, the job
+        // family, the teammate pair (always).
+        let limits = self.sup.as_ref().map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).limits.clone());
+        if limits.as_ref().is_some_and(|l| l.spawn) {
+            out.extend(supervisor::supervisor_tools());
+        }
+        if limits.as_ref().is_some_and(|l| l.max_jobs > 0) {
+            out.extend(supervisor::job_tools());
+        }
+        out.extend(supervisor::teammate_tools());
         out
     }
 
@@ -312,6 +410,8 @@ impl NormalMachine {
             rag: &self.rag,
             child_env: &self.child_env,
             vars: &self.vars,
+            qualify: false,
+            teammate: None,
         };
         cx.emit(EventBody::NodeEnter { step: cx.step, node: node.clone(), kind: "llm".into() });
         let t0 = Instant::now();
@@ -352,13 +452,18 @@ impl NormalMachine {
             self.texts.push(content.clone());
         }
         let offered: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        let names: Vec<String> = offered.iter().map(|n| n.to_string()).collect();
+        let host = Spawner { ex: &ex, agents_dir: self.doc.agents_dir(), mail: &self.mail, sup: self.sup.as_ref() };
+        let calls = Calls { sup: self.sup.as_ref(), mail: &self.mail, child_depth: u64::from(cx.depth) + 1, offered: &names, host: &host };
         if resp.tool_calls.is_empty() {
             self.messages.push(json!({"role": "assistant", "content": content}));
         } else {
             self.messages.push(json!({"role": "assistant", "content": content, "tool_calls": resp.tool_calls}));
             for call in &resp.tool_calls {
                 cx.emit(EventBody::ToolCall { node: node.clone(), call: call.clone() });
-                let outcome = if offered.contains(&call.name.as_str()) {
+                let outcome = if offered.contains(&call.name.as_str()) && Calls::handles(&call.name) {
+                    calls.call(&call.name, &call.args)
+                } else if offered.contains(&call.name.as_str()) {
                     cx.tool(&node, &call.name, &call.args, || ex.run_tool(&call.name, &call.args))
                 } else {
                     Err(format!("tool '{}' is not available to agent '{node}'", call.name))
@@ -381,6 +486,8 @@ impl NormalMachine {
                 };
                 self.messages.push(json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text}));
             }
+            // Every child and job of this turn ends within it (see `supervisor`).
+            calls.settle();
         }
         let added: Vec<Value> = self.messages[before..].to_vec();
         cx.emit(EventBody::NodeExit {
@@ -395,6 +502,97 @@ impl NormalMachine {
             return StepOutcome::Finished { output: self.output.clone() };
         }
         StepOutcome::Continue
+    }
+}
+
+/// How a normal agent's spawned children and jobs run (see [`supervisor`]).
+struct Spawner<'a, 'b, 'c> {
+    ex: &'a Exec<'b, 'c>,
+    agents_dir: PathBuf,
+    mail: &'a Mailbox,
+    sup: Option<&'a Arc<Mutex<Supervisor>>>,
+}
+
+impl Host for Spawner<'_, '_, '_> {
+    /// A nested run `<run>/<child id>` of the agent, its calls named `<node>@<path>` (see
+    /// `chain`), deadline and environment inherited.
+    fn run_child(&self, child: &Child) -> Result<String, String> {
+        let name = &child.agent;
+        let Some((path, normal)) = super::locate_agent(&[self.agents_dir.join(name)]) else {
+            return Err(format!("Agent '{name}' not found in {}", self.agents_dir.display()));
+        };
+        let deadline = self.ex.deadline;
+        let env = self.ex.child_env.clone();
+        let mut graph_child;
+        let mut normal_child;
+        let machine: &mut dyn Machine = if normal {
+            let mail = Mailbox {
+                id: child.id.clone(),
+                inbox: child.inbox.clone(),
+                peers: None,
+                parent: Some(self.mail.inbox.clone()),
+                siblings: self.sup.cloned(),
+            };
+            normal_child = NormalMachine::new(&path, &child.prompt)
+                .map_err(|e| format!("Agent '{name}' failed to start: {e}"))?
+                .with_child_env(env)
+                .with_variables(&child.variables)
+                .with_mailbox(mail);
+            normal_child.outer_deadline = deadline;
+            &mut normal_child
+        } else {
+            let seed = (!child.variables.is_empty()).then(|| Value::Object(child.variables.clone()));
+            let doc = Arc::new(model::doc::load_path(&path));
+            graph_child = super::LokiMachine::new(doc, &child.prompt, seed)
+                .map_err(|e| format!("Agent '{name}' failed to start: {e}"))?
+                .with_child_env(env);
+            graph_child.outer_deadline = deadline;
+            graph_child.qualify_nested = true;
+            &mut graph_child
+        };
+        let provider = NamedProvider::for_run(self.ex.cx.provider, &format!("{}/{}", self.ex.cx.run, child.id));
+        let cx = self.ex.cx_with(&provider);
+        let prompt = Value::String(child.prompt.clone());
+        let timeout = deadline.map_or(model::doc::loki::MAX_SECS, |d| d.saturating_duration_since(Instant::now()).as_secs());
+        super::nested_result(name, run_nested(machine, &cx, &child.id, prompt, deadline), timeout).map(|v| match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+    }
+
+    fn run_job(&self, tool: &str, args: &Value) -> Result<Value, String> {
+        let node = self.ex.graph;
+        self.ex.cx.tool(node, tool, args, || self.ex.run_tool(tool, args))
+    }
+
+    fn available(&self) -> Vec<Available> {
+        let Ok(entries) = std::fs::read_dir(&self.agents_dir) else { return Vec::new() };
+        let mut out: Vec<Available> = entries
+            .flatten()
+            .filter_map(|e| {
+                let dir = e.path();
+                let file = ["graph.yaml", "config.yaml"].iter().map(|f| dir.join(f)).find(|f| f.is_file())?;
+                let text = syntax::source::read_bounded_text(&file, syntax::source::SIDE_FILE_CAP, None).ok()?;
+                let v: Value = serde_yaml::from_str(&text).ok()?;
+                let field = |x: &Value, k: &str| match x.get(k) {
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(n @ (Value::Number(_) | Value::Bool(_))) => Some(n.to_string()),
+                    _ => None,
+                };
+                let variables = v
+                    .get("variables")
+                    .and_then(Value::as_array)
+                    .map(|vars| {
+                        vars.iter()
+                            .filter_map(|x| Some((field(x, "name")?, field(x, "description").unwrap_or_default(), field(x, "default"))))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Some(Available { name: e.file_name().to_string_lossy().into_owned(), description: field(&v, "description"), variables })
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
     }
 }
 
@@ -518,6 +716,8 @@ mod tests {
             rag: Arc::new(RagStore::new(None)),
             child_env: Default::default(),
             vars: Arc::new(Vec::new()),
+            mail: Mailbox::alone("writer".into()),
+            sup: None,
         };
         let tools = vec![json!({"name": "get_diff", "description": "Get the diff.\nMore."}), json!({"name": "bare"})];
         let got = m.system_prompt(&tools);
