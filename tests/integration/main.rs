@@ -27,6 +27,7 @@ mod prop_edit;
 mod prop_loader;
 mod rag;
 mod run_coyote;
+mod run_coyote_supervisor;
 mod run_driver;
 mod run_golden;
 mod run_loki;
