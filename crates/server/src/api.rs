@@ -44,6 +44,12 @@ pub struct AppState {
     pub assistants: Arc<Assistants>,
 }
 
+impl axum::extract::FromRef<AppState> for Arc<dyn Engine> {
+    fn from_ref(st: &AppState) -> Arc<dyn Engine> {
+        st.engine.clone()
+    }
+}
+
 /// Who made a request: a token's name, or `local` on a server without tokens.
 #[derive(Clone, Debug)]
 pub struct Who(pub String);
@@ -93,14 +99,19 @@ pub fn router(state: AppState) -> Router {
         .route("/switchyard/runs/{rid}/cancel", post(sy_cancel))
         .route("/switchyard/runs/{rid}/events", get(sy_events))
         .route("/switchyard/answers", get(sy_answers))
+        .route("/switchyard/inbox/events", get(crate::inbox::events))
+        .route("/inbox", get(crate::inbox::redirect))
+        .route("/inbox/", get(crate::inbox::index))
+        .route("/inbox/{*path}", get(crate::inbox::asset))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth))
         .with_state(state)
 }
 
 /// Every request needs a live token once the server has one (`Authorization: Bearer`, LangGraph
-/// SDKs' `x-api-key`, or `?token=` for browsers' event streams); `/ok` never does.
+/// SDKs' `x-api-key`, or `?token=` for browsers' event streams); `/ok` and the inbox page's
+/// own files never do.
 async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
-    if req.uri().path() == "/ok" {
+    if req.uri().path() == "/ok" || crate::inbox::is_page(req.uri().path()) {
         return next.run(req).await;
     }
     let token = bearer(req.headers()).or_else(|| {

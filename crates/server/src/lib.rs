@@ -10,6 +10,7 @@ pub mod api;
 pub mod assistants;
 pub mod db;
 pub mod engine;
+pub mod inbox;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
