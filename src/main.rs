@@ -82,8 +82,24 @@ enum Cmd {
     Runs {
         #[command(flatten)]
         db: DbArg,
+        #[command(flatten)]
+        server: ServerUrlArg,
         #[command(subcommand)]
         action: Option<RunsAction>,
+    },
+    /// Answer the question a run of a server waits for (`switchyard serve`): an approval's
+    /// option, an input's text, or a sherma interrupt's answer (JSON when it is an object or a
+    /// list). Exit status: 0 answered, 1 refused (answered already, not waiting, failed the
+    /// input's validation), 2 usage or connection problems.
+    Answer {
+        #[command(flatten)]
+        server: ServerUrlArg,
+        /// The run's id (`switchyard runs --server URL` lists them).
+        run: String,
+        answer: String,
+        /// Your name, recorded in the server's audit log beside the token's.
+        #[arg(long)]
+        by: Option<String>,
     },
     /// Serve the agents under a folder over HTTP: the LangGraph Platform API (assistants,
     /// threads, runs, streaming, interrupts resumed with `command: {resume: ...}`) and
@@ -118,6 +134,24 @@ struct ServeArgs {
     /// scripted replies beside each agent (`replies.yaml`).
     #[arg(long)]
     live: bool,
+}
+
+/// `--server` / `--token`: a `switchyard serve` to talk to.
+#[derive(clap::Args)]
+struct ServerUrlArg {
+    /// The server's URL (http://host:port); `runs` lists its runs instead of the local store's.
+    #[arg(long, value_name = "URL", global = true)]
+    server: Option<String>,
+    /// Its API token (default: $SWITCHYARD_TOKEN).
+    #[arg(long, value_name = "TOKEN", global = true)]
+    token: Option<String>,
+}
+
+impl ServerUrlArg {
+    fn client(&self) -> Result<Option<switchyard::serve::client::Client>, String> {
+        let token = self.token.clone().or_else(|| std::env::var("SWITCHYARD_TOKEN").ok());
+        self.server.as_deref().map(|s| switchyard::serve::client::Client::new(s, token)).transpose()
+    }
 }
 
 /// `--db` of `serve` and `token`.
@@ -1220,10 +1254,113 @@ fn main() -> ExitCode {
         Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.agent.as_deref(), format),
         Cmd::Run(args) => cmd_run(args),
         Cmd::Resume(args) => cmd_resume(args),
-        Cmd::Runs { db, action } => cmd_runs(db, action),
+        Cmd::Runs { db, server, action } => match server.client() {
+            Ok(Some(c)) => cmd_remote_runs(&c, action),
+            Ok(None) => cmd_runs(db, action),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Answer { server, run, answer, by } => cmd_answer(&server, &run, &answer, by.as_deref()),
         Cmd::Trust(args) => cmd_trust(args),
         Cmd::Serve(args) => cmd_serve(args),
         Cmd::Token { db, action } => cmd_token(db, action),
+    }
+}
+
+/// `switchyard runs --server URL`: the server's runs, its waiting question beside each.
+fn cmd_remote_runs(c: &switchyard::serve::client::Client, action: Option<RunsAction>) -> ExitCode {
+    let json = match action {
+        None => false,
+        Some(RunsAction::List { json }) => json,
+        Some(_) => {
+            eprintln!("error: with --server, `runs` only lists (delete and prune work on a local store)");
+            return ExitCode::from(2);
+        }
+    };
+    let runs = match c.runs(None) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        for r in &runs {
+            let _ = writeln!(out, "{r}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    if runs.is_empty() {
+        eprintln!("the server has no runs");
+        return ExitCode::SUCCESS;
+    }
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let q = &r["question"];
+            let waiting = if q.is_object() {
+                let prompt: String = text(&q["prompt"]).split_whitespace().collect::<Vec<_>>().join(" ");
+                let clipped: String = prompt.chars().take(60).collect();
+                let more = if prompt.chars().count() > 60 { "…" } else { "" };
+                let options = q["options"].as_array().filter(|o| !o.is_empty()).map(|o| {
+                    format!(" [{}]", o.iter().map(|x| x.as_str().unwrap_or("")).collect::<Vec<_>>().join("/"))
+                });
+                format!("{} {}: {clipped}{more}{}", text(&q["kind"]), text(&q["node"]), options.unwrap_or_default())
+            } else {
+                String::new()
+            };
+            vec![text(&r["run_id"]), text(&r["assistant"]), text(&r["status"]), text(&r["updated_at"]), waiting]
+        })
+        .collect();
+    let head: Vec<String> = ["ID", "ASSISTANT", "STATUS", "UPDATED", "WAITING FOR"].map(String::from).to_vec();
+    let mut width = [0usize; 4];
+    for row in std::iter::once(&head).chain(rows.iter()) {
+        for (w, c) in width.iter_mut().zip(row.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    for row in std::iter::once(&head).chain(rows.iter()) {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate() {
+            if i < 4 {
+                line.push_str(&format!("{c:<w$}  ", w = width[i]));
+            } else {
+                line.push_str(c);
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    ExitCode::SUCCESS
+}
+
+/// `switchyard answer --server URL RUN ANSWER`.
+fn cmd_answer(server: &ServerUrlArg, run: &str, answer: &str, by: Option<&str>) -> ExitCode {
+    let c = match server.client() {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            eprintln!("error: `answer` needs --server URL (a local durable run is answered with `switchyard resume ID --answer TEXT`)");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match c.answer(run, parse_answer(answer), by) {
+        Ok(v) => {
+            eprintln!("answered run {run} (recorded as {})", v["by"].as_str().unwrap_or("?"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            // Refusals (409 answered/not waiting, 422 invalid, 404 no such run) are 1.
+            let refused = [" 409 ", " 422 ", " 404 "].iter().any(|c| e.contains(c));
+            ExitCode::from(if refused { 1 } else { 2 })
+        }
     }
 }
 

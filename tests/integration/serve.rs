@@ -455,3 +455,47 @@ fn kill_9_in_the_middle_of_runs_loses_no_run_and_no_answer() {
         assert_eq!(r["answers"].as_array().unwrap().len(), 1);
     }
 }
+
+#[test]
+fn the_cli_lists_a_servers_runs_and_answers_one() {
+    let t = TempDir::new("serve-cli");
+    let agents = example_agents(&t);
+    let s = Server::start(&agents, &t.join("server.sqlite"), &[]);
+    let run = post(&format!("{}/runs", s.url), json!({"assistant_id": "release-gate", "input": "release 4"}))["run_id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while get(&format!("{}/switchyard/runs/{run}", s.url))["status"] != "interrupted" {
+        assert!(Instant::now() < deadline, "the run never asked");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let cli = |args: &[&str]| {
+        let o = Command::new(BIN).args(args).env_remove("SWITCHYARD_TOKEN").output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string())
+    };
+    let (code, out, err) = cli(&["runs", "--server", &s.url]);
+    assert_eq!(code, Some(0), "{err}");
+    let line = out.lines().find(|l| l.starts_with(&run)).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("release-gate") && line.contains("interrupted") && line.contains("approval approve:") && line.contains("[ship/hold]"), "{line}");
+    let (code, _, err) = cli(&["answer", "--server", &s.url, &run, "hold", "--by", "carol"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("carol"), "{err}");
+    let (code, _, err) = cli(&["answer", "--server", &s.url, &run, "ship"]);
+    assert_eq!(code, Some(1), "a second answer is refused: {err}");
+    assert!(err.contains("not waiting"), "{err}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, out, _) = cli(&["runs", "--server", &s.url, "list", "--json"]);
+        let v: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        if v["status"] == "completed" {
+            assert!(v["output"].as_str().unwrap().starts_with("Held:"), "{v}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, _, err) = cli(&["answer", "--server", "ftp://x", &run, "a"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("http://"), "{err}");
+    let (code, _, err) = cli(&["answer", "--server", &test_support::http::closed_port_url(), &run, "a"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("cannot reach"), "{err}");
+}

@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod assistants;
+pub mod client;
 pub mod db;
 pub mod engine;
 pub mod inbox;
