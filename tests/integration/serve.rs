@@ -499,3 +499,68 @@ fn the_cli_lists_a_servers_runs_and_answers_one() {
     assert_eq!(code, Some(2));
     assert!(err.contains("cannot reach"), "{err}");
 }
+
+#[test]
+fn a_server_run_is_debugged_from_afar_and_stays_paused_across_a_restart() {
+    let t = TempDir::new("serve-debug");
+    let agents = slow_gate(t.path(), "0.1");
+    let db = t.join("server.sqlite");
+    let mut s = Server::start(&agents, &db, &[]);
+    let run_url = |s: &Server, run: &str| format!("{}/switchyard/runs/{run}", s.url);
+    let settled = |s: &Server, run: &str, want: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let r = get(&run_url(s, run));
+            if r["status"] == want && r["active"] == false {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "never {want}: {r}");
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    };
+    // Unknown breakpoint nodes are refused before anything runs.
+    let (code, body) = call("POST", &format!("{}/runs", s.url), Some(json!({"assistant_id": "gate", "breakpoints": [{"node": "nope"}]})), None);
+    assert_eq!(code, 422, "{body}");
+    // Started held: nothing runs until it is stepped.
+    let run = post(&format!("{}/runs", s.url), json!({"assistant_id": "gate", "paused": true}))["run_id"].as_str().unwrap().to_string();
+    let r = settled(&s, &run, "paused");
+    assert_eq!(r["step"], 0);
+    post(&format!("{}/step", run_url(&s, &run)), json!({}));
+    let r = settled(&s, &run, "paused");
+    assert_eq!(r["step"], 1, "one step: {r}");
+    // A breakpoint on the approval, then continue: it stops before `ask`.
+    let (code, _) = call("PUT", &format!("{}/breakpoints", run_url(&s, &run)), Some(json!({"breakpoints": [{"node": "nowhere"}]})), None);
+    assert_eq!(code, 422);
+    let (code, b) = call("PUT", &format!("{}/breakpoints", run_url(&s, &run)), Some(json!({"breakpoints": [{"node": "ask"}]})), None);
+    assert_eq!(code, 200, "{b}");
+    post(&format!("{}/continue", run_url(&s, &run)), json!({}));
+    let r = settled(&s, &run, "paused");
+    assert_eq!(r["step"], 2, "stopped at the breakpoint before `ask`: {r}");
+    assert_eq!(get(&run_url(&s, &run))["breakpoints"][0]["node"], "ask");
+    // kill -9 while paused: the restarted server leaves it paused.
+    rustix::process::kill_process(rustix::process::Pid::from_raw(s.pid() as i32).unwrap(), rustix::process::Signal::KILL).unwrap();
+    drop(s);
+    s = Server::start(&agents, &db, &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    let r = settled(&s, &run, "paused");
+    assert_eq!(r["step"], 2, "still where it was: {r}");
+    // Pausing a run that is not running is a conflict; continuing goes on to the question.
+    assert_eq!(call("POST", &format!("{}/pause", run_url(&s, &run)), Some(json!({})), None).0, 409);
+    post(&format!("{}/continue", run_url(&s, &run)), json!({}));
+    let r = settled(&s, &run, "interrupted");
+    assert_eq!(r["question"]["node"], "ask");
+    assert_eq!(call("POST", &format!("{}/step", run_url(&s, &run)), Some(json!({})), None).0, 409, "a waiting run is answered, not stepped");
+    post(&format!("{}/answer", run_url(&s, &run)), json!({"answer": "go"}));
+    let r = settled(&s, &run, "completed");
+    assert_eq!(r["output"], "go after 2");
+    // Pause while it runs: it stops before its next step.
+    let slow = post(&format!("{}/runs", s.url), json!({"assistant_id": "gate"}))["run_id"].as_str().unwrap().to_string();
+    let (code, _) = call("POST", &format!("{}/pause", run_url(&s, &slow)), Some(json!({})), None);
+    assert!(code == 202 || code == 409, "{code}");
+    if code == 202 {
+        let r = settled(&s, &slow, "paused");
+        assert!(r["step"].as_u64().unwrap() < 3, "{r}");
+        post(&format!("{}/continue", run_url(&s, &slow)), json!({}));
+    }
+    settled(&s, &slow, "interrupted");
+}

@@ -19,7 +19,8 @@
 //!   or cancelled: `cancel_reason` says so), `success`, `error`.
 
 use crate::assistants::{Assistant, Assistants};
-use crate::engine::{ApiError, Engine, Notice, StartSpec};
+use crate::engine::{ApiError, Drive, Engine, Notice, StartSpec};
+use runtime::session::Breakpoint;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
@@ -97,6 +98,10 @@ pub fn router(state: AppState) -> Router {
         .route("/switchyard/runs/{rid}", get(sy_run))
         .route("/switchyard/runs/{rid}/answer", post(sy_answer))
         .route("/switchyard/runs/{rid}/cancel", post(sy_cancel))
+        .route("/switchyard/runs/{rid}/pause", post(sy_pause))
+        .route("/switchyard/runs/{rid}/step", post(sy_step))
+        .route("/switchyard/runs/{rid}/continue", post(sy_continue))
+        .route("/switchyard/runs/{rid}/breakpoints", get(sy_breakpoints_get).put(sy_breakpoints_put))
         .route("/switchyard/runs/{rid}/events", get(sy_events))
         .route("/switchyard/answers", get(sy_answers))
         .route("/switchyard/inbox/events", get(crate::inbox::events))
@@ -506,6 +511,12 @@ struct RunCreate {
     stream_mode: Option<Value>,
     #[serde(default)]
     if_not_exists: Option<String>,
+    /// Switchyard's: breakpoints the run starts with.
+    #[serde(default)]
+    breakpoints: Option<Vec<Breakpoint>>,
+    /// Switchyard's: hold the run before its first step (step or continue it from there).
+    #[serde(default)]
+    paused: Option<bool>,
 }
 
 fn run_json(engine: &dyn Engine, row: &crate::db::RunRow) -> ApiResult<Value> {
@@ -638,6 +649,8 @@ fn create_run(st: &AppState, tid: Option<String>, body: RunCreate, who: String, 
         state: seed.map(Value::Object),
         metadata: body.metadata.clone().unwrap_or(json!({})),
         who,
+        breakpoints: body.breakpoints.clone().unwrap_or_default(),
+        paused: body.paused.unwrap_or(false),
     };
     let run_id = spec.run_id.clone();
     engine.start(spec)?;
@@ -980,6 +993,7 @@ async fn thread_run_join_stream(
 fn sy_run_json(engine: &dyn Engine, row: &crate::db::RunRow, assistants: &Assistants) -> ApiResult<Value> {
     let rec = engine.record(&row.run_id)?;
     let active = engine.is_active(&row.run_id);
+    let held = engine.db().held(&row.run_id)?;
     let name = assistants.find(&row.assistant_id).map(|a| a.graph_id.clone()).unwrap_or_else(|| row.assistant_id.clone());
     let waiting = rec.as_ref().filter(|r| r.status == "interrupted" && !active).and_then(|r| r.pending.clone());
     let state = match &waiting {
@@ -991,7 +1005,14 @@ fn sy_run_json(engine: &dyn Engine, row: &crate::db::RunRow, assistants: &Assist
         "thread_id": row.thread_id,
         "assistant": name,
         "assistant_id": row.assistant_id,
-        "status": if active { "running" } else { rec.as_ref().map(|r| r.status.as_str()).unwrap_or("pending") },
+        "status": match rec.as_ref().map(|r| r.status.as_str()) {
+            _ if active => "running",
+            // Held before a step (started paused, stepped, paused): paused, whatever the
+            // store's word between steps is.
+            Some("ready" | "paused") if held => "paused",
+            Some(s) => s,
+            None => "pending",
+        },
         "created_at": iso(row.created_ms),
         "updated_at": iso(rec.as_ref().map(|r| r.updated_ms).unwrap_or(row.created_ms)),
         "waiting_since": waiting.as_ref().and(rec.as_ref()).map(|r| iso(r.updated_ms)),
@@ -1001,6 +1022,8 @@ fn sy_run_json(engine: &dyn Engine, row: &crate::db::RunRow, assistants: &Assist
         "output": rec.as_ref().map(|r| r.output.clone()),
         "error": rec.as_ref().and_then(|r| r.error.clone()),
         "started_by": row.started_by,
+        "breakpoints": engine.breakpoints(&row.run_id)?,
+        "active": active,
     }))
 }
 
@@ -1071,6 +1094,55 @@ async fn sy_cancel(State(st): State<AppState>, Path(rid): Path<String>) -> ApiRe
         run_row(st.engine.as_ref(), None, &rid)?;
         st.engine.cancel(&rid)?;
         Ok(StatusCode::ACCEPTED)
+    })
+    .await
+}
+
+async fn sy_pause(State(st): State<AppState>, Path(rid): Path<String>) -> ApiResult<StatusCode> {
+    blocking(move || {
+        run_row(st.engine.as_ref(), None, &rid)?;
+        st.engine.pause(&rid)?;
+        Ok(StatusCode::ACCEPTED)
+    })
+    .await
+}
+
+async fn sy_step(State(st): State<AppState>, Path(rid): Path<String>) -> ApiResult<StatusCode> {
+    blocking(move || {
+        run_row(st.engine.as_ref(), None, &rid)?;
+        st.engine.resume(&rid, Drive::Step)?;
+        Ok(StatusCode::ACCEPTED)
+    })
+    .await
+}
+
+async fn sy_continue(State(st): State<AppState>, Path(rid): Path<String>) -> ApiResult<StatusCode> {
+    blocking(move || {
+        run_row(st.engine.as_ref(), None, &rid)?;
+        st.engine.resume(&rid, Drive::Continue)?;
+        Ok(StatusCode::ACCEPTED)
+    })
+    .await
+}
+
+async fn sy_breakpoints_get(State(st): State<AppState>, Path(rid): Path<String>) -> ApiResult<Json<Value>> {
+    blocking(move || {
+        run_row(st.engine.as_ref(), None, &rid)?;
+        Ok(Json(json!({"breakpoints": st.engine.breakpoints(&rid)?})))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct BreakpointsBody {
+    breakpoints: Vec<Breakpoint>,
+}
+
+async fn sy_breakpoints_put(State(st): State<AppState>, Path(rid): Path<String>, Json(b): Json<BreakpointsBody>) -> ApiResult<Json<Value>> {
+    blocking(move || {
+        run_row(st.engine.as_ref(), None, &rid)?;
+        st.engine.set_breakpoints(&rid, b.breakpoints)?;
+        Ok(Json(json!({"breakpoints": st.engine.breakpoints(&rid)?})))
     })
     .await
 }

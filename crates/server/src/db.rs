@@ -4,7 +4,8 @@
 //!
 //! - `sy_threads`: LangGraph threads (id, metadata, times);
 //! - `sy_runs`: which thread and assistant each server run belongs to, its metadata, who
-//!   started it;
+//!   started it, its breakpoints, and whether it is held paused (by a breakpoint, a step or a
+//!   pause: a restarted server leaves it paused);
 //! - `sy_history`: the state after every committed step of a run (a thread's history, one
 //!   checkpoint per step, as LangGraph keeps them);
 //! - `sy_answers`: the audit log of answers: who answered which question of which run, when,
@@ -34,7 +35,9 @@ CREATE TABLE IF NOT EXISTS sy_runs (
     assistant_id TEXT NOT NULL,
     created_ms   INTEGER NOT NULL,
     metadata     TEXT NOT NULL,
-    started_by   TEXT NOT NULL
+    started_by   TEXT NOT NULL,
+    hold         INTEGER NOT NULL DEFAULT 0,
+    breakpoints  TEXT NOT NULL DEFAULT '[]'
 ) STRICT;
 CREATE INDEX IF NOT EXISTS sy_runs_thread ON sy_runs(thread_id, created_ms);
 CREATE TABLE IF NOT EXISTS sy_history (
@@ -268,6 +271,33 @@ impl ServerDb {
             "SELECT run_id, thread_id, assistant_id, created_ms, metadata, started_by FROM sy_runs WHERE ?1 = ?1 ORDER BY created_ms, run_id",
             "",
         )
+    }
+
+    /// Hold a run paused (or let it go on after a restart).
+    pub fn set_hold(&self, run_id: &str, hold: bool) -> Result<(), String> {
+        self.with("updating a run", |c| {
+            c.execute("UPDATE sy_runs SET hold = ?2 WHERE run_id = ?1", params![run_id, hold as i64]).map(|_| ())
+        })
+    }
+
+    pub fn held(&self, run_id: &str) -> Result<bool, String> {
+        self.with("reading a run", |c| {
+            c.query_row("SELECT hold FROM sy_runs WHERE run_id = ?1", [run_id], |r| r.get::<_, i64>(0)).optional().map(|h| h == Some(1))
+        })
+    }
+
+    pub fn set_breakpoints(&self, run_id: &str, breakpoints: &Value) -> Result<(), String> {
+        self.with("updating a run", |c| {
+            c.execute("UPDATE sy_runs SET breakpoints = ?2 WHERE run_id = ?1", params![run_id, json_text(breakpoints)]).map(|_| ())
+        })
+    }
+
+    pub fn breakpoints(&self, run_id: &str) -> Result<Value, String> {
+        self.with("reading a run", |c| {
+            c.query_row("SELECT breakpoints FROM sy_runs WHERE run_id = ?1", [run_id], |r| r.get::<_, String>(0))
+                .optional()
+                .map(|t| t.map(parse_json).unwrap_or(Value::Array(Vec::new())))
+        })
     }
 
     // History.

@@ -20,6 +20,9 @@
 //!   running resume from their last committed step (a step in flight when the server died runs
 //!   again), runs waiting for an answer keep waiting, and a run whose answer was logged but not
 //!   yet taken gets it;
+//! - a run can be debugged from afar: started with breakpoints, paused, stepped one step,
+//!   continued; breakpoints changed while it runs take effect before its next step. A paused
+//!   run (breakpoint, step, pause) holds no thread either, and stays paused across a restart;
 //! - watchers get [`Notice`]s per run (events, states, status) and [`InboxChange`]s for the
 //!   inbox; the event log in the store is the same events, numbered, for watchers that come
 //!   late or reconnect.
@@ -28,9 +31,9 @@ use crate::assistants::Assistant;
 use crate::db::{HistoryRow, RunRow, ServerDb};
 use launch::durable::{self, Durable, RunRecord, RunStore};
 use launch::RunRequest;
-use runtime::events::{Event, PauseReason};
+use runtime::events::Event;
 use runtime::provider::NoProvider;
-use runtime::session::{RunOptions, RunSession, Status};
+use runtime::session::{Breakpoint, RunOptions, RunSession, Status};
 use runtime::store::EventBuffer;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -83,6 +86,19 @@ pub struct StartSpec {
     pub metadata: Value,
     /// Who started it (a token's name, or `local`).
     pub who: String,
+    /// Breakpoints it starts with.
+    pub breakpoints: Vec<Breakpoint>,
+    /// Pause before the first step (to step it from the start).
+    pub paused: bool,
+}
+
+/// How far a run is driven.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drive {
+    /// Until it ends, asks, hits a breakpoint or is paused.
+    Continue,
+    /// One step, then paused.
+    Step,
 }
 
 /// What watchers of one run are told, in the order it happened.
@@ -111,6 +127,13 @@ pub trait Engine: Send + Sync {
     fn answer(&self, run_id: &str, interrupt_id: Option<&str>, value: Value, who: &str) -> Result<(), ApiError>;
     /// Stop a run that has not ended.
     fn cancel(&self, run_id: &str) -> Result<(), ApiError>;
+    /// Pause a running run before its next step.
+    fn pause(&self, run_id: &str) -> Result<(), ApiError>;
+    /// Go on with a paused run: one step, or until it ends, asks or breaks.
+    fn resume(&self, run_id: &str, how: Drive) -> Result<(), ApiError>;
+    /// Replace a run's breakpoints (a running run gets them before its next step).
+    fn set_breakpoints(&self, run_id: &str, breakpoints: Vec<Breakpoint>) -> Result<(), ApiError>;
+    fn breakpoints(&self, run_id: &str) -> Result<Vec<Breakpoint>, ApiError>;
     /// The run's record (status, question, output, error).
     fn record(&self, run_id: &str) -> Result<Option<RunRecord>, ApiError>;
     /// Whether a run is being driven right now.
@@ -138,6 +161,9 @@ pub enum LlmMode {
 
 struct Active {
     stop: Arc<AtomicBool>,
+    pause: Arc<AtomicBool>,
+    /// New breakpoints for the driver to apply before the next step.
+    breakpoints: Arc<Mutex<Option<Vec<Breakpoint>>>>,
 }
 
 /// The engine inside the server process (see the module docs).
@@ -228,14 +254,22 @@ impl Embedded {
 
     /// Drive `session` on a blocking thread until it settles. The caller holds the run's lock,
     /// so the run is marked active before anyone else can look.
-    fn spawn_drive(self: &Arc<Self>, session: RunSession) {
+    fn spawn_drive(self: &Arc<Self>, mut session: RunSession, how: Drive) {
         let id = session.id().to_string();
-        self.active.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Active { stop: session.stop_handle() });
+        if let Ok(b) = self.breakpoints(&id)
+            && let Err(e) = session.set_breakpoints(b)
+        {
+            tracing::warn!("run {id}: its breakpoints are refused: {e}");
+        }
+        let _ = self.sdb.set_hold(&id, false);
+        let active = Active { stop: session.stop_handle(), pause: session.pause_handle(), breakpoints: Default::default() };
+        let slot = active.breakpoints.clone();
+        self.active.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), active);
         let me = self.clone();
-        self.rt.spawn_blocking(move || me.drive(session));
+        self.rt.spawn_blocking(move || me.drive(session, how, slot));
     }
 
-    fn drive(self: Arc<Self>, mut session: RunSession) {
+    fn drive(self: Arc<Self>, mut session: RunSession, how: Drive, slot: Arc<Mutex<Option<Vec<Breakpoint>>>>) {
         let id = session.id().to_string();
         let tx = self.channel(&id);
         // The state the run starts (or goes on) from is a checkpoint too.
@@ -244,13 +278,29 @@ impl Embedded {
             if matches!(session.status(), Status::Interrupted { .. } | Status::Finished { .. }) {
                 break;
             }
+            if let Some(b) = slot.lock().unwrap_or_else(|p| p.into_inner()).take()
+                && let Err(e) = session.set_breakpoints(b)
+            {
+                tracing::warn!("run {id}: {e}");
+            }
+            if how == Drive::Step {
+                session.step();
+                self.checkpoint(&session, &tx);
+                break;
+            }
             // One step at a time (no `paused` event between them), its state a checkpoint.
             let st = session.run_for(std::time::Duration::ZERO).clone();
             self.checkpoint(&session, &tx);
             match st {
-                Status::Ready | Status::Paused { reason: PauseReason::Step } => continue,
+                Status::Ready => continue,
                 _ => break,
             }
+        }
+        if let Status::Paused { reason } = session.status() {
+            // Paused by a breakpoint, a step, a pause or an error: it stays paused, here and
+            // after a restart, until someone steps or continues it.
+            let _ = self.sdb.set_hold(&id, true);
+            tracing::debug!("run {id} paused ({reason:?})");
         }
         {
             // Settled: no longer active, and the watchers are told (under the run's lock, so an
@@ -294,7 +344,7 @@ impl Embedded {
                     Some(a) => Some((p.id.clone(), a.answer)),
                     None => continue,
                 },
-                ("ready" | "paused", _) => None,
+                ("ready" | "paused", _) if !self.sdb.held(&rec.id)? => None,
                 _ => continue,
             };
             let mut session = match self.resume_session(&rec.id) {
@@ -311,7 +361,7 @@ impl Embedded {
                 self.sdb.forget_answer(&rec.id, &qid)?;
                 continue;
             }
-            self.spawn_drive(session);
+            self.spawn_drive(session, Drive::Continue);
             n += 1;
         }
         Ok(n)
@@ -345,6 +395,13 @@ impl Engine for Embedded {
         let provider = launch::provider_for(&doc, &req).map_err(ApiError::bad)?;
         let lock = self.lock_of(&spec.run_id);
         let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if !spec.breakpoints.is_empty() {
+            // Checked against the graph before anything is stored.
+            check_nodes(&doc, a.agent.as_deref(), &spec.breakpoints)?;
+            let mut probe = launch::start(doc.clone(), &req, RunOptions::new(Box::new(NoProvider)))
+                .map_err(|e| ApiError::bad(runtime::secrets::scrub_text(&e)))?;
+            probe.set_breakpoints(spec.breakpoints.clone()).map_err(|e| ApiError::new(422, e))?;
+        }
         self.sdb.add_run(&RunRow {
             run_id: spec.run_id.clone(),
             thread_id: spec.thread_id.clone(),
@@ -359,7 +416,16 @@ impl Engine for Embedded {
                 return Err(ApiError::bad(runtime::secrets::scrub_text(&e)));
             }
         };
-        me.spawn_drive(session);
+        self.sdb.set_breakpoints(&spec.run_id, &serde_json::to_value(&spec.breakpoints).unwrap_or_default())?;
+        if spec.paused {
+            // Held before its first step: a step or continue takes it from here.
+            self.checkpoint(&session, &self.channel(&spec.run_id));
+            self.sdb.set_hold(&spec.run_id, true)?;
+            drop(session);
+            let _ = self.inbox.send(InboxChange { run_id: spec.run_id.clone() });
+            return Ok(());
+        }
+        me.spawn_drive(session, Drive::Continue);
         Ok(())
     }
 
@@ -398,9 +464,62 @@ impl Engine for Embedded {
             self.sdb.forget_answer(run_id, &pending.id)?;
             return Err(ApiError::new(422, e));
         }
-        me.spawn_drive(session);
+        me.spawn_drive(session, Drive::Continue);
         let _ = self.inbox.send(InboxChange { run_id: run_id.to_string() });
         Ok(())
+    }
+
+    fn pause(&self, run_id: &str) -> Result<(), ApiError> {
+        let lock = self.lock_of(run_id);
+        let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        match self.active.lock().unwrap_or_else(|p| p.into_inner()).get(run_id) {
+            Some(a) => {
+                a.pause.store(true, Ordering::SeqCst);
+                Ok(())
+            }
+            None => {
+                let rec = self.store_get(run_id)?.ok_or_else(|| ApiError::not_found(format!("no run {run_id}")))?;
+                Err(ApiError::conflict(format!("run {run_id} is not running (it is {})", rec.status)))
+            }
+        }
+    }
+
+    fn resume(&self, run_id: &str, how: Drive) -> Result<(), ApiError> {
+        let me = self.self_arc();
+        let lock = self.lock_of(run_id);
+        let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.is_active(run_id) {
+            return Err(ApiError::conflict(format!("run {run_id} is running; pause it first")));
+        }
+        let rec = self.store_get(run_id)?.ok_or_else(|| ApiError::not_found(format!("no run {run_id}")))?;
+        match rec.status.as_str() {
+            "paused" | "ready" => {}
+            "interrupted" => return Err(ApiError::conflict(format!("run {run_id} waits for an answer; answer it to go on"))),
+            other => return Err(ApiError::conflict(format!("run {run_id} has ended ({other})"))),
+        }
+        let session = self.resume_session(run_id).map_err(ApiError::conflict)?;
+        me.spawn_drive(session, how);
+        Ok(())
+    }
+
+    fn set_breakpoints(&self, run_id: &str, breakpoints: Vec<Breakpoint>) -> Result<(), ApiError> {
+        let lock = self.lock_of(run_id);
+        let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(row) = self.sdb.run(run_id)? else {
+            return Err(ApiError::not_found(format!("no run {run_id}")));
+        };
+        let rec = self.store_get(run_id)?.ok_or_else(|| ApiError::not_found(format!("no run {run_id}")))?;
+        let doc = model::doc::load_path(std::path::Path::new(&rec.file));
+        check_nodes(&doc, rec.request.agent.as_deref(), &breakpoints).map_err(|e| ApiError::new(422, format!("run {run_id} ({}): {}", row.assistant_id, e.message)))?;
+        self.sdb.set_breakpoints(run_id, &serde_json::to_value(&breakpoints).unwrap_or_default())?;
+        if let Some(a) = self.active.lock().unwrap_or_else(|p| p.into_inner()).get(run_id) {
+            *a.breakpoints.lock().unwrap_or_else(|p| p.into_inner()) = Some(breakpoints);
+        }
+        Ok(())
+    }
+
+    fn breakpoints(&self, run_id: &str) -> Result<Vec<Breakpoint>, ApiError> {
+        Ok(serde_json::from_value(self.sdb.breakpoints(run_id)?).unwrap_or_default())
     }
 
     fn cancel(&self, run_id: &str) -> Result<(), ApiError> {
@@ -456,5 +575,15 @@ impl Embedded {
     /// The engine as an `Arc` (runs are driven by threads that share it).
     fn self_arc(&self) -> Arc<Embedded> {
         self.me.upgrade().expect("the engine is alive while it is called")
+    }
+}
+
+/// Every breakpoint names a node of the agent's graph.
+fn check_nodes(doc: &model::doc::Document, agent: Option<&str>, breakpoints: &[Breakpoint]) -> Result<(), ApiError> {
+    let graph = model::graph::lower(doc, agent).0;
+    let known = |n: &str| graph.as_ref().is_some_and(|g| g.index.contains_key(n));
+    match breakpoints.iter().find(|b| !known(&b.node)) {
+        Some(b) => Err(ApiError::new(422, format!("no node `{}` to break on in {}", b.node, doc.path.display()))),
+        None => Ok(()),
     }
 }
