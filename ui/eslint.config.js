@@ -74,7 +74,7 @@ const dynamicImport = (allowed) => ({
 });
 
 export default defineConfig(
-  { ignores: ['dist/', 'coverage/', 'node_modules/'] },
+  { ignores: ['dist/', 'dist-inbox/', 'coverage/', 'node_modules/'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {

@@ -3,7 +3,7 @@
 // in one dialog (`ExternalLinkDialog`, mounted once by the app); Open hands the URL to the shell's
 // `open_external`, which checks it again and starts the system browser. Cancel (or Esc) opens
 // nothing. Only absolute http, https and mailto URLs are links (`safeUrl`); anything else is text.
-import { useEffect, useRef, useState, type ReactNode } from 'react';
+import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
 import { createStore, useStore } from 'zustand';
 import { errorMessage } from '../backend';
 import { safeUrl } from '../untrusted';
@@ -21,17 +21,40 @@ export function askExternal(url: string): void {
   if (safe) externalLinks.getState().ask(safe);
 }
 
+/**
+ * How a link out is followed: `ask` (the app: the dialog above, then the shell's browser) or `tab`
+ * (a plain web page such as the approvals inbox, which has no shell: a new tab, with no opener and
+ * no referrer). Only where the click goes differs; which URLs are links (`safeUrl`) does not.
+ */
+export const LinkMode = createContext<'ask' | 'tab'>('ask');
+
 /** Cut long URLs in tooltips (the dialog shows them whole). */
 const clip = (s: string) => (s.length > 300 ? `${s.slice(0, 300)}…` : s);
 
 /** A link to `url` outside the app: a click asks first, and never navigates the webview. */
 export function ExternalLink({ url, title, className, children }: { url: string; title?: string; className?: string; children: ReactNode }) {
+  const mode = useContext(LinkMode);
   const safe = safeUrl(url);
   if (!safe) {
     return (
       <span className="md-link-removed" title={`link removed (only http, https and mailto links are kept): ${clip(url)}`}>
         {children}
       </span>
+    );
+  }
+  if (mode === 'tab') {
+    return (
+      <a
+        className={className ?? 'ext-link'}
+        href={safe}
+        target="_blank"
+        rel="noopener noreferrer"
+        data-testid="external-link"
+        data-url={safe}
+        title={title ? `${title}\n${clip(safe)}` : clip(safe)}
+      >
+        {children}
+      </a>
     );
   }
   return (

@@ -8,20 +8,9 @@ import { FormatToggle, Markdown, PlainText, type TextFormat } from '../Markdown'
 import { redact } from '../../untrusted';
 import { currentPending, useDebug, useDebugStore } from '../../debug/store';
 import type { Pending } from '../../debug/types';
+import { interruptAnswerValue } from '../../answers';
 
-/** A sherma interrupt answer: a JSON object/array when the text is one, otherwise the text. */
-export function interruptAnswerValue(text: string): unknown {
-  const t = text.trim();
-  if (t.startsWith('{') || t.startsWith('[')) {
-    try {
-      const v: unknown = JSON.parse(t);
-      if (v !== null && typeof v === 'object') return v;
-    } catch {
-      // not JSON: send the text
-    }
-  }
-  return text;
-}
+export { interruptAnswerValue };
 
 const TITLES: Record<Pending['kind'], string> = {
   interrupt: 'The run is waiting for you',
