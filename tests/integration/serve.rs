@@ -564,3 +564,14 @@ fn a_server_run_is_debugged_from_afar_and_stays_paused_across_a_restart() {
     }
     settled(&s, &slow, "interrupted");
 }
+
+#[test]
+fn an_assistants_source_is_served_for_the_studio() {
+    let t = TempDir::new("serve-source");
+    let agents = example_agents(&t);
+    let s = Server::start(&agents, &t.join("server.sqlite"), &[]);
+    let v = get(&format!("{}/switchyard/assistants/release-gate/source", s.url));
+    assert_eq!((v["file_name"].as_str(), v["dialect"].as_str()), (Some("graph.yaml"), Some("loki")));
+    assert_eq!(v["text"].as_str().unwrap(), std::fs::read_to_string(agents.join("release-gate/graph.yaml")).unwrap());
+    assert_eq!(call("GET", &format!("{}/switchyard/assistants/nope/source", s.url), None, None).0, 404);
+}

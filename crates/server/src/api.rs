@@ -104,6 +104,7 @@ pub fn router(state: AppState) -> Router {
         .route("/switchyard/runs/{rid}/breakpoints", get(sy_breakpoints_get).put(sy_breakpoints_put))
         .route("/switchyard/runs/{rid}/events", get(sy_events))
         .route("/switchyard/answers", get(sy_answers))
+        .route("/switchyard/assistants/{id}/source", get(sy_assistant_source))
         .route("/switchyard/inbox/events", get(crate::inbox::events))
         .route("/inbox", get(crate::inbox::redirect))
         .route("/inbox/", get(crate::inbox::index))
@@ -254,6 +255,26 @@ async fn assistant_graph(State(st): State<AppState>, Path(id): Path<String>) -> 
             })
             .collect();
         Ok(Json(json!({"nodes": nodes, "edges": edges})))
+    })
+    .await
+}
+
+/// The assistant's agent file as it is on the server (the studio draws a remote run's graph
+/// from it): its name, text, dialect and agent.
+async fn sy_assistant_source(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let a = find(&st, &id)?.clone();
+    blocking(move || {
+        let text = syntax::source::read_bounded_text(&a.file, syntax::source::SIDE_FILE_CAP, None)
+            .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", a.file.display())))?;
+        let name = a.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Ok(Json(json!({
+            "assistant_id": a.assistant_id,
+            "graph_id": a.graph_id,
+            "file_name": name,
+            "dialect": a.dialect,
+            "agent": a.agent,
+            "text": text,
+        })))
     })
     .await
 }
