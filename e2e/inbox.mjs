@@ -7,7 +7,9 @@
 // approval in A and checks that it leaves B live (no reload), that the run completes, and that the
 // audit log holds the answer with the name typed into A; that the payload is text in both pages
 // (no element made, no alert, its handlers never ran); then that a token created while the pages
-// are open makes B ask for it, and the answer goes through with it. Screenshots go to
+// are open makes B ask for it, and that with it B sends a free answer (`on_other`) whose Loki
+// input question appears live, refuses a too-short answer with the engine's words, and takes a
+// good one. Screenshots go to
 // e2e/artifacts/ (inbox-phone*.png, inbox-desktop-dark*.png).
 //
 //   node e2e/inbox.mjs            (after `npm --prefix ui run build:inbox` and a cargo build)
@@ -195,7 +197,7 @@ const readPage = (b) =>
     return {
       live: root?.getAttribute('data-live') ?? null,
       marker: window.__inboxMarker ?? null,
-      cards: [...document.querySelectorAll('[data-testid="inbox-card"]')].map((c) => ({ run: c.getAttribute('data-run-id'), state: c.getAttribute('data-state') })),
+      cards: [...document.querySelectorAll('[data-testid="inbox-card"]')].map((c) => ({ run: c.getAttribute('data-run-id'), kind: c.getAttribute('data-kind'), state: c.getAttribute('data-state') })),
       token: !!document.querySelector('[data-testid="token-prompt"]'),
     };
   });
@@ -371,7 +373,9 @@ async function main() {
     await shot(a, 'inbox-desktop-dark-answered');
 
     // A token now exists: page B's next call is refused, it asks for the token, and the answer
-    // goes through with it (kept in the tab's sessionStorage).
+    // goes through with it (kept in the tab's sessionStorage). The answer is a free one: run 2
+    // goes to `on_other`, a Loki input with a default and `len(input) >= 3`, which appears live;
+    // a too-short answer is refused in the page with the engine's words, a good one is taken.
     const made = spawnSync(CLI, ['token', 'create', 'inbox-e2e', '--db', db], { encoding: 'utf8', timeout: T.request });
     const token = (made.stdout || '').trim();
     if (made.status !== 0 || !token) throw new Error(`switchyard token create failed (${made.status}): ${made.stderr}`);
@@ -382,10 +386,26 @@ async function main() {
     await (await b.$('[data-testid="token-input"]')).setValue(token);
     await (await b.$('[data-testid="token-prompt"] button[type="submit"]')).click();
     await waitPage(b, (p) => !p.token && p.cards.some((c) => c.run === run2 && c.state === 'waiting'), 'page B to list again with the token');
-    await (await b.$(`[data-testid="inbox-card"][data-run-id="${run2}"] button[data-option="hold"]`)).click();
-    await waitPage(b, (p) => p.cards.some((c) => c.run === run2 && c.state === 'answered'), 'run 2 answered from page B with the token');
+    const card2 = (kind) => `[data-testid="inbox-card"][data-run-id="${run2}"][data-kind="${kind}"]`;
+    await (await b.$(`${card2('approval')} input[data-testid="answer-text"]`)).setValue('write notes first');
+    await (await b.$(`${card2('approval')} button[data-testid="answer-submit"]`)).click();
+    await waitPage(b, (p) => p.cards.some((c) => c.run === run2 && c.kind === 'approval' && c.state === 'answered'), 'run 2 answered from page B with the token');
+    await waitPage(b, (p) => p.cards.some((c) => c.run === run2 && c.kind === 'input' && c.state === 'waiting'), "run 2's input question to appear in page B", T.request);
     const stored = await b.execute(() => sessionStorage.getItem('switchyard.inbox.token'));
     if (stored !== token) throw new Error('the token is not kept in sessionStorage');
+    const field = await b.$(`${card2('input')} input[data-testid="answer-text"]`);
+    if ((await field.getValue()) !== 'No notes.') throw new Error(`the input does not start with its default: ${await field.getValue()}`);
+    await field.setValue('ok');
+    await (await b.$(`${card2('input')} button[data-testid="answer-submit"]`)).click();
+    const refusal = await poll(() => b.execute((sel) => document.querySelector(`${sel} [data-testid="answer-error"]`)?.textContent ?? null, card2('input')), {
+      what: 'the too-short input answer to be refused in the page',
+      timeout: T.ui,
+    });
+    if (refusal !== "Input failed validation 'len(input) >= 3' (got 2 chars)") throw new Error(`unexpected refusal: ${refusal}`);
+    await shot(b, 'inbox-phone-input');
+    await field.setValue('Notes for 2.1');
+    await (await b.$(`${card2('input')} button[data-testid="answer-submit"]`)).click();
+    await waitPage(b, (p) => p.cards.some((c) => c.run === run2 && c.kind === 'input' && c.state === 'answered'), "run 2's input answered");
     let r2 = null;
     await poll(
       async () => {
@@ -395,7 +415,10 @@ async function main() {
       { what: 'run 2 to complete', timeout: T.request, describe: () => JSON.stringify(r2)?.slice(0, 800) },
     );
     const audit2 = (await api(base, 'GET', `switchyard/answers?run_id=${encodeURIComponent(run2)}`, undefined, token)).json;
-    if (audit2?.[0]?.answer !== 'hold' || !String(audit2[0].who).includes('inbox-e2e')) throw new Error(`run 2's audit entry: ${JSON.stringify(audit2)}`);
+    if (audit2?.map((x) => x.answer).join('|') !== 'write notes first|Notes for 2.1' || !audit2.every((x) => String(x.who).includes('inbox-e2e'))) {
+      throw new Error(`run 2's audit entries: ${JSON.stringify(audit2)}`);
+    }
+    console.log(`  run 2: on_other, then its input refused in the page and answered with the token (${audit2[1].who})`);
     await checkPayloadIsText(a, xssRun, 'page A at the end');
     await checkPayloadIsText(b, xssRun, 'page B at the end');
     ok = true;
