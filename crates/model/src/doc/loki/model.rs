@@ -24,6 +24,45 @@ pub const DEFAULT_AGENT_MAX_ATTEMPTS: u64 = 1;
 pub const DEFAULT_MAX_CONCURRENT_AGENTS: u64 = 4;
 /// coyote 0.10.3: agent nesting depth (`max_agent_depth`).
 pub const DEFAULT_MAX_AGENT_DEPTH: u64 = 3;
+/// coyote 0.10.3: background jobs running at once (`max_concurrent_jobs`).
+pub const DEFAULT_MAX_CONCURRENT_JOBS: u64 = 5;
+
+/// coyote 0.10.3's built-in agent functions, by family: what an agent (a graph's llm nodes
+/// through their `tools:` list) may be offered besides its own tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentFunctions {
+    /// `agent__send_message`, `agent__check_inbox`: always offered.
+    Teammate,
+    /// `agent__spawn` and the rest: with `can_spawn_agents`.
+    Supervisor,
+    /// `job__start` and the rest: while `max_concurrent_jobs` is above 0.
+    Job,
+}
+
+impl AgentFunctions {
+    /// The functions of the family, in coyote's order.
+    pub fn names(self) -> &'static [&'static str] {
+        match self {
+            AgentFunctions::Teammate => &["agent__send_message", "agent__check_inbox"],
+            AgentFunctions::Supervisor => &[
+                "agent__spawn",
+                "agent__check",
+                "agent__collect",
+                "agent__list_running",
+                "agent__list_available",
+                "agent__cancel",
+            ],
+            AgentFunctions::Job => &["job__start", "job__check", "job__collect", "job__cancel", "job__list"],
+        }
+    }
+
+    /// The family of the built-in function `name`, if it is one.
+    pub fn of(name: &str) -> Option<AgentFunctions> {
+        [AgentFunctions::Teammate, AgentFunctions::Supervisor, AgentFunctions::Job]
+            .into_iter()
+            .find(|f| f.names().contains(&name))
+    }
+}
 
 /// A `{{path}}` template: its text and the YAML scalar it came from (for mapping offsets inside
 /// the text back to the file with `schema::value_offset_to_source`).
@@ -877,6 +916,22 @@ impl LokiDoc {
             .as_ref()
             .map(|v| v.value)
             .unwrap_or(DEFAULT_MAX_AGENT_DEPTH)
+    }
+    /// coyote 0.10.3: `max_concurrent_jobs`, else 5 (`0`: no job functions).
+    pub fn max_concurrent_jobs(&self) -> u64 {
+        self.max_concurrent_jobs
+            .as_ref()
+            .map(|v| v.value)
+            .unwrap_or(DEFAULT_MAX_CONCURRENT_JOBS)
+    }
+    /// Whether the graph offers the built-in functions of `family` to its llm nodes (coyote
+    /// 0.10.3 builds a graph agent's functions as it does a normal agent's).
+    pub fn offers(&self, family: AgentFunctions) -> bool {
+        match family {
+            AgentFunctions::Teammate => true,
+            AgentFunctions::Supervisor => self.can_spawn_agents(),
+            AgentFunctions::Job => self.max_concurrent_jobs() > 0,
+        }
     }
 
     /// coyote 0.10.3: the per-item chain of a map whose `branch` is `entry`: the node indexes

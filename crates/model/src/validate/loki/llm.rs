@@ -1,9 +1,10 @@
 //! Upstream step 9: the tools and models of llm nodes (tool names checked against the agent's
-//! tool files as `doc::loki::tools` reads them, the parser the interpreter uses).
+//! tool files as `doc::loki::tools` reads them, the parser the interpreter uses, and coyote
+//! 0.10.3's built-in agent functions against the families the graph offers).
 
 use super::V;
 use crate::doc::Sp;
-use crate::doc::loki::NodeBody;
+use crate::doc::loki::{AgentFunctions, NodeBody};
 use crate::doc::loki::tools::AgentTools;
 use std::path::Path;
 use syntax::diag::did_you_mean;
@@ -60,6 +61,13 @@ impl V<'_> {
                     continue;
                 }
                 if universe.contains(&t.value.as_str()) {
+                    continue;
+                }
+                if let Some(family) = AgentFunctions::of(&t.value) {
+                    // coyote 0.10.3's built-in functions: listed where the graph offers them.
+                    if !l.offers(family) {
+                        self.not_offered(n.id.value.as_str(), t, family);
+                    }
                     continue;
                 }
                 if let Some(why) = custom.catalog.not_a_tool(&t.value) {
@@ -148,6 +156,33 @@ impl V<'_> {
                 });
             self.push(d);
         }
+    }
+
+    /// An llm node lists a built-in function of a family the graph does not offer.
+    fn not_offered(&mut self, node: &str, t: &Sp<String>, family: AgentFunctions) {
+        let (why, hint) = match family {
+            AgentFunctions::Supervisor => (
+                match &self.l.can_spawn_agents {
+                    Some(_) => "`can_spawn_agents` is false".to_string(),
+                    None => "`can_spawn_agents` is unset and the graph has no agent node (its default is then false)".to_string(),
+                },
+                "set `can_spawn_agents: true` at the top of graph.yaml, or remove the tool from this node",
+            ),
+            AgentFunctions::Job => (
+                "`max_concurrent_jobs` is 0".to_string(),
+                "remove `max_concurrent_jobs: 0` (default 5) or set it >= 1, or remove the tool from this node",
+            ),
+            AgentFunctions::Teammate => return,
+        };
+        let d = self
+            .err(
+                "loki-tool",
+                format!("llm node references '{}', a built-in function this graph does not offer: {why}", t.value),
+                t.span,
+            )
+            .node(node.to_string())
+            .hint(hint);
+        self.push(d);
     }
 
     /// Upstream 13 (coyote 0.10.3, `output_schema_properties`): only the keys an `output_schema`

@@ -528,6 +528,30 @@ fn llm_tools_mcp_and_models() {
 }
 
 #[test]
+fn builtin_agent_functions_follow_the_families_the_graph_offers() {
+    let graph = |head: &str, tools: &str, agent_node: bool| {
+        let (next, extra) = if agent_node { ("ask", "  ask:\n    type: agent\n    agent: _helper\n    prompt: p\n    next: e\n") } else { ("e", "") };
+        format!("name: t\n{head}start: a\nnodes:\n  a:\n    type: llm\n    prompt: p\n    tools: [{tools}]\n    next: {next}\n{extra}  e:\n    type: end\n")
+    };
+    let tool_findings = |src: &str| -> Vec<Diagnostic> { check(src).into_iter().filter(|d| d.code == "loki-tool").collect() };
+    // The teammate pair always; the job family by default (5); no tool file is needed.
+    assert!(tool_findings(&graph("", "agent__send_message, agent__check_inbox, job__start, job__list", false)).is_empty());
+    // Unset `can_spawn_agents` is whether the graph has an agent node.
+    assert!(tool_findings(&graph("", "agent__spawn, agent__cancel", true)).is_empty());
+    let d = tool_findings(&graph("", "agent__spawn", false));
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert!(d[0].is_error());
+    assert!(d[0].message.contains("`can_spawn_agents` is unset and the graph has no agent node"), "{}", d[0].message);
+    assert_eq!((d[0].line, d[0].column), (7, 13));
+    assert!(tool_findings(&graph("can_spawn_agents: true\n", "agent__spawn", false)).is_empty());
+    let d = tool_findings(&graph("max_concurrent_jobs: 0\n", "job__collect", false));
+    assert_eq!(d[0].message, "llm node references 'job__collect', a built-in function this graph does not offer: `max_concurrent_jobs` is 0");
+    assert!(d[0].hint.as_deref().unwrap().contains("default 5"));
+    // A name of no family (coyote's task queue is not run here) is an ordinary tool name.
+    assert_eq!(find(&check(&graph("", "agent__task_create", false)), "loki-tool").severity, Severity::Warning);
+}
+
+#[test]
 fn skills_checks() {
     let src = format!(
         "{HEAD}enabled_skills: [code-review, 'bad name']\nstart: a\nnodes:\n  a:\n    type: llm\n    prompt: p\n    enabled_skills: [code-review, git-master, '']\n    next: e\n  e:\n    type: end\n"
