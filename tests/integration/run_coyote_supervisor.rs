@@ -52,44 +52,83 @@ fn result_of<'a>(ev: &'a [Value], id: &str) -> &'a Value {
     ev.iter().find(|e| e["event"] == "tool_result" && e["id"] == id).unwrap_or_else(|| panic!("no result for call {id}"))
 }
 
-#[test]
-fn teammates_of_a_map_message_each_other() {
-    let t = TempDir::new("coyote-team");
-    let (ev, _) = run(&t, "team", "team.replies.yaml", "Review the change.");
-    // Item 0's worker learned its peers from its prompt (the roster), with deterministic ids.
-    let first = events(&ev, "llm_request", "RUN/fan/0/work")[0];
-    let prompt = first["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
-    assert!(prompt.starts_with("Review slice alpha.\n\n## Teammates\nYour id is `graph_agent_worker_fan_0` (work[0])."), "{prompt}");
-    assert!(prompt.contains("- `graph_agent_worker_fan_1` — work[1]"), "{prompt}");
-    // The teammate functions are offered.
-    let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert!(tools.contains(&"agent__send_message") && tools.contains(&"agent__check_inbox"), "{tools:?}");
-    // Item 0 (run first: max_concurrency 1) sent; item 1 read it from its inbox.
-    assert_eq!(result_of(&ev, "send")["result"]["message"], "Message delivered to teammate 'graph_agent_worker_fan_1'");
-    let inbox = &result_of(&ev, "inbox")["result"];
+/// The names of the tools a `llm_request` event offers.
+fn offered(request: &Value) -> Vec<&str> {
+    request["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect()
+}
+
+/// The last message of a `llm_request` event (the user's prompt on a first turn).
+fn last_message(request: &Value) -> String {
+    request["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string()
+}
+
+/// A map's two teammates (`agent` in map `fan`, node `work`, one item at a time): item 0
+/// learned its peers from its prompt (`verb slice alpha.` then the roster) and messaged item 1
+/// (`message`), which read it from its inbox; the map collected `results`. The offered tools of
+/// item 0's first request.
+fn check_teammates<'e>(ev: &'e [Value], agent: &str, verb: &str, message: &str, results: Value) -> Vec<&'e str> {
+    let first = events(ev, "llm_request", "RUN/fan/0/work")[0];
+    let prompt = last_message(first);
+    let head = format!("{verb} slice alpha.\n\n## Teammates\nYour id is `graph_agent_{agent}_fan_0` (work[0]).");
+    assert!(prompt.starts_with(&head), "{prompt}");
+    assert!(prompt.contains(&format!("- `graph_agent_{agent}_fan_1` — work[1]")), "{prompt}");
+    assert_eq!(result_of(ev, "send")["result"]["message"], format!("Message delivered to teammate 'graph_agent_{agent}_fan_1'"));
+    assert_eq!(run_of(result_of(ev, "send")), "RUN/fan/0/work");
+    let inbox = &result_of(ev, "inbox")["result"];
     assert_eq!(inbox["count"], 1, "{inbox}");
-    assert_eq!(inbox["messages"][0]["from"], "graph_agent_worker_fan_0");
-    assert_eq!(inbox["messages"][0]["payload"]["content"], "alpha renames div; beta calls it");
-    assert_eq!(run_of(result_of(&ev, "inbox")), "RUN/fan/1/work");
+    assert_eq!(inbox["messages"][0]["from"], format!("graph_agent_{agent}_fan_0"));
+    assert_eq!(inbox["messages"][0]["payload"]["content"], message);
+    assert_eq!(run_of(result_of(ev, "inbox")), "RUN/fan/1/work");
     let last = ev.last().unwrap();
     assert_eq!(last["status"], "completed");
-    assert_eq!(last["state"]["results"], serde_json::json!(["alpha reviewed", "beta reviewed, callers updated"]));
+    assert_eq!(last["state"]["results"], results);
+    offered(first)
+}
+
+/// Teammates of a map: normal agents (`team` running `worker`), and graph agents (`squad`
+/// running `critic`, whose llm node `review` gets the teammate pair its `tools:` list names and
+/// speaks as its agent node's identity).
+#[test]
+fn teammates_of_a_map_message_each_other() {
+    let cases = [
+        ("team", "Review", "worker", "alpha renames div; beta calls it", ["alpha reviewed", "beta reviewed, callers updated"]),
+        ("squad", "Criticise", "critic", "alpha drops the cache; beta reads it", ["alpha criticised", "beta criticised, cache noted"]),
+    ];
+    for (graph, verb, agent, message, results) in cases {
+        let t = TempDir::new(&format!("coyote-{graph}"));
+        let (ev, _) = run(&t, graph, &format!("{graph}.replies.yaml"), "Look at the change.");
+        let tools = check_teammates(&ev, agent, verb, message, serde_json::json!(results));
+        if agent == "worker" {
+            // A normal agent is offered the teammate functions among its own.
+            assert!(tools.contains(&"agent__send_message") && tools.contains(&"agent__check_inbox"), "{tools:?}");
+        } else {
+            assert_eq!(tools, ["agent__send_message", "agent__check_inbox"]);
+        }
+    }
+}
+
+/// `s1` spawned `agent_helper_1` (its `topic` variable `topic`), `s2` was refused while it was
+/// uncollected (`max_concurrent_agents: 1`), `c1` collected its "part one done"; it ran once,
+/// as the nested run `kid`.
+fn check_first_child(ev: &[Value], kid: &str, topic: &str) {
+    assert_eq!(result_of(ev, "s1")["result"]["id"], "agent_helper_1");
+    let refused = &result_of(ev, "s2")["result"]["message"];
+    assert_eq!(refused, "At capacity: 1/1 agents running. Wait for one to finish or cancel one.");
+    let c1 = &result_of(ev, "c1")["result"];
+    assert_eq!((c1["exit_status"].as_str(), c1["output"].as_str()), (Some("Completed"), Some("part one done")));
+    assert_eq!(events(ev, "run_started", kid).len(), 1);
+    let system = &events(ev, "llm_request", kid)[0]["messages"][0]["content"];
+    assert_eq!(system.as_str(), Some(format!("You do one part of a task about {topic}.").as_str()));
 }
 
 #[test]
 fn a_normal_agent_spawns_children_within_its_caps() {
     let t = TempDir::new("coyote-boss");
     let (ev, out) = run(&t, "boss-graph", "boss.replies.yaml", "Do both parts.");
-    // The second spawn of the first turn is refused: one child is uncollected (cap 1).
-    assert_eq!(result_of(&ev, "s1")["result"]["id"], "agent_helper_1");
-    assert_eq!(result_of(&ev, "s2")["result"]["message"], "At capacity: 1/1 agents running. Wait for one to finish or cancel one.");
-    let c1 = &result_of(&ev, "c1")["result"];
-    assert_eq!((c1["exit_status"].as_str(), c1["output"].as_str()), (Some("Completed"), Some("part one done")));
-    // The child ran as a nested run of the boss, with its variable given at the spawn.
+    // The second spawn of the first turn is refused: one child is uncollected (cap 1). The
+    // child ran as a nested run of the boss, with its variable given at the spawn.
     let kid = "RUN/delegate/agent_helper_1";
-    assert_eq!(events(&ev, "run_started", kid).len(), 1);
-    let system = events(&ev, "llm_request", kid)[0]["messages"][0]["content"].as_str().unwrap().to_string();
-    assert_eq!(system, "You do one part of a task about parsing.");
+    check_first_child(&ev, kid, "parsing");
     // Its own spawn would run at depth 3, past its max_agent_depth (2).
     assert_eq!(result_of(&ev, "deep")["result"]["message"], "Max agent depth exceeded (3/2)");
     assert_eq!(run_of(result_of(&ev, "deep")), kid);
@@ -120,7 +159,7 @@ fn jobs_start_collect_and_respect_their_cap() {
     let t = TempDir::new("coyote-jobs");
     let (ev, _) = run(&t, "jobs-graph", "jobs.replies.yaml", "Run the tests.");
     let first = events(&ev, "llm_request", "RUN/work")[0];
-    let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let tools = offered(first);
     assert!(tools.contains(&"job__start") && tools.contains(&"job__collect"), "{tools:?}");
     assert!(!tools.contains(&"agent__spawn"), "no can_spawn_agents, no supervisor family: {tools:?}");
     assert_eq!(result_of(&ev, "j1")["result"]["job_id"], "job_1");
@@ -132,4 +171,28 @@ fn jobs_start_collect_and_respect_their_cap() {
     let ran: Vec<&Value> = ev.iter().filter(|e| e["event"] == "tool_result" && e["name"] == "run_command").collect();
     assert!(ran.is_empty(), "a job's tool is no tool call of the turn: {ran:?}");
     assert_eq!(ev.last().unwrap()["output"], "tests ran");
+}
+
+#[test]
+fn a_graph_llm_node_spawns_collects_and_reaps_its_jobs() {
+    let t = TempDir::new("coyote-planner");
+    let (ev, out) = run(&t, "planner", "planner.replies.yaml", "Plan the work.");
+    // The node is offered the functions its `tools:` list names, and only those.
+    let want = ["agent__spawn", "agent__collect", "agent__list_available", "job__start", "run_command"];
+    assert_eq!(offered(events(&ev, "llm_request", "RUN")[0]), want);
+    // A spawn, a second one refused past max_concurrent_agents (1), the first collected; the
+    // child is a nested run of the graph, with the variable given at the spawn.
+    let kid = "RUN/agent_helper_1";
+    check_first_child(&ev, kid, "graphs");
+    // It ran within the node's step: before `plan`'s node_exit.
+    let at = |kind: &str, run: &str| ev.iter().position(|e| e["event"] == kind && run_of(e) == run).unwrap();
+    assert!(at("run_finished", kid) < at("node_exit", "RUN"));
+    // The job the node never collected is reaped when it ends; the next node finds none.
+    assert_eq!(result_of(&ev, "j1")["result"]["job_id"], "job_1");
+    let reaped = ev.iter().find(|e| e["event"] == "log" && e["source"] == "llm:plan").expect("a reaping log");
+    assert_eq!(reaped["text"], "reaped at the node's end, never collected: job_1");
+    let late = &result_of(&ev, "late")["result"];
+    assert!(late["message"].as_str().unwrap().starts_with("No job 'job_1' is registered"), "{late}");
+    assert_eq!(ev.last().unwrap()["output"], "planned / checked");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("planned / checked"));
 }

@@ -25,8 +25,15 @@
 //! `{{output}}` = `Agent node failed: <error>`, seed a child graph with `inputs`, and the
 //! spawner checks the child's depth against its `max_agent_depth`; `mcp_tools` allow-lists
 //! (graph and node) filter the MCP tools offered; `teammates: true` agent nodes of one fan-out
-//! (two or more in a super-step, or a map's items) message each other, and normal agents spawn
-//! children and start background jobs ([`supervisor`]).
+//! (two or more in a super-step, or a map's items) message each other, and normal agents and
+//! graph llm nodes spawn children and start background jobs ([`supervisor`]): an llm node gets
+//! the built-in functions its `tools:` list names, from the families the graph offers
+//! (`model::doc::loki::AgentFunctions`: messaging always, spawning with the effective
+//! `can_spawn_agents`, jobs while the effective `max_concurrent_jobs` is above 0), with the
+//! graph's `max_concurrent_agents`, `max_agent_depth` and `max_concurrent_jobs`; its children
+//! run as nested runs `<run>/agent_<name>_<n>` (`<run>/<node>/agent_<name>_<n>` when its
+//! super-step runs several nodes), and what it leaves uncollected is reaped when it ends (a
+//! `log` event names it).
 //!
 //! Deliberate divergences from upstream (baseline coyote `main@5f23e24`, and 0.10.3):
 //!
@@ -36,10 +43,10 @@
 //! | (baseline) `state_updates` entries applied in hash order, each visible to later ones | as 0.10: all rendered against the state before the block, written in declaration order |
 //! | 0.10.3: with the default `output_key: output`, a chain that never writes `output` fails the item | the output of the llm / agent / rag node that ended the chain is collected |
 //! | 0.10.3: map items run silently | each chain step is a `node_enter` / `node_exit` / `route` under the run id `<run>/<map>/<item>`; the item's LLM calls, tools and effects reach the provider as `<node>[<item>]` (so replies can target one item and a replay matches each item's own calls) |
-//! | 0.10.3: `teammates: true` agent nodes of one fan-out get peer ids `graph_agent_<agent>_<8 random hex>` | deterministic ids ([`supervisor::peer_id`]): `graph_agent_<agent>_<node>` in a static super-step, `graph_agent_<agent>_<map>_<item>` for a map's items; the roster is appended to the child's prompt as upstream does, in our own words; a normal (`config.yaml`) child gets `agent__send_message` / `agent__check_inbox`, a graph child only the roster (its llm nodes are offered no built-in functions) |
+//! | 0.10.3: `teammates: true` agent nodes of one fan-out get peer ids `graph_agent_<agent>_<8 random hex>` | deterministic ids ([`supervisor::peer_id`]): `graph_agent_<agent>_<node>` in a static super-step, `graph_agent_<agent>_<map>_<item>` for a map's items; the roster is appended to the child's prompt as upstream does, in our own words; a normal (`config.yaml`) child gets `agent__send_message` / `agent__check_inbox`, a graph child's llm nodes get them when their `tools:` list them, speaking as the agent node's identity |
 //! | 0.10.3: `agent__spawn` starts the child in the background at once; `agent__check` may find it running; `job__start` likewise | a spawn or a job start queues the work; queued children (up to `max_concurrent_agents` at once) and jobs (up to `max_concurrent_jobs`) run when a call needs one (`agent__check` / `agent__collect`, `job__check` / `job__collect`) or at the end of the turn's tool calls, so every child and job ends within the turn that started it and a step stays atomic (durable snapshots never hold a running child); a cancelled queued child or job never runs; capacity and depth refusals use upstream's texts ([`supervisor`]) |
 //! | 0.10.3: spawned ids `agent_<agent>_<uuid>`, job ids `job_<uuid>`; collect summarises long outputs with an LLM call; jobs report elapsed time and output tails; the `agent__task_*` queue, escalations, completion notifications and the turn-end reminder exist | ids numbered per spawner (`agent_<agent>_<n>`, `job_<n>`); outputs returned as they are; no times or tails; no task queue, escalations, notifications or reminders (an uncollected child's result is dropped with its run) |
-//! | 0.10.3: graph llm nodes may list `agent__*` / `job__*` functions in `tools:` (graph-level `can_spawn_agents`, `max_concurrent_jobs`) | not offered to graph llm nodes (the validator reports them as unknown tools); graph-level `can_spawn_agents`, `max_concurrent_agents` and `max_concurrent_jobs` load and validate only |
+//! | 0.10.3: a graph agent has one supervisor for the whole run: children a node spawns stay until some node collects them, and only jobs are node-scoped (reaped when the node that started them ends) | each llm node has its own supervisor: its children and its jobs are node-scoped, run within its step, and are dropped (reaped) when it ends; `max_concurrent_agents` / `max_concurrent_jobs` cap each node, not the fan-out together; a graph llm node speaks as the graph's identity (its agent node's), also inside a map item |
 //! | provider calls carry the node's name | calls of nested agent runs that may run beside another's (below a super-step of several nodes, and every spawned child) are named `<node>@<run path>` ([`chain`]'s module docs), like map items' `<node>[<item>]` |
 //! | 0.10.3: `max_agent_depth` (default 3) bounds nesting | same, and never deeper than [`MAX_AGENT_DEPTH`] |
 //! | `settings.timeout` is wall clock since the run started | only time spent running steps counts: time paused at a breakpoint or waiting for an answer is not charged |
@@ -57,7 +64,7 @@
 //! | `{{.}}` renders the whole state | not found (whole-state references are not resolved) |
 //! | narration times are local time | UTC (no time-zone database in the engine) |
 
-use model::doc::loki::{AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody, Reducer};
+use model::doc::loki::{AgentFunctions, AgentNode, LlmNode, LokiDoc, LokiNode, MapNode, NodeBody, Reducer};
 use model::doc::{Document, load_path};
 use expr::template::{self, TemplateError};
 use crate::tools as loki_tools;
@@ -68,7 +75,7 @@ use crate::rag::{self, RagStore};
 use runtime::provider::{LlmRequest, ModelRef, parse_json_loose};
 use crate::script::run_script_with;
 use runtime::session::{Cx, Machine, NestedEnd, Pending, SharedProvider, StepOutcome, run_nested};
-use supervisor::{Mailbox, Teammate};
+use supervisor::{Calls, Mailbox, Supervisor, Teammate};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -127,6 +134,9 @@ pub struct LokiMachine {
     /// The run is nested in a run whose calls must not collide with a concurrent one's: its
     /// agent nodes' children name their calls by their run path ([`chain`]'s module docs).
     qualify_nested: bool,
+    /// Its identity and inbox for coyote 0.10.3's teammate functions (its agent node's, as a
+    /// teammate or a spawned child); its llm nodes speak as it.
+    mail: Mailbox,
 }
 
 impl std::fmt::Debug for LokiMachine {
@@ -193,6 +203,7 @@ impl LokiMachine {
         }
         let servers: Vec<String> = l.mcp_servers.iter().map(|s| s.value.clone()).collect();
         let mcp = Arc::new(connect::mcp::loki_pool(&l.agent_dir, &servers));
+        let mail = Mailbox::alone(supervisor::peer_id(&agent, &agent));
         Ok(LokiMachine {
             doc,
             agent,
@@ -211,7 +222,14 @@ impl LokiMachine {
             child_env: Default::default(),
             vars: Arc::new(vars),
             qualify_nested: false,
+            mail,
         })
+    }
+
+    /// Its identity and inbox (an agent node gives a teammate's, a spawner its child's).
+    pub fn with_mailbox(mut self, mail: Mailbox) -> LokiMachine {
+        self.mail = mail;
+        self
     }
 
     /// The environment its children see (`connect::childenv`; `launch` computes it from the run
@@ -358,7 +376,9 @@ impl LokiMachine {
             vars: &self.vars,
             // Nested agent runs of a parallel super-step name their calls by their run path.
             qualify: self.qualify_nested || frontier.len() > 1,
+            fanout: frontier.len() > 1,
             teammate: None,
+            mail: &self.mail,
         };
         let snapshot = &self.state;
         // coyote 0.10.3: the `teammates: true` agent nodes of this super-step, when there are
@@ -818,6 +838,13 @@ impl LlmErr {
     }
 }
 
+/// What an llm node offers: its tools, and the supervisor of its children and jobs when it
+/// has coyote 0.10.3's supervisor or job functions.
+struct Offer<'t> {
+    tools: &'t [Value],
+    sup: Option<&'t Arc<Mutex<Supervisor>>>,
+}
+
 /// The node name under which a recording keeps the Python bridge's tool descriptions.
 const PYTHON_NODE: &str = "@python";
 
@@ -836,8 +863,13 @@ struct Exec<'a, 'c> {
     vars: &'a [(String, String)],
     /// Agent nodes' child runs name their calls by their run path ([`chain`]'s module docs).
     qualify: bool,
+    /// The super-step runs several nodes: an llm node's spawned children nest under
+    /// `<run>/<node>` so that concurrent nodes' children never share a run id.
+    fanout: bool,
     /// The teammate identity of a `teammates: true` agent node (or map item) running now.
     teammate: Option<&'a Teammate>,
+    /// The run's own identity and inbox (what its llm nodes' teammate functions use).
+    mail: &'a Mailbox,
 }
 
 /// Whether the agent's `tools.py` defines `name` at the top level.
@@ -1291,6 +1323,23 @@ impl Exec<'_, '_> {
                 out.extend(self.mcp_tools(server)?.iter().filter(|t| self.mcp_allowed(x, server, &t.tool)).map(McpTool::offer));
                 continue;
             }
+            if !universe.iter().any(|u| u == name)
+                && let Some(family) = AgentFunctions::of(name)
+            {
+                // coyote 0.10.3: the agent's built-in functions, where the graph offers them.
+                if !self.l.offers(family) {
+                    let why = match family {
+                        AgentFunctions::Job => "`max_concurrent_jobs` is 0",
+                        _ => "`can_spawn_agents` is false",
+                    };
+                    return Err(format!(
+                        "llm node references '{name}', a built-in function that graph '{}' does not offer ({why})",
+                        self.graph
+                    ));
+                }
+                out.extend(supervisor::function(name));
+                continue;
+            }
             if !name.starts_with("mcp:") && !universe.iter().any(|u| u == name) && !servers.is_empty() {
                 // An individual MCP function, looked up in the agent's servers.
                 let mut found = None;
@@ -1351,6 +1400,40 @@ impl Exec<'_, '_> {
             }
         }
         let tools = self.llm_tools(x).map_err(LlmErr::plain)?;
+        // coyote 0.10.3: the node's spawned children and jobs; what it leaves uncollected is
+        // reaped when it ends (upstream's `node_job_scope`).
+        let sup = self.node_supervisor(&tools);
+        let offer = Offer { tools: &tools, sup: sup.as_ref() };
+        let result = self.llm_attempts(id, x, (instructions.as_deref(), &prompt), &offer);
+        if let Some(left) = sup.map(|s| supervisor::lock(&s).uncollected()).filter(|l| !l.is_empty()) {
+            self.cx.emit(EventBody::Log {
+                source: format!("llm:{id}"),
+                text: format!("reaped at the node's end, never collected: {}", left.join(", ")),
+            });
+        }
+        result
+    }
+
+    /// The supervisor of an llm node offered coyote 0.10.3's supervisor or job functions, with
+    /// the graph's limits.
+    fn node_supervisor(&self, tools: &[Value]) -> Option<Arc<Mutex<Supervisor>>> {
+        let wants = tools.iter().filter_map(|t| t["name"].as_str()).filter_map(AgentFunctions::of);
+        if !wants.into_iter().any(|f| f != AgentFunctions::Teammate) {
+            return None;
+        }
+        let l = self.l;
+        Some(Arc::new(Mutex::new(Supervisor::new(supervisor::Limits {
+            spawn: l.can_spawn_agents(),
+            max_agents: l.max_concurrent_agents() as usize,
+            max_depth: l.max_agent_depth().min(u64::from(MAX_AGENT_DEPTH)),
+            max_jobs: l.max_concurrent_jobs() as usize,
+            spawnable: None,
+        }))))
+    }
+
+    /// The node's attempts (`max_attempts`), each a tool-call loop, and the extraction.
+    fn llm_attempts(&self, id: &str, x: &LlmNode, text: (Option<&str>, &str), offer: &Offer<'_>) -> Result<Value, LlmErr> {
+        let (instructions, prompt) = text;
         let attempts = x.max_attempts();
         if attempts == 0 {
             return Err(LlmErr::plain("llm node exhausted retries".into()));
@@ -1359,7 +1442,7 @@ impl Exec<'_, '_> {
             x.timeout_bound().map(|t| (t, Instant::now() + Duration::from_secs(t)));
         let mut last = None;
         for _ in 0..attempts {
-            match self.llm_loop(id, x, instructions.as_deref(), &prompt, &tools, node_deadline) {
+            match self.llm_loop(id, x, instructions, prompt, offer, node_deadline) {
                 Ok(text) => {
                     let out = match &x.output_schema {
                         Some(schema) => self.extract(id, &schema.value, &text).map_err(|e| LlmErr {
@@ -1391,9 +1474,10 @@ impl Exec<'_, '_> {
         x: &LlmNode,
         instructions: Option<&str>,
         prompt: &str,
-        tools: &[Value],
+        offer: &Offer<'_>,
         node_deadline: Option<(u64, Instant)>,
     ) -> Result<String, (LlmErr, bool)> {
+        let tools = offer.tools;
         // coyote 0.10.3: `max_iterations: 0` means no turn cap (the run's timeout and stop
         // still end it).
         let cap = x.turn_cap();
@@ -1403,6 +1487,19 @@ impl Exec<'_, '_> {
         }
         messages.push(json!({"role": "user", "content": prompt}));
         let offered: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        // coyote 0.10.3's built-in functions: children nest under the graph's run (under the
+        // node's own when its super-step runs several nodes), and speak as the graph does.
+        let names: Vec<String> = offered.iter().map(|n| n.to_string()).collect();
+        let host = normal::Spawner {
+            ex: self,
+            node: id,
+            base: if self.fanout { format!("{}/{id}", self.cx.run) } else { self.cx.run.clone() },
+            agents_dir: self.l.agents_dir(),
+            mail: self.mail,
+            sup: offer.sup,
+        };
+        let calls =
+            Calls { sup: offer.sup, mail: self.mail, child_depth: u64::from(self.cx.depth) + 1, offered: &names, host: &host };
         let mut texts: Vec<String> = Vec::new();
         let timeout_err = |n: u64| (LlmErr::plain(format!("llm node timed out after {n}s")), false);
         for _ in 0..cap.unwrap_or(u64::MAX) {
@@ -1451,7 +1548,9 @@ impl Exec<'_, '_> {
             messages.push(json!({"role": "assistant", "content": content, "tool_calls": resp.tool_calls}));
             for call in &resp.tool_calls {
                 self.cx.emit(EventBody::ToolCall { node: id.to_string(), call: call.clone() });
-                let outcome = if offered.contains(&call.name.as_str()) {
+                let outcome = if offered.contains(&call.name.as_str()) && Calls::handles(&call.name) {
+                    calls.call(&call.name, &call.args)
+                } else if offered.contains(&call.name.as_str()) {
                     self.cx.tool(id, &call.name, &call.args, || self.run_tool(&call.name, &call.args))
                 } else {
                     Err(format!("tool '{}' is not available to this node", call.name))
@@ -1474,6 +1573,8 @@ impl Exec<'_, '_> {
                 };
                 messages.push(json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}));
             }
+            // Every child and job of this turn ends within it (see `supervisor`).
+            calls.settle();
         }
         Err((LlmErr::plain(format!("llm node hit max_iterations ({}) before LLM concluded", cap.unwrap_or(u64::MAX))), false))
     }
@@ -1673,7 +1774,8 @@ impl Exec<'_, '_> {
             deadline = deadline.min(d);
         }
         // coyote 0.10.3: a `teammates: true` node in a fan-out speaks as its teammate identity
-        // and learns the roster from its prompt; any other normal child gets an inbox of its own.
+        // (a graph child's llm nodes too) and learns the roster from its prompt; any other child
+        // gets an inbox of its own.
         let mate = self.teammate.filter(|_| a.teammates());
         let prompt = match mate {
             Some(t) => format!("{prompt}\n\n{}", supervisor::roster_text(t)),
@@ -1701,7 +1803,7 @@ impl Exec<'_, '_> {
         } else {
             let doc = Arc::new(load_path(&path));
             graph_child = LokiMachine::new(doc, &prompt, inputs).map_err(|e| format!("Agent '{name}' failed to start: {e}"))?;
-            graph_child = graph_child.with_child_env(self.child_env.clone());
+            graph_child = graph_child.with_child_env(self.child_env.clone()).with_mailbox(mail);
             graph_child.outer_deadline = Some(deadline);
             graph_child.rag = Arc::new(RagStore::new(self.rag.configured()));
             graph_child.qualify_nested = self.qualify;
@@ -1813,6 +1915,73 @@ mod tests {
 
     fn st(v: Value) -> LokiState {
         v.as_object().unwrap().iter().map(|(k, v)| (k.clone(), Arc::new(v.clone()))).collect()
+    }
+
+    /// A folder `<tmp>/sy-loki-<tag>-<pid>/` with `planner/graph.yaml` = `graph` and a normal
+    /// agent `kid`; the planner's machine.
+    fn planner(tag: &str, graph: &str) -> LokiMachine {
+        let dir = std::env::temp_dir().join(format!("sy-loki-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("planner")).unwrap();
+        std::fs::create_dir_all(dir.join("kid")).unwrap();
+        std::fs::write(dir.join("planner/graph.yaml"), graph).unwrap();
+        std::fs::write(dir.join("kid/config.yaml"), "instructions: You help.\n").unwrap();
+        LokiMachine::new(Arc::new(load_path(&dir.join("planner/graph.yaml"))), "go", None).unwrap()
+    }
+
+    fn run_scripted(m: LokiMachine, replies: &str) -> runtime::session::RunSession {
+        use runtime::provider::ScriptedProvider;
+        use runtime::session::{RunOptions, RunSession};
+        let p = ScriptedProvider::from_str(std::path::Path::new("replies.yaml"), replies).unwrap();
+        let mut s = RunSession::new(Box::new(m), json!("go"), RunOptions::new(Box::new(p)));
+        s.run();
+        s
+    }
+
+    #[test]
+    fn graph_llm_nodes_of_a_fan_out_spawn_children_under_their_own_names() {
+        let graph = "name: planner\nversion: \"1.0\"\ncan_spawn_agents: true\nstart: go\nnodes:\n  go:\n    type: llm\n    prompt: p\n    next: [a, b]\n\
+                     \x20 a:\n    type: llm\n    prompt: p\n    tools: [agent__spawn, agent__collect]\n    state_updates:\n      ra: \"{{output}}\"\n    next: join\n\
+                     \x20 b:\n    type: llm\n    prompt: p\n    tools: [agent__spawn, agent__collect]\n    state_updates:\n      rb: \"{{output}}\"\n    next: join\n\
+                     \x20 join:\n    type: end\n    output: \"{{ra}} {{rb}}\"\n";
+        let mut replies = String::from("replies:\n  - node: go\n    content: split\n");
+        for n in ["a", "b"] {
+            replies.push_str(&format!(
+                "  - node: {n}\n    tool_calls:\n      - {{ id: s{n}, name: agent__spawn, args: {{ agent: kid, prompt: \"for {n}\" }} }}\n      - {{ id: c{n}, name: agent__collect, args: {{ id: agent_kid_1 }} }}\n\
+                 \x20 - node: \"kid@{n}/agent_kid_1\"\n    content: kid of {n}\n  - node: {n}\n    content: {n} done\n"
+            ));
+        }
+        let s = run_scripted(planner("fanout-spawn", graph), &replies);
+        assert!(
+            matches!(s.status(), runtime::session::Status::Finished { output, .. } if output == "a done b done"),
+            "{:?}",
+            s.status()
+        );
+        let events = s.events();
+        let children: Vec<&str> = events
+            .iter()
+            .filter(|e| matches!(e.body, EventBody::RunStarted { .. }))
+            .filter_map(|e| e.run.split_once('/').map(|(_, rest)| rest))
+            .collect();
+        assert_eq!(children.len(), 2, "{children:?}");
+        assert!(children.contains(&"a/agent_kid_1") && children.contains(&"b/agent_kid_1"), "{children:?}");
+        let collected = |out: &str| {
+            events.iter().any(|e| matches!(&e.body, EventBody::ToolResult { name, result, .. } if name == "agent__collect" && result["output"] == out))
+        };
+        assert!(collected("kid of a") && collected("kid of b"));
+    }
+
+    #[test]
+    fn graph_llm_nodes_get_only_the_families_the_graph_offers() {
+        let graph = "name: planner\nversion: \"1.0\"\ncan_spawn_agents: false\nsettings:\n  validate_before_run: false\nstart: a\nnodes:\n\
+                     \x20 a:\n    type: llm\n    prompt: p\n    tools: [agent__spawn]\n    next: e\n  e:\n    type: end\n";
+        let s = run_scripted(planner("no-spawn", graph), "replies: []\n");
+        let failed = s.events().into_iter().find_map(|e| match e.body {
+            EventBody::RunFinished { .. } => None,
+            EventBody::Error { message, .. } => Some(message),
+            _ => None,
+        });
+        let text = format!("{failed:?} {:?}", s.status());
+        assert!(text.contains("'agent__spawn', a built-in function that graph 'planner' does not offer (`can_spawn_agents` is false)"), "{text}");
     }
 
     #[test]

@@ -17,7 +17,9 @@
 //! super-step that runs more than one node (and in every run nested below one), each agent
 //! node's child run names its calls `<node>@<path>`, where `<path>` is the child's run id
 //! without the top-level run's own id (`parse@map_code_review/0/run_code_review`); a child
-//! spawned with `agent__spawn` always does (`helper@boss/agent_helper_1`). A name that already
+//! spawned with `agent__spawn` always does (`helper@boss/agent_helper_1` below a normal agent
+//! node `boss`, `helper@agent_helper_1` below a top-level graph's llm node,
+//! `helper@plan/agent_helper_1` when llm node `plan` runs beside others). A name that already
 //! holds `@` is left alone by every enclosing wrapper (its path already says where it runs),
 //! so two concurrent runs never share a call name, and a scripted reply aimed at the exact
 //! name (or at `node: parse`, which serves any `parse[…]` or `parse@…`) is unambiguous.
@@ -182,7 +184,8 @@ impl Exec<'_, '_> {
                 depth: self.cx.depth,
                 gate: self.cx.gate,
             };
-            let ex = Exec { cx: &icx, ..*self };
+            // The item's run id is its own: its llm nodes' children nest right below it.
+            let ex = Exec { cx: &icx, fanout: false, ..*self };
             icx.emit(EventBody::NodeEnter { step, node: cur.clone(), kind: node.kind_str().to_string() });
             let t0 = Instant::now();
             let before = fork.clone();

@@ -411,7 +411,9 @@ impl NormalMachine {
             child_env: &self.child_env,
             vars: &self.vars,
             qualify: false,
+            fanout: false,
             teammate: None,
+            mail: &self.mail,
         };
         cx.emit(EventBody::NodeEnter { step: cx.step, node: node.clone(), kind: "llm".into() });
         let t0 = Instant::now();
@@ -453,7 +455,14 @@ impl NormalMachine {
         }
         let offered: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
         let names: Vec<String> = offered.iter().map(|n| n.to_string()).collect();
-        let host = Spawner { ex: &ex, agents_dir: self.doc.agents_dir(), mail: &self.mail, sup: self.sup.as_ref() };
+        let host = Spawner {
+            ex: &ex,
+            node: &node,
+            base: ex.cx.run.clone(),
+            agents_dir: self.doc.agents_dir(),
+            mail: &self.mail,
+            sup: self.sup.as_ref(),
+        };
         let calls = Calls { sup: self.sup.as_ref(), mail: &self.mail, child_depth: u64::from(cx.depth) + 1, offered: &names, host: &host };
         if resp.tool_calls.is_empty() {
             self.messages.push(json!({"role": "assistant", "content": content}));
@@ -505,16 +514,21 @@ impl NormalMachine {
     }
 }
 
-/// How a normal agent's spawned children and jobs run (see [`supervisor`]).
-struct Spawner<'a, 'b, 'c> {
-    ex: &'a Exec<'b, 'c>,
-    agents_dir: PathBuf,
-    mail: &'a Mailbox,
-    sup: Option<&'a Arc<Mutex<Supervisor>>>,
+/// How the spawned children and jobs of a normal agent, or of a graph's llm node, run (see
+/// [`supervisor`]).
+pub(super) struct Spawner<'a, 'b, 'c> {
+    pub ex: &'a Exec<'b, 'c>,
+    /// The node whose tool calls the jobs are (recordings and replays match them by it).
+    pub node: &'a str,
+    /// The run id the children nest under (`<base>/<child id>`).
+    pub base: String,
+    pub agents_dir: PathBuf,
+    pub mail: &'a Mailbox,
+    pub sup: Option<&'a Arc<Mutex<Supervisor>>>,
 }
 
 impl Host for Spawner<'_, '_, '_> {
-    /// A nested run `<run>/<child id>` of the agent, its calls named `<node>@<path>` (see
+    /// A nested run `<base>/<child id>` of the agent, its calls named `<node>@<path>` (see
     /// `chain`), deadline and environment inherited.
     fn run_child(&self, child: &Child) -> Result<String, String> {
         let name = &child.agent;
@@ -525,14 +539,14 @@ impl Host for Spawner<'_, '_, '_> {
         let env = self.ex.child_env.clone();
         let mut graph_child;
         let mut normal_child;
+        let mail = Mailbox {
+            id: child.id.clone(),
+            inbox: child.inbox.clone(),
+            peers: None,
+            parent: Some(self.mail.inbox.clone()),
+            siblings: self.sup.cloned(),
+        };
         let machine: &mut dyn Machine = if normal {
-            let mail = Mailbox {
-                id: child.id.clone(),
-                inbox: child.inbox.clone(),
-                peers: None,
-                parent: Some(self.mail.inbox.clone()),
-                siblings: self.sup.cloned(),
-            };
             normal_child = NormalMachine::new(&path, &child.prompt)
                 .map_err(|e| format!("Agent '{name}' failed to start: {e}"))?
                 .with_child_env(env)
@@ -545,24 +559,28 @@ impl Host for Spawner<'_, '_, '_> {
             let doc = Arc::new(model::doc::load_path(&path));
             graph_child = super::LokiMachine::new(doc, &child.prompt, seed)
                 .map_err(|e| format!("Agent '{name}' failed to start: {e}"))?
-                .with_child_env(env);
+                .with_child_env(env)
+                .with_mailbox(mail);
             graph_child.outer_deadline = deadline;
             graph_child.qualify_nested = true;
             &mut graph_child
         };
-        let provider = NamedProvider::for_run(self.ex.cx.provider, &format!("{}/{}", self.ex.cx.run, child.id));
-        let cx = self.ex.cx_with(&provider);
+        let run = format!("{}/{}", self.base, child.id);
+        let provider = NamedProvider::for_run(self.ex.cx.provider, &run);
+        let mut cx = self.ex.cx_with(&provider);
+        // `run_nested` nests below `cx.run`: the base, less the child's own id.
+        let (under, id) = run.rsplit_once('/').expect("a base and an id");
+        cx.run = under.to_string();
         let prompt = Value::String(child.prompt.clone());
         let timeout = deadline.map_or(model::doc::loki::MAX_SECS, |d| d.saturating_duration_since(Instant::now()).as_secs());
-        super::nested_result(name, run_nested(machine, &cx, &child.id, prompt, deadline), timeout).map(|v| match v {
+        super::nested_result(name, run_nested(machine, &cx, id, prompt, deadline), timeout).map(|v| match v {
             Value::String(s) => s,
             other => other.to_string(),
         })
     }
 
     fn run_job(&self, tool: &str, args: &Value) -> Result<Value, String> {
-        let node = self.ex.graph;
-        self.ex.cx.tool(node, tool, args, || self.ex.run_tool(tool, args))
+        self.ex.cx.tool(self.node, tool, args, || self.ex.run_tool(tool, args))
     }
 
     fn available(&self) -> Vec<Available> {

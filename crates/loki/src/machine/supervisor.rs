@@ -1,13 +1,15 @@
-//! coyote 0.10.3's built-in agent functions, as normal agents (`config.yaml`) run them here:
+//! coyote 0.10.3's built-in agent functions, as normal agents (`config.yaml`) and graph llm
+//! nodes (those their `tools:` list names) run them here:
 //! teammate messaging (`agent__send_message`, `agent__check_inbox`), the supervisor family
 //! (`agent__spawn`, `agent__check`, `agent__collect`, `agent__list_running`,
 //! `agent__list_available`, `agent__cancel`) and background jobs (`job__start`, `job__check`,
 //! `job__collect`, `job__cancel`, `job__list`).
 //!
 //! Which families an agent gets (as coyote decides it): the teammate pair always; the
-//! supervisor family with `can_spawn_agents: true`; the job family while the effective
-//! `max_concurrent_jobs` (the agent's, else [`DEFAULT_MAX_CONCURRENT_JOBS`]) is above 0. The
-//! task-queue functions (`agent__task_*`) and escalation replies are not offered.
+//! supervisor family with `can_spawn_agents: true` (a graph's default: whether it has an agent
+//! node); the job family while the effective `max_concurrent_jobs` (the agent's, else
+//! [`DEFAULT_MAX_CONCURRENT_JOBS`]) is above 0 (`model::doc::loki::AgentFunctions` names them).
+//! The task-queue functions (`agent__task_*`) and escalation replies are not offered.
 //!
 //! Identities are deterministic (coyote draws a random uuid suffix):
 //!
@@ -20,7 +22,8 @@
 //! children concurrently up to `max_concurrent_agents` and its jobs up to
 //! `max_concurrent_jobs`, when a call needs a queued one (`agent__check` / `agent__collect`,
 //! `job__check` / `job__collect`) and at the end of the turn's tool calls ([`Calls::settle`]).
-//! So a child always finishes within the turn that spawned it. Cancelling a queued child or
+//! So a child always finishes within the turn that spawned it (a graph llm node's turn, so
+//! within its step; the node's [`Supervisor`] lives as long as the node runs). Cancelling a queued child or
 //! job drops it unrun. The capacity rules are coyote's: a spawn is refused while as many
 //! children as `max_concurrent_agents` are uncollected, a job start while as many jobs as
 //! `max_concurrent_jobs` are unfinished, a spawn whose child would be deeper than
@@ -36,9 +39,9 @@ pub const JOB_PREFIX: &str = "job__";
 /// The id a spawned child uses to message its spawner.
 pub const PARENT: &str = "parent";
 /// coyote's default `max_concurrent_jobs`.
-pub const DEFAULT_MAX_CONCURRENT_JOBS: u64 = 5;
+pub const DEFAULT_MAX_CONCURRENT_JOBS: u64 = model::doc::loki::DEFAULT_MAX_CONCURRENT_JOBS;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -238,6 +241,10 @@ impl Supervisor {
     pub fn inbox(&self, id: &str) -> Option<Arc<Inbox>> {
         self.child(id).map(|c| c.inbox.clone())
     }
+    /// The ids of the children and jobs not collected or cancelled yet, children first.
+    pub fn uncollected(&self) -> Vec<String> {
+        self.children.iter().map(|c| c.id.clone()).chain(self.jobs.iter().map(|j| j.id.clone())).collect()
+    }
 }
 
 /// An agent found to spawn: its name, description and declared variables (name,
@@ -318,6 +325,11 @@ pub fn job_tools() -> Vec<Value> {
         tool("job__cancel", "Stop a background job and forget it.", &id, &["id"]),
         tool("job__list", "Your background jobs that are not collected yet.", &[], &[]),
     ]
+}
+
+/// The built-in function `name` as offered to the model, whichever family it is of.
+pub fn function(name: &str) -> Option<Value> {
+    [supervisor_tools(), job_tools(), teammate_tools()].into_iter().flatten().find(|t| t["name"] == name)
 }
 
 fn tool(name: &str, description: &str, params: &[(&str, &str, &str)], required: &[&str]) -> Value {
@@ -843,6 +855,21 @@ mod tests {
 
     fn calls<'a>(sup: &'a Arc<Mutex<Supervisor>>, mail: &'a Mailbox, depth: u64, offered: &'a [String], host: &'a Fake) -> Calls<'a> {
         Calls { sup: Some(sup), mail, child_depth: depth, offered, host }
+    }
+
+    #[test]
+    fn families_match_the_model() {
+        use model::doc::loki::AgentFunctions as F;
+        let names = |tools: Vec<Value>| tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+        assert_eq!(names(teammate_tools()), F::Teammate.names());
+        assert_eq!(names(supervisor_tools()), F::Supervisor.names());
+        assert_eq!(names(job_tools()), F::Job.names());
+        assert_eq!(function("job__list").unwrap()["name"], "job__list");
+        assert!(function("agent__task_create").is_none());
+        let mut sup = Supervisor::new(limits(2, 3, 2));
+        sup.children.push(Child { id: "agent_a_1".into(), agent: "a".into(), prompt: String::new(), variables: Map::new(), inbox: Arc::default(), state: Work::Queued });
+        sup.jobs.push(Job { id: "job_1".into(), tool: "t".into(), args: Value::Null, state: Work::Queued });
+        assert_eq!(sup.uncollected(), ["agent_a_1", "job_1"]);
     }
 
     #[test]
