@@ -181,7 +181,37 @@ pub fn status_word(s: &Status) -> &'static str {
 /// A SQLite run store (see the module docs).
 pub struct RunStore {
     path: PathBuf,
-    conn: Connection,
+    /// Always `Some` until the store is dropped (then it goes back to [`IDLE`]).
+    conn: Option<Connection>,
+    /// The database file's identity (device, inode) when it was opened.
+    file_id: Option<(u64, u64)>,
+}
+
+/// Connections of stores dropped in this process, by path and file identity: opening the same
+/// store again (a server rebuilds a run from the store on every answer) takes one instead of
+/// opening the file, reading its schema and setting its pragmas again, and keeps its prepared
+/// statements. A file replaced since (another inode) never gets an old connection.
+static IDLE: std::sync::OnceLock<std::sync::Mutex<Vec<(PathBuf, (u64, u64), Connection)>>> = std::sync::OnceLock::new();
+
+/// Idle connections kept per process.
+const IDLE_MAX: usize = 32;
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl Drop for RunStore {
+    fn drop(&mut self) {
+        let (Some(conn), Some(id)) = (self.conn.take(), self.file_id) else { return };
+        if !conn.is_autocommit() {
+            return;
+        }
+        let mut idle = IDLE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < IDLE_MAX {
+            idle.push((self.path.clone(), id, conn));
+        }
+    }
 }
 
 fn now_ms() -> i64 {
@@ -191,6 +221,13 @@ fn now_ms() -> i64 {
 impl RunStore {
     /// Open (creating it and its folder when missing) the database at `path`.
     pub fn open(path: &Path) -> Result<RunStore, String> {
+        if let Some(id) = file_id(path) {
+            let mut idle = IDLE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = idle.iter().position(|(p, fid, _)| p == path && *fid == id) {
+                let (_, _, conn) = idle.swap_remove(i);
+                return Ok(RunStore { path: path.to_path_buf(), conn: Some(conn), file_id: Some(id) });
+            }
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create the folder of the run store {}: {e}", path.display()))?;
@@ -204,18 +241,18 @@ impl RunStore {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|e| format!("cannot open the run store {}: {}", path.display(), explain(&e)))?;
-        let store = RunStore { path: path.to_path_buf(), conn };
-        store.conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| store.err("setting its lock timeout", e))?;
+        let store = RunStore { path: path.to_path_buf(), conn: Some(conn), file_id: None };
+        store.c().busy_timeout(BUSY_TIMEOUT).map_err(|e| store.err("setting its lock timeout", e))?;
         let mode: String = store
-            .conn
+            .c()
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
             .map_err(|e| store.err("switching it to WAL", e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!("run store {}: journal mode {mode}, not WAL", path.display());
         }
-        store.conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| store.err("setting synchronous", e))?;
+        store.c().pragma_update(None, "synchronous", "NORMAL").map_err(|e| store.err("setting synchronous", e))?;
         let version: i64 =
-            store.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| store.err("reading it", e))?;
+            store.c().query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| store.err("reading it", e))?;
         if version > SCHEMA_VERSION {
             return Err(format!(
                 "the run store {} was made by a newer Switchyard (schema {version}, this one knows {SCHEMA_VERSION})",
@@ -224,14 +261,24 @@ impl RunStore {
         }
         if version < SCHEMA_VERSION {
             store
-                .conn
+                .c()
                 .execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
                 .map_err(|e| {
-                    let _ = store.conn.execute_batch("ROLLBACK");
+                    let _ = store.c().execute_batch("ROLLBACK");
                     store.err("creating its tables", e)
                 })?;
         }
+        let mut store = store;
+        store.file_id = file_id(path);
         Ok(store)
+    }
+
+    fn c(&self) -> &Connection {
+        self.conn.as_ref().expect("a run store has its connection until it is dropped")
+    }
+
+    fn c_mut(&mut self) -> &mut Connection {
+        self.conn.as_mut().expect("a run store has its connection until it is dropped")
     }
 
     /// Open the default database ([`default_db_path`]).
@@ -250,7 +297,7 @@ impl RunStore {
     /// Add a new run (status `ready`, step 0).
     pub fn insert(&self, r: &RunRecord) -> Result<(), String> {
         let json = |v: &dyn erased::Ser| v.json();
-        self.conn
+        self.c()
             .execute(
                 "INSERT INTO runs (id, file, agent, dialect, request, input, llm, status, created_ms, updated_ms, step, pending, output, error, doc_hash)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
@@ -304,7 +351,7 @@ impl RunStore {
         };
         let snapshot = point.snapshot.to_string();
         let tx = self
-            .conn
+            .c_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| err(&format!("saving run {id}"), e))?;
         {
@@ -346,7 +393,7 @@ impl RunStore {
     /// Every run, most recently updated first.
     pub fn list(&self) -> Result<Vec<RunRecord>, String> {
         let mut st = self
-            .conn
+            .c()
             .prepare(&format!("SELECT {COLUMNS} FROM runs ORDER BY updated_ms DESC, id DESC"))
             .map_err(|e| self.err("listing runs", e))?;
         let rows = st.query_map([], row_to_record).map_err(|e| self.err("listing runs", e))?;
@@ -355,8 +402,9 @@ impl RunStore {
 
     /// One run, or `None` when the store has no such id.
     pub fn get(&self, id: &str) -> Result<Option<RunRecord>, String> {
-        self.conn
-            .query_row(&format!("SELECT {COLUMNS} FROM runs WHERE id = ?1"), [id], row_to_record)
+        self.c()
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM runs WHERE id = ?1"))
+            .and_then(|mut st| st.query_row([id], row_to_record))
             .optional()
             .map_err(|e| self.err(&format!("reading run {id}"), e))
     }
@@ -364,12 +412,9 @@ impl RunStore {
     /// The newest checkpoint of run `id`: (step, snapshot).
     pub fn latest_checkpoint(&self, id: &str) -> Result<Option<(u64, Value)>, String> {
         let row: Option<(i64, String)> = self
-            .conn
-            .query_row(
-                "SELECT step, snapshot FROM checkpoints WHERE run_id = ?1 ORDER BY step DESC LIMIT 1",
-                [id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .c()
+            .prepare_cached("SELECT step, snapshot FROM checkpoints WHERE run_id = ?1 ORDER BY step DESC LIMIT 1")
+            .and_then(|mut st| st.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))))
             .optional()
             .map_err(|e| self.err(&format!("reading the checkpoint of run {id}"), e))?;
         match row {
@@ -383,7 +428,7 @@ impl RunStore {
     /// The events of run `id` numbered above `after`, oldest first, at most `limit`.
     pub fn events_after(&self, id: &str, after: u64, limit: usize) -> Result<Vec<(u64, String)>, String> {
         let mut st = self
-            .conn
+            .c()
             .prepare_cached("SELECT seq, line FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
             .map_err(|e| self.err(&format!("reading the events of run {id}"), e))?;
         let rows = st
@@ -394,15 +439,16 @@ impl RunStore {
 
     /// The number of the last event of run `id` in its log (0: none).
     pub fn last_event_seq(&self, id: &str) -> Result<u64, String> {
-        self.conn
-            .query_row("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?1", [id], |r| r.get::<_, i64>(0))
+        self.c()
+            .prepare_cached("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?1")
+            .and_then(|mut st| st.query_row([id], |r| r.get::<_, i64>(0)))
             .map(|n| n as u64)
             .map_err(|e| self.err(&format!("reading the events of run {id}"), e))
     }
 
     /// How many checkpoints run `id` has.
     pub fn checkpoint_count(&self, id: &str) -> Result<u64, String> {
-        self.conn
+        self.c()
             .query_row("SELECT count(*) FROM checkpoints WHERE run_id = ?1", [id], |r| r.get::<_, i64>(0))
             .map(|n| n as u64)
             .map_err(|e| self.err("counting checkpoints", e))
@@ -412,7 +458,7 @@ impl RunStore {
     pub fn delete(&mut self, ids: &[String]) -> Result<Vec<String>, String> {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| format!("run store {}: deleting runs: {}", path.display(), explain(&e));
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+        let tx = self.c_mut().transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
         let mut missing = Vec::new();
         for id in ids {
             tx.execute("DELETE FROM checkpoints WHERE run_id = ?1", [id]).map_err(err)?;
@@ -430,7 +476,7 @@ impl RunStore {
         let cutoff = now_ms() - age.as_millis() as i64;
         let ids: Vec<String> = {
             let mut st = self
-                .conn
+                .c()
                 .prepare("SELECT id FROM runs WHERE updated_ms < ?1")
                 .map_err(|e| self.err("pruning runs", e))?;
             let rows = st.query_map([cutoff], |r| r.get(0)).map_err(|e| self.err("pruning runs", e))?;
@@ -442,7 +488,7 @@ impl RunStore {
 
     /// Set a run's `updated_ms` (tests of pruning).
     pub fn touch(&self, id: &str, updated_ms: i64) -> Result<(), String> {
-        self.conn
+        self.c()
             .execute("UPDATE runs SET updated_ms = ?2 WHERE id = ?1", params![id, updated_ms])
             .map(|_| ())
             .map_err(|e| self.err("updating a run", e))
@@ -610,6 +656,24 @@ mod tests {
     }
 
     #[test]
+    fn a_store_opened_again_reuses_its_connection_but_never_one_of_a_replaced_file() {
+        let dir = tmp("pool");
+        let db = dir.join("runs.sqlite");
+        let s = RunStore::open(&db).unwrap();
+        s.insert(&record("r1")).unwrap();
+        drop(s);
+        // The same file: its data (through a reused connection or not).
+        assert!(RunStore::open(&db).unwrap().get("r1").unwrap().is_some());
+        // The file replaced by another (a new inode): a fresh connection sees the new one.
+        std::fs::remove_file(&db).unwrap();
+        let _ = std::fs::remove_file(db.with_file_name("runs.sqlite-wal"));
+        let _ = std::fs::remove_file(db.with_file_name("runs.sqlite-shm"));
+        let fresh = RunStore::open(&db).unwrap();
+        assert!(fresh.get("r1").unwrap().is_none(), "an old connection would still see r1");
+        assert!(fresh.list().unwrap().is_empty());
+    }
+
+    #[test]
     fn events_are_written_with_their_step_and_read_back_after_a_number() {
         let dir = tmp("events");
         let db = dir.join("runs.sqlite");
@@ -764,7 +828,7 @@ mod tests {
             t.join().unwrap();
         }
         let s = RunStore::open(&db).unwrap();
-        let ok: String = s.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        let ok: String = s.c().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
         assert_eq!(ok, "ok");
         for t in 0..4 {
             let r = s.get(&format!("t{t}")).unwrap().unwrap();

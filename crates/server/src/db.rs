@@ -164,9 +164,7 @@ impl ServerDb {
     pub fn create_thread(&self, thread_id: &str, metadata: &Value) -> Result<ThreadRow, String> {
         let now = now_ms();
         self.with("creating a thread", |c| {
-            c.execute(
-                "INSERT INTO sy_threads (thread_id, created_ms, updated_ms, metadata) VALUES (?1, ?2, ?2, ?3)",
-                params![thread_id, now, json_text(metadata)],
+            c.prepare_cached("INSERT INTO sy_threads (thread_id, created_ms, updated_ms, metadata) VALUES (?1, ?2, ?2, ?3)")?.execute(params![thread_id, now, json_text(metadata)],
             )
         })?;
         Ok(ThreadRow { thread_id: thread_id.into(), created_ms: now, updated_ms: now, metadata: metadata.clone() })
@@ -174,9 +172,7 @@ impl ServerDb {
 
     pub fn thread(&self, thread_id: &str) -> Result<Option<ThreadRow>, String> {
         self.with("reading a thread", |c| {
-            c.query_row(
-                "SELECT thread_id, created_ms, updated_ms, metadata FROM sy_threads WHERE thread_id = ?1",
-                [thread_id],
+            c.prepare_cached("SELECT thread_id, created_ms, updated_ms, metadata FROM sy_threads WHERE thread_id = ?1")?.query_row([thread_id],
                 |r| Ok(ThreadRow { thread_id: r.get(0)?, created_ms: r.get(1)?, updated_ms: r.get(2)?, metadata: parse_json(r.get(3)?) }),
             )
             .optional()
@@ -198,7 +194,7 @@ impl ServerDb {
 
     pub fn touch_thread(&self, thread_id: &str) -> Result<(), String> {
         self.with("updating a thread", |c| {
-            c.execute("UPDATE sy_threads SET updated_ms = ?2 WHERE thread_id = ?1", params![thread_id, now_ms()]).map(|_| ())
+            c.prepare_cached("UPDATE sy_threads SET updated_ms = ?2 WHERE thread_id = ?1")?.execute(params![thread_id, now_ms()]).map(|_| ())
         })
     }
 
@@ -208,10 +204,10 @@ impl ServerDb {
         let runs: Vec<String> = self.runs_of(thread_id)?.into_iter().map(|r| r.run_id).collect();
         self.with("deleting a thread", |c| {
             for r in &runs {
-                c.execute("DELETE FROM sy_history WHERE run_id = ?1", [r])?;
-                c.execute("DELETE FROM sy_runs WHERE run_id = ?1", [r])?;
+                c.prepare_cached("DELETE FROM sy_history WHERE run_id = ?1")?.execute([r])?;
+                c.prepare_cached("DELETE FROM sy_runs WHERE run_id = ?1")?.execute([r])?;
             }
-            c.execute("DELETE FROM sy_threads WHERE thread_id = ?1", [thread_id]).map(|_| ())
+            c.prepare_cached("DELETE FROM sy_threads WHERE thread_id = ?1")?.execute([thread_id]).map(|_| ())
         })?;
         Ok(runs)
     }
@@ -220,9 +216,7 @@ impl ServerDb {
 
     pub fn add_run(&self, row: &RunRow) -> Result<(), String> {
         self.with("adding a run", |c| {
-            c.execute(
-                "INSERT INTO sy_runs (run_id, thread_id, assistant_id, created_ms, metadata, started_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![row.run_id, row.thread_id, row.assistant_id, row.created_ms, json_text(&row.metadata), row.started_by],
+            c.prepare_cached("INSERT INTO sy_runs (run_id, thread_id, assistant_id, created_ms, metadata, started_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?.execute(params![row.run_id, row.thread_id, row.assistant_id, row.created_ms, json_text(&row.metadata), row.started_by],
             )
             .map(|_| ())
         })
@@ -276,25 +270,25 @@ impl ServerDb {
     /// Hold a run paused (or let it go on after a restart).
     pub fn set_hold(&self, run_id: &str, hold: bool) -> Result<(), String> {
         self.with("updating a run", |c| {
-            c.execute("UPDATE sy_runs SET hold = ?2 WHERE run_id = ?1", params![run_id, hold as i64]).map(|_| ())
+            c.prepare_cached("UPDATE sy_runs SET hold = ?2 WHERE run_id = ?1")?.execute(params![run_id, hold as i64]).map(|_| ())
         })
     }
 
     pub fn held(&self, run_id: &str) -> Result<bool, String> {
         self.with("reading a run", |c| {
-            c.query_row("SELECT hold FROM sy_runs WHERE run_id = ?1", [run_id], |r| r.get::<_, i64>(0)).optional().map(|h| h == Some(1))
+            c.prepare_cached("SELECT hold FROM sy_runs WHERE run_id = ?1")?.query_row([run_id], |r| r.get::<_, i64>(0)).optional().map(|h| h == Some(1))
         })
     }
 
     pub fn set_breakpoints(&self, run_id: &str, breakpoints: &Value) -> Result<(), String> {
         self.with("updating a run", |c| {
-            c.execute("UPDATE sy_runs SET breakpoints = ?2 WHERE run_id = ?1", params![run_id, json_text(breakpoints)]).map(|_| ())
+            c.prepare_cached("UPDATE sy_runs SET breakpoints = ?2 WHERE run_id = ?1")?.execute(params![run_id, json_text(breakpoints)]).map(|_| ())
         })
     }
 
     pub fn breakpoints(&self, run_id: &str) -> Result<Value, String> {
         self.with("reading a run", |c| {
-            c.query_row("SELECT breakpoints FROM sy_runs WHERE run_id = ?1", [run_id], |r| r.get::<_, String>(0))
+            c.prepare_cached("SELECT breakpoints FROM sy_runs WHERE run_id = ?1")?.query_row([run_id], |r| r.get::<_, String>(0))
                 .optional()
                 .map(|t| t.map(parse_json).unwrap_or(Value::Array(Vec::new())))
         })
@@ -304,9 +298,7 @@ impl ServerDb {
 
     pub fn put_history(&self, run_id: &str, step: u64, state: &Value, next: &[String]) -> Result<(), String> {
         self.with("saving a checkpoint", |c| {
-            c.execute(
-                "INSERT OR REPLACE INTO sy_history (run_id, step, state, next, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![run_id, step as i64, json_text(state), json_text(&Value::from(next.to_vec())), now_ms()],
+            c.prepare_cached("INSERT OR REPLACE INTO sy_history (run_id, step, state, next, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)")?.execute(params![run_id, step as i64, json_text(state), json_text(&Value::from(next.to_vec())), now_ms()],
             )
             .map(|_| ())
         })
@@ -341,9 +333,7 @@ impl ServerDb {
     /// already (nothing written).
     pub fn record_answer(&self, run_id: &str, interrupt_id: &str, answer: &Value, who: &str) -> Result<bool, String> {
         self.with("recording an answer", |c| {
-            c.execute(
-                "INSERT OR IGNORE INTO sy_answers (run_id, interrupt_id, answer, who, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![run_id, interrupt_id, json_text(answer), who, now_ms()],
+            c.prepare_cached("INSERT OR IGNORE INTO sy_answers (run_id, interrupt_id, answer, who, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)")?.execute(params![run_id, interrupt_id, json_text(answer), who, now_ms()],
             )
             .map(|n| n == 1)
         })
@@ -352,7 +342,7 @@ impl ServerDb {
     /// Take back an answer the run refused (it failed validation).
     pub fn forget_answer(&self, run_id: &str, interrupt_id: &str) -> Result<(), String> {
         self.with("recording an answer", |c| {
-            c.execute("DELETE FROM sy_answers WHERE run_id = ?1 AND interrupt_id = ?2", params![run_id, interrupt_id]).map(|_| ())
+            c.prepare_cached("DELETE FROM sy_answers WHERE run_id = ?1 AND interrupt_id = ?2")?.execute(params![run_id, interrupt_id]).map(|_| ())
         })
     }
 
@@ -390,9 +380,7 @@ impl ServerDb {
         let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
         let token = format!("sy_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
         self.with("creating a token", |c| {
-            c.execute(
-                "INSERT INTO sy_tokens (id, name, hash, created_ms) VALUES (?1, ?2, ?3, ?4)",
-                params![id, name, token_hash(&token), now_ms()],
+            c.prepare_cached("INSERT INTO sy_tokens (id, name, hash, created_ms) VALUES (?1, ?2, ?3, ?4)")?.execute(params![id, name, token_hash(&token), now_ms()],
             )
             .map(|_| ())
         })?;
@@ -410,9 +398,7 @@ impl ServerDb {
     /// Revoke the tokens with this id or name; returns how many.
     pub fn revoke_token(&self, id_or_name: &str) -> Result<usize, String> {
         self.with("revoking a token", |c| {
-            c.execute(
-                "UPDATE sy_tokens SET revoked_ms = ?2 WHERE (id = ?1 OR name = ?1) AND revoked_ms IS NULL",
-                params![id_or_name, now_ms()],
+            c.prepare_cached("UPDATE sy_tokens SET revoked_ms = ?2 WHERE (id = ?1 OR name = ?1) AND revoked_ms IS NULL")?.execute(params![id_or_name, now_ms()],
             )
         })
     }
@@ -420,7 +406,7 @@ impl ServerDb {
     /// Whether any token can be used (then every request needs one).
     pub fn has_live_tokens(&self) -> Result<bool, String> {
         self.with("reading tokens", |c| {
-            c.query_row("SELECT count(*) FROM sy_tokens WHERE revoked_ms IS NULL", [], |r| r.get::<_, i64>(0)).map(|n| n > 0)
+            c.prepare_cached("SELECT count(*) FROM sy_tokens WHERE revoked_ms IS NULL")?.query_row([], |r| r.get::<_, i64>(0)).map(|n| n > 0)
         })
     }
 
@@ -428,7 +414,7 @@ impl ServerDb {
     pub fn token_name(&self, token: &str) -> Result<Option<String>, String> {
         let hash = token_hash(token);
         self.with("checking a token", |c| {
-            c.query_row("SELECT name FROM sy_tokens WHERE hash = ?1 AND revoked_ms IS NULL", [hash], |r| r.get(0)).optional()
+            c.prepare_cached("SELECT name FROM sy_tokens WHERE hash = ?1 AND revoked_ms IS NULL")?.query_row([hash], |r| r.get(0)).optional()
         })
     }
 }
