@@ -11,6 +11,7 @@ import {
 import { registerDebugTests, registerLiveTests } from './debug.mjs';
 import { registerBundleTests } from './bundle.mjs';
 import { registerCanvasTests } from './canvas.mjs';
+import { registerRemoteTests } from './remote.mjs';
 import { registerTrustTests } from './trust.mjs';
 import { registerWebviewTests } from './webview.mjs';
 
@@ -411,6 +412,7 @@ registerTrustTests(test, { assert, assertEq });
 registerWebviewTests(test, { assert, assertEq });
 registerBundleTests(test, { assert, assertEq });
 registerCanvasTests(test, { assert, assertEq });
+registerRemoteTests(test, { assert, assertEq });
 
 async function main() {
   preflight();

@@ -88,6 +88,11 @@ fn view_of(s: &Session, what: &str) -> Res<View> {
 /// root, `launch::manifest::restricted`) among its problems, at their lines.
 pub fn trusted_view(s: &Session) -> View {
     let mut v = s.view();
+    if s.path().starts_with(crate::remote::REMOTE_ROOT) {
+        // A server's agent file: its side files are on the server, not missing.
+        v.diagnostics.retain(|d| !d.message.contains(crate::remote::REMOTE_ROOT));
+        return v;
+    }
     v.diagnostics.extend(switchyard::run::launch::manifest::restricted(&s.document()));
     v
 }
@@ -111,6 +116,7 @@ pub fn open(app: &AppHandle, path: &Path) -> Res<View> {
     };
     let file = session.path().to_path_buf();
     let view = view_of(&session, "drawing the document")?;
+    crate::remote::forget_doc(app);
     let state = app.state::<AppState>();
     let recovery = app.state::<crate::recovery::Recovery>();
     recovery.on_open(&session);
@@ -243,6 +249,7 @@ pub struct EditedView {
 
 #[tauri::command]
 pub async fn apply_edit(app: AppHandle, op: Value) -> Res<EditedView> {
+    crate::remote::refuse_edit(&app, "editing")?;
     let op: EditOp = serde_json::from_value(op).map_err(|e| {
         CmdError::new(format!("the editor sent an edit the engine does not understand ({e}); this is a bug in the UI"))
     })?;
@@ -254,6 +261,7 @@ pub async fn apply_edit(app: AppHandle, op: Value) -> Res<EditedView> {
 
 #[tauri::command]
 pub async fn set_text(app: AppHandle, text: String) -> Res<View> {
+    crate::remote::refuse_edit(&app, "editing")?;
     with_session(&app, "taking the edited text", |s| {
         s.set_text(text);
         view_of(s, "drawing the document")
@@ -262,6 +270,7 @@ pub async fn set_text(app: AppHandle, text: String) -> Res<View> {
 
 #[tauri::command]
 pub async fn undo(app: AppHandle) -> Res<View> {
+    crate::remote::refuse_edit(&app, "undoing")?;
     with_session(&app, "undoing", |s| {
         s.undo();
         view_of(s, "drawing the document")
@@ -270,6 +279,7 @@ pub async fn undo(app: AppHandle) -> Res<View> {
 
 #[tauri::command]
 pub async fn redo(app: AppHandle) -> Res<View> {
+    crate::remote::refuse_edit(&app, "redoing")?;
     with_session(&app, "redoing", |s| {
         s.redo();
         view_of(s, "drawing the document")
@@ -278,6 +288,7 @@ pub async fn redo(app: AppHandle) -> Res<View> {
 
 #[tauri::command]
 pub async fn save(app: AppHandle, force: Option<bool>) -> Res<View> {
+    crate::remote::refuse_edit(&app, "saving")?;
     let mut conflict_view = None;
     let out = with_session(&app, "saving", |s| match s.save(force.unwrap_or(false)) {
         Ok(()) => view_of(s, "drawing the document"),
@@ -300,6 +311,7 @@ pub async fn save(app: AppHandle, force: Option<bool>) -> Res<View> {
 
 #[tauri::command]
 pub async fn reload(app: AppHandle) -> Res<View> {
+    crate::remote::refuse_edit(&app, "reloading")?;
     with_session(&app, "reloading", |s| {
         s.reload().map_err(|d| {
             CmdError::new(match &d.hint {
@@ -314,6 +326,7 @@ pub async fn reload(app: AppHandle) -> Res<View> {
 
 #[tauri::command]
 pub async fn keep_mine(app: AppHandle) -> Res<View> {
+    crate::remote::refuse_edit(&app, "keeping your version")?;
     with_session(&app, "keeping your version", |s| {
         s.keep_mine();
         view_of(s, "drawing the document")
@@ -327,6 +340,10 @@ pub async fn disk_text(app: AppHandle) -> Res<Option<String>> {
 
 #[tauri::command]
 pub async fn set_positions(app: AppHandle, positions: BTreeMap<String, Pos>) -> Res<()> {
+    // A remote document keeps its layout in memory only (no sidecar is written).
+    if crate::remote::is_remote_doc(&app) {
+        return Ok(());
+    }
     with_session(&app, "moving nodes", |s| {
         s.set_positions(positions);
         Ok(())

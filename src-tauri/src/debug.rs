@@ -172,6 +172,26 @@ pub struct RunInfo {
     record: Option<RecordCheck>,
 }
 
+impl RunInfo {
+    /// A run on a server (`remote.rs`).
+    pub(crate) fn remote(run: String, trace: Option<PathBuf>, agent: String, dialect: Option<Dialect>, url: &str) -> RunInfo {
+        RunInfo {
+            run,
+            trace: trace.map(|p| p.display().to_string()),
+            agent,
+            dialect: if dialect == Some(Dialect::Loki) { "loki" } else { "sherma" },
+            llm: format!("on the server {url}"),
+            durable: None,
+            record: None,
+        }
+    }
+}
+
+/// Remember the document a run's trace was written from (its states are rebuilt with it).
+pub(crate) fn remember(app: &AppHandle, trace: PathBuf, doc: Arc<Document>) {
+    app.state::<Debugger>().remember(trace, doc);
+}
+
 /// Where a recording goes and whether it is inside a git work tree that does not ignore it
 /// (`launch::worktree`): what `record_check`, `record_gitignore` and `run_start` answer.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -273,7 +293,7 @@ pub(crate) fn runs_dir(app: &AppHandle) -> Option<PathBuf> {
     app.path().app_data_dir().ok().map(|d| d.join("runs"))
 }
 
-fn safe_name(s: &str) -> String {
+pub(crate) fn safe_name(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
@@ -298,6 +318,7 @@ fn provider(choice: &LlmChoice, doc: &switchyard::doc::Document, record: Option<
 
 #[tauri::command]
 pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
+    crate::remote::refuse_edit(&app, "running it on this computer")?;
     let (path, text, selected) = crate::commands::with_session(&app, "starting a run", |s| {
         Ok((s.path().to_path_buf(), s.text().to_string(), s.agent().map(str::to_string)))
     })?;
@@ -404,8 +425,10 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     Ok(info)
 }
 
-/// Stop the run in progress, if any; a durable one is left resumable in its store.
-async fn stop_current(app: &AppHandle) {
+/// Stop the run in progress, if any; a durable one is left resumable in its store; a run on a
+/// server is only no longer shown (it goes on there).
+pub(crate) async fn stop_current(app: &AppHandle) {
+    app.state::<crate::remote::Remote>().detach();
     let old = app.state::<Debugger>().replace(None);
     if let Some(old) = old {
         old.keep_resumable();
@@ -529,14 +552,24 @@ pub async fn run_resume(
     Ok(info)
 }
 
+fn remote(app: &AppHandle) -> Option<Arc<crate::remote::RemoteRun>> {
+    app.state::<crate::remote::Remote>().current()
+}
+
 #[tauri::command]
 pub async fn run_control(app: AppHandle, action: Control) -> Res<()> {
+    if let Some(r) = remote(&app) {
+        return r.control(action).await.map_err(CmdError::new);
+    }
     driver(&app)?.control(action);
     Ok(())
 }
 
 #[tauri::command]
 pub async fn run_breakpoints(app: AppHandle, breakpoints: Vec<Breakpoint>, break_on_error: bool) -> Res<()> {
+    if let Some(r) = remote(&app) {
+        return r.set_breakpoints(breakpoints).await.map_err(CmdError::new);
+    }
     // Without a run the UI keeps them and sends them with the next start.
     let Some(d) = app.state::<Debugger>().current() else { return Ok(()) };
     blocking(move || d.set_breakpoints(breakpoints, break_on_error)).await
@@ -544,24 +577,36 @@ pub async fn run_breakpoints(app: AppHandle, breakpoints: Vec<Breakpoint>, break
 
 #[tauri::command]
 pub async fn run_answer(app: AppHandle, id: String, value: Value) -> Res<()> {
+    if let Some(r) = remote(&app) {
+        return r.answer(&id, value).await.map_err(CmdError::new);
+    }
     let d = driver(&app)?;
     blocking(move || d.answer(&id, value)).await
 }
 
 #[tauri::command]
 pub async fn run_edit_state(app: AppHandle, key: String, value: Value) -> Res<()> {
+    if remote(&app).is_some() {
+        return Err(CmdError::new(crate::remote::not_on_server("editing the state")));
+    }
     let d = driver(&app)?;
     blocking(move || d.edit_state(&key, value)).await
 }
 
 #[tauri::command]
 pub async fn run_state_at(app: AppHandle, step: u64) -> Res<Value> {
+    if let Some(r) = remote(&app) {
+        return blocking(move || r.state_at(step)).await;
+    }
     let d = driver(&app)?;
     blocking(move || d.state_at(step)).await
 }
 
 #[tauri::command]
 pub async fn run_rewind(app: AppHandle, step: u64) -> Res<()> {
+    if remote(&app).is_some() {
+        return Err(CmdError::new(crate::remote::not_on_server("rewinding")));
+    }
     let d = driver(&app)?;
     blocking(move || d.rewind(step)).await
 }
@@ -646,6 +691,7 @@ pub async fn trace_state_at(app: AppHandle, path: String, step: u64, events: Opt
 /// A durable run is left as it was in its store (paused, interrupted, or at its last step), to
 /// be resumed from the Runs list.
 pub fn shut_down(app: &AppHandle) {
+    app.state::<crate::remote::Remote>().detach();
     if let Some(d) = app.state::<Debugger>().replace(None) {
         d.keep_resumable();
         d.control(Control::Stop);
@@ -659,7 +705,7 @@ pub fn shut_down(app: &AppHandle) {
 /// it as code (a 100,000-step run streams 40 MB of events: seconds of main-thread time, frames
 /// dropped for a second at a time). A string literal is only scanned, and the page's
 /// `JSON.parse` builds the objects several times faster.
-fn events_sink(app: &AppHandle) -> Sink {
+pub(crate) fn events_sink(app: &AppHandle) -> Sink {
     let app = app.clone();
     Arc::new(move |b: Batch| {
         // A nested run's agent file is named by the run, not the webview: the UI may draw it.
@@ -759,14 +805,19 @@ mod contract {
             declaration::<crate::bundle::BundleView>(c),
             declaration::<crate::bundle::BundleAgentView>(c),
             declaration::<crate::bundle::FolderOpened>(c),
+            declaration::<crate::remote::RemoteStatus>(c),
+            declaration::<crate::remote::RemoteRunInfo>(c),
+            declaration::<crate::remote::RemoteAssistant>(c),
+            declaration::<crate::remote::RemoteOpened>(c),
+            declaration::<crate::remote::RemoteStart>(c),
         ];
         file(
-            "src-tauri (commands, main, debug, settings, bundle)",
+            "src-tauri (commands, main, debug, settings, bundle, remote)",
             COMMAND,
             &[
                 "import type { Diagnostic, Severity } from './syntax';",
                 "import type { View } from './editor';",
-                "import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';",
+                "import type { Breakpoint, Control, Event, JsonValue, Pending, RunRecord } from './runtime';",
             ],
             &decls,
         )

@@ -13,6 +13,7 @@ mod links;
 mod paths;
 mod recent;
 mod recovery;
+mod remote;
 mod settings;
 mod trust;
 mod watch;
@@ -73,7 +74,8 @@ pub fn title_for(session: Option<&Session>) -> String {
         Some(s) => {
             let name = s.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let dirty = if s.dirty() { " •" } else { "" };
-            format!("{name}{dirty} — Switchyard")
+            let remote = if s.path().starts_with(remote::REMOTE_ROOT) { " (remote, read-only)" } else { "" };
+            format!("{name}{dirty}{remote} — Switchyard")
         }
     }
 }
@@ -102,8 +104,17 @@ pub fn watch_file(app: &AppHandle, file: &std::path::Path) {
     }
 }
 
+/// No watch (a remote document has no file to watch).
+pub fn unwatch(app: &AppHandle) {
+    let state = app.state::<AppState>();
+    *state.watch.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 /// Looks at the disk after a watcher event (or when the window gets focus) and tells the UI.
 pub fn check_disk(app: &AppHandle) {
+    if remote::is_remote_doc(app) {
+        return;
+    }
     let (event, view) = {
         let state = app.state::<AppState>();
         let mut guard = state.lock_session();
@@ -157,6 +168,7 @@ fn main() {
         .manage(debug::Debugger::default())
         .manage(paths::Grants::default())
         .manage(bundle::OpenBundle::default())
+        .manage(remote::Remote::default())
         .setup(|app| {
             let dir = app.path().app_config_dir().ok();
             app.manage(recent::Recent::new(dir.map(|d| d.join("recent.json"))));
@@ -250,6 +262,14 @@ fn main() {
             trust::trust_folder,
             trust::trust_forget,
             trust::trust_confirm_manifest,
+            remote::remote_status,
+            remote::remote_connect,
+            remote::remote_disconnect,
+            remote::remote_runs,
+            remote::remote_assistants,
+            remote::remote_open_assistant,
+            remote::remote_open_run,
+            remote::remote_start,
         ])
         .run(context);
     if let Err(e) = result {

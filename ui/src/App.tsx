@@ -18,6 +18,7 @@ import { SourceView } from './components/SourceView';
 import { Toasts } from './components/Toasts';
 import { DebugToolbar } from './components/debug/DebugToolbar';
 import { InterruptDialog } from './components/debug/InterruptDialog';
+import { ConnectDialog } from './components/debug/ConnectDialog';
 import { RunsDialog } from './components/debug/RunsDialog';
 import { RunConfigPanel } from './components/debug/RunConfigPanel';
 import { DebugPanel } from './components/debug/DebugPanel';
@@ -275,6 +276,7 @@ function Shell() {
       <ErrorBoundary label="interrupt dialog">
         <InterruptDialog />
         <RunsDialog />
+        <ConnectDialog />
       </ErrorBoundary>
       <ErrorBoundary label="settings">
         <SettingsDialog />

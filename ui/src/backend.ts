@@ -3,7 +3,7 @@
 // kept out of the production bundle).
 import type { CommandError, DocumentChanged, EditedView, EditOp, ExportFormat, ExprError, Pos, RecoveryOffer, View } from './types';
 import type { Control } from './contract/runtime';
-import type { Breakpoint, RecordCheck, RunBatch, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from './debug/types';
+import type { Breakpoint, RecordCheck, RemoteAssistant, RemoteOpened, RemoteRunInfo, RemoteStart, RemoteStatus, RunBatch, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from './debug/types';
 import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 import type { TrustStatus } from './contract/trust';
 import type { BundleView, FolderOpened } from './contract/shell';
@@ -88,6 +88,23 @@ export interface Backend {
   recordCheck(record: string): Promise<RecordCheck>;
   /** Add the line that ignores the recording `record` to its work tree's `.gitignore`; the check after. */
   recordGitignore(record: string): Promise<RecordCheck>;
+
+  // A `switchyard serve` server (docs/app-contract.md §5.4). While a remote run is the current
+  // one, runControl / runAnswer / runBreakpoints / runStateAt go to the server.
+  /** The connection, or the URL remembered from last time (not connected). */
+  remoteStatus(): Promise<RemoteStatus>;
+  /** Connect (the token, when given, goes to the OS keyring; without one the keyring's is used). */
+  remoteConnect(url: string, token: string | null): Promise<RemoteStatus>;
+  remoteDisconnect(forgetToken: boolean): Promise<RemoteStatus>;
+  /** The server's runs, newest first. */
+  remoteRuns(): Promise<RemoteRunInfo[]>;
+  remoteAssistants(): Promise<RemoteAssistant[]>;
+  /** Open an assistant's agent file read-only as the document (nothing written to disk). */
+  remoteOpenAssistant(assistantId: string): Promise<RemoteOpened>;
+  /** Show a server's run in the debugger (its agent file opened read-only, its events live). */
+  remoteOpenRun(runId: string): Promise<RemoteOpened>;
+  /** Start a run of an assistant on the server and show it. */
+  remoteStart(config: RemoteStart): Promise<RemoteOpened>;
 
   /** Open an http, https or mailto link in the system browser (the UI asks the user first:
    *  `ExternalLink`). */
@@ -207,6 +224,14 @@ export function createTauriBackend(): Backend {
     nestedView: (file, agent) => call('nested_view', { file, agent }),
     recordCheck: (record) => call('record_check', { record }),
     recordGitignore: (record) => call('record_gitignore', { record }),
+    remoteStatus: () => call('remote_status'),
+    remoteConnect: (url, token) => call('remote_connect', { url, token }),
+    remoteDisconnect: (forgetToken) => call('remote_disconnect', { forgetToken }),
+    remoteRuns: () => call('remote_runs'),
+    remoteAssistants: () => call('remote_assistants'),
+    remoteOpenAssistant: (assistantId) => call('remote_open_assistant', { assistantId }),
+    remoteOpenRun: (runId) => call('remote_open_run', { runId }),
+    remoteStart: (config) => call('remote_start', { config }),
     openExternal: (url) => call('open_external', { url }),
     settingsGet: () => call('settings_get'),
     settingsSave: (change) => call('settings_save', { change }),

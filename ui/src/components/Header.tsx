@@ -4,6 +4,7 @@ import { buildSvg, svgToPngBase64 } from '../exportDiagram';
 import { useDarkTheme } from '../theme';
 import type { ExportFormat } from '../types';
 import { BundleSwitcher } from './BundlePanel';
+import { isRemotePath } from '../debug/types';
 
 function SearchBox() {
   const store = useAppStore();
@@ -81,6 +82,7 @@ function ExportMenu() {
 
 export function Header() {
   const store = useAppStore();
+  const remoteDoc = useApp((s) => isRemotePath(s.view?.path));
   const fileName = useApp((s) => s.view?.file_name ?? null);
   const path = useApp((s) => s.view?.path ?? '');
   const dirty = useApp((s) => !!s.view?.dirty);
@@ -137,7 +139,14 @@ export function Header() {
             Auto-layout
           </button>
           <ExportMenu />
-          <button type="button" className="btn primary" data-testid="save-button" onClick={() => void store.getState().save()} title="Save (Ctrl+S)">
+          <button
+            type="button"
+            className="btn primary"
+            data-testid="save-button"
+            disabled={remoteDoc}
+            onClick={() => void store.getState().save()}
+            title={remoteDoc ? "A server's agent file, shown read-only: there is nothing to save here" : 'Save (Ctrl+S)'}
+          >
             Save
           </button>
         </>

@@ -1,6 +1,8 @@
 // Restricted mode (README "Trust and safety"): the banner under the toolbar while the open
 // document's folder is not trusted, and the “Trust folder…” question.
 import { manifestSummary, useTrust, useTrustStore } from '../trust/store';
+import { useApp } from '../store';
+import { isRemotePath } from '../debug/types';
 
 /** Shown while the open document's folder is not trusted: what works, that running is blocked,
  *  “Trust folder…” and “What would run?”. */
@@ -8,6 +10,9 @@ export function TrustBanner() {
   const trust = useTrustStore();
   const status = useTrust((s) => s.status);
   const error = useTrust((s) => s.error);
+  // A server's agent file (read-only) runs on the server, under the server's trust.
+  const remote = useApp((s) => isRemotePath(s.view?.path));
+  if (remote) return null;
   if (!status || status.trusted) {
     return error ? (
       <div className="trust-banner warn" role="alert" data-testid="trust-error">

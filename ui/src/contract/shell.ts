@@ -1,8 +1,8 @@
-// Generated from src-tauri (commands, main, debug, settings, bundle) by ts-rs (`cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract`); do not edit.
+// Generated from src-tauri (commands, main, debug, settings, bundle, remote) by ts-rs (`cargo test --workspace --features switchyard-app/custom-protocol --bin switchyard-app contract`); do not edit.
 // UPDATE_TS=1 with that command rewrites it after a change to the Rust types.
 import type { Diagnostic, Severity } from './syntax';
 import type { View } from './editor';
-import type { Breakpoint, Control, Event, JsonValue, RunRecord } from './runtime';
+import type { Breakpoint, Control, Event, JsonValue, Pending, RunRecord } from './runtime';
 
 /**
  * `run_start`'s configuration.
@@ -389,3 +389,70 @@ tools: string | null, };
  * What `open_folder_dialog` opened: a bundle (listed) or an agent folder (its view).
  */
 export type FolderOpened = { bundle: BundleView | null, view: View | null, };
+
+/**
+ * What `remote_connect` and `remote_status` answer.
+ */
+export type RemoteStatus = { 
+/**
+ * The server connected to, or the one remembered from last time (not connected yet).
+ */
+url: string | null, connected: boolean, 
+/**
+ * A token is used (from the keyring, or given this session).
+ */
+token: boolean, 
+/**
+ * Where the token went when it could not go to the keyring, and the like.
+ */
+note?: string, };
+
+/**
+ * A run on the server as the Runs list shows it (`GET /switchyard/runs`).
+ */
+export type RemoteRunInfo = { run_id: string, assistant: string, assistant_id: string, 
+/**
+ * `pending | running | ready | paused | interrupted | completed | failed | stopped`.
+ */
+status: string, step: number | null, 
+/**
+ * The question it waits for.
+ */
+question: Pending | null, waiting_since: string | null, updated_at: string | null, error: string | null, active: boolean, };
+
+/**
+ * An assistant of the server (`POST /assistants/search`).
+ */
+export type RemoteAssistant = { assistant_id: string, 
+/**
+ * Its name.
+ */
+graph_id: string, dialect: "sherma" | "loki" | null, };
+
+/**
+ * What opening a remote assistant or run answers: the view of its agent file (read-only) and
+ * where it is.
+ */
+export type RemoteOpened = { view: View, url: string, assistant_id: string, 
+/**
+ * The assistant's name.
+ */
+assistant: string, 
+/**
+ * Set when a run was opened (or started): what `run_start` answers for a local one.
+ */
+run?: RunInfo, };
+
+/**
+ * `remote_start`'s configuration: what a local run's configuration has that a server run takes.
+ */
+export type RemoteStart = { assistant_id: string, input?: string | null, 
+/**
+ * Initial state as a JSON object.
+ */
+state?: JsonValue | null, breakpoints: Array<Breakpoint>, 
+/**
+ * `continue` (default) runs to the first stop; `step` runs one step and pauses; `pause`
+ * starts held before the first step.
+ */
+start?: Control | null, };

@@ -47,3 +47,12 @@ export interface TokenUsage {
 }
 
 export type { LlmMode, RecordCheck, RunConfig, RunInfo, RunsList, TraceFile, TraceStateAt } from '../contract/shell';
+export type { RemoteAssistant, RemoteOpened, RemoteRunInfo, RemoteStart, RemoteStatus } from '../contract/shell';
+
+/** Where remote documents are (src-tauri/src/remote.rs `REMOTE_ROOT`): a server's agent file
+ *  shown read-only, never on disk. */
+export const REMOTE_ROOT = '/switchyard-remote/';
+
+export function isRemotePath(path: string | null | undefined): boolean {
+  return !!path && path.startsWith(REMOTE_ROOT);
+}

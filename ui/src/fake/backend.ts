@@ -4,7 +4,7 @@
 // folder (eslint.config.js), and `npm run check:bundle` fails if it reaches the production bundle.
 import type { Backend } from '../backend';
 import type { DocumentChanged, EditOp, ExprError, JsonValue, RecoveryOffer, View } from '../types';
-import type { DebugEvent, DurableRun, RecordCheck, RunBatch, RunInfo, TraceFile, TraceStateAt } from '../debug/types';
+import type { DebugEvent, DurableRun, RecordCheck, RemoteAssistant, RemoteOpened, RemoteRunInfo, RemoteStatus, RunBatch, RunInfo, TraceFile, TraceStateAt } from '../debug/types';
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Settings, SettingsChange } from '../settings/types';
 import type { RunManifest, TrustStatus } from '../contract/trust';
 import type { BundleView } from '../contract/shell';
@@ -61,6 +61,20 @@ export interface FakeBackend extends Backend {
   recordChecks: Record<string, RecordCheck>;
   /** URLs `openExternal` was asked to open, in order. */
   opened: string[];
+
+  // A fake `switchyard serve`.
+  /** The one URL that answers (`remoteConnect` to any other is unreachable); null: none. */
+  remoteServer: string | null;
+  /** The token it wants (null: none). */
+  remoteToken: string | null;
+  /** The connection made (`remoteStatus`). */
+  remote: RemoteStatus;
+  remoteRunList: RemoteRunInfo[];
+  remoteAssistantList: RemoteAssistant[];
+  /** The views of the assistants' agent files, by assistant id. */
+  remoteViews: Record<string, View>;
+  /** The `remoteStart` configurations, in order. */
+  remoteStarts: unknown[];
 
   // Settings: an in-memory provider file and key store.
   settings: Settings;
@@ -210,6 +224,16 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
   /** Events emitted for each run (what its trace would hold). */
   const runEvents: Record<string, DebugEvent[]> = {};
   let runSeq = 0;
+  const remoteOpened = (assistantId: string, runId: string | null): RemoteOpened => {
+    const view = fake.remoteViews[assistantId];
+    const a = fake.remoteAssistantList.find((x) => x.assistant_id === assistantId || x.graph_id === assistantId);
+    if (!view || !a) throw { message: `404 no assistant ${assistantId}` };
+    fake.view = view;
+    const url = fake.remote.url ?? '';
+    const out: RemoteOpened = { view, url, assistant_id: a.assistant_id, assistant: a.graph_id };
+    if (runId) out.run = { run: runId, trace: `/fake/runs/${runId}.jsonl`, agent: a.graph_id, dialect: view.dialect === 'loki' ? 'loki' : 'sherma', llm: `on the server ${url}` };
+    return out;
+  };
   const failures = new Map<string, unknown>();
   const undoStack: View[] = [];
   const redoStack: View[] = [];
@@ -252,6 +276,50 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     nestedViews: {},
     recordChecks: {},
     opened: [],
+    remoteServer: null,
+    remoteToken: null,
+    remote: { url: null, connected: false, token: false },
+    remoteRunList: [],
+    remoteAssistantList: [],
+    remoteViews: {},
+    remoteStarts: [],
+    remoteStatus: () => run('remote_status', undefined, () => fake.remote),
+    remoteConnect: (url, token) =>
+      run('remote_connect', { url, token }, () => {
+        const u = url.trim().replace(/\/+$/, '');
+        if (!fake.remoteServer || u !== fake.remoteServer) throw { message: `cannot reach the server at ${u}: Connection refused (is \`switchyard serve\` running there?)` };
+        if (fake.remoteToken && token !== fake.remoteToken) throw { message: `the server at ${u} refused the token (401 missing or unknown token)` };
+        fake.remote = { url: u, connected: true, token: !!token, note: token ? 'The token was saved in the OS keyring.' : undefined };
+        return fake.remote;
+      }),
+    remoteDisconnect: (forgetToken) =>
+      run('remote_disconnect', { forgetToken }, () => {
+        fake.remote = { url: fake.remote.url, connected: false, token: false };
+        return fake.remote;
+      }),
+    remoteRuns: () =>
+      run('remote_runs', undefined, () => {
+        if (!fake.remote.connected) throw { message: 'not connected to a server: Connect to server… first' };
+        return fake.remoteRunList;
+      }),
+    remoteAssistants: () => run('remote_assistants', undefined, () => fake.remoteAssistantList),
+    remoteOpenAssistant: (assistantId) =>
+      run('remote_open_assistant', { assistantId }, () => remoteOpened(assistantId, null)),
+    remoteOpenRun: (runId) =>
+      run('remote_open_run', { runId }, () => {
+        const r = fake.remoteRunList.find((x) => x.run_id === runId);
+        if (!r) throw { message: `404 no run ${runId}` };
+        fake.lastRun = runId;
+        return remoteOpened(r.assistant_id, runId);
+      }),
+    remoteStart: (config) =>
+      run('remote_start', { config }, () => {
+        fake.remoteStarts.push(config);
+        runSeq += 1;
+        const id = `remote-run-${runSeq}`;
+        fake.lastRun = id;
+        return remoteOpened(config.assistant_id, id);
+      }),
     recordCheck: (record) =>
       run('record_check', { record }, () => fake.recordChecks[record] ?? { path: `/fake/${record}`, work_tree: null, ignored: false, pattern: null, warn: false }),
     recordGitignore: (record) =>

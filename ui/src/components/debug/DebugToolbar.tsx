@@ -94,6 +94,8 @@ export function DebugToolbar() {
   const dialogOpen = useDebug((s) => s.dialogOpen);
   const errorCount = useDebug((s) => shownModel(s).errors.length);
   const nested = useDebug(nestedPause);
+  const remoteRun = useDebug((s) => (s.mode === 'live' ? s.remoteRun : null));
+  const remoteDoc = useDebug((s) => s.remoteDoc);
 
   const state = status?.state ?? 'idle';
   // Paused inside a nested run, the driver says `running` but the user is paused.
@@ -101,7 +103,7 @@ export function DebugToolbar() {
   const interrupted = mode === 'live' && state === 'interrupted';
   const stopped = live && (state === 'paused' || state === 'ready');
   const canRun = hasView && !running && !interrupted;
-  const canStepInto = hasView && !starting && (stopped || nested != null);
+  const canStepInto = hasView && !starting && (stopped || nested != null) && !remoteRun;
   const text = statusText({ mode, status, info, starting, viewing, history, pendingNode, nested });
   const s = dbg.getState;
 
@@ -140,7 +142,7 @@ export function DebugToolbar() {
           data-testid="dbg-step-into"
           disabled={!canStepInto}
           onClick={() => void s().stepInto()}
-          title="Step Into: run one step, pausing inside a sub-agent or agent node it starts (F11)"
+          title={remoteRun ? `Step Into is not available for a run on a server (${remoteRun}): it has no endpoint for it` : 'Step Into: run one step, pausing inside a sub-agent or agent node it starts (F11)'}
         >
           <span className="dbg-ico" aria-hidden>
             ⤓
@@ -176,9 +178,9 @@ export function DebugToolbar() {
           type="button"
           className="btn dbg-btn"
           data-testid="dbg-restart"
-          disabled={!hasView || starting || mode !== 'live'}
+          disabled={!hasView || starting || mode !== 'live' || !!remoteRun}
           onClick={() => void s().restart()}
-          title="Restart from the beginning (Ctrl+Shift+F5)"
+          title={remoteRun ? `Restart is not available for a run on a server (${remoteRun}): start a new run (F5 when it has finished)` : 'Restart from the beginning (Ctrl+Shift+F5)'}
         >
           <span className="dbg-ico" aria-hidden>
             ↻
@@ -228,6 +230,15 @@ export function DebugToolbar() {
       </label>
       <button type="button" className="btn dbg-btn" data-testid="dbg-runs" onClick={() => void s().openRuns(true)} title="Durable runs: resume a paused or interrupted run, delete old ones">
         <span className="dbg-label">Runs…</span>
+        <span className="dbg-label-short" aria-hidden>
+          Runs…
+        </span>
+      </button>
+      <button type="button" className="btn dbg-btn" data-testid="dbg-connect" onClick={() => void s().openConnect(true)} title="Connect to server…: show a switchyard serve server's runs, debug them, start new ones there">
+        <span className="dbg-label">Server…</span>
+        <span className="dbg-label-short" aria-hidden>
+          Server…
+        </span>
       </button>
       <button type="button" className="btn dbg-btn" data-testid="dbg-open-trace" onClick={() => void s().openTrace(null)} title="Open a JSONL trace to review a past run">
         <span className="dbg-label">Open trace…</span>
@@ -235,6 +246,11 @@ export function DebugToolbar() {
           Trace…
         </span>
       </button>
+      {remoteDoc ? (
+        <span className="dbg-remote" data-testid="dbg-remote" title={`${remoteDoc.assistant}'s agent file on ${remoteDoc.url}, shown read-only (not on this computer); runs start there`}>
+          Remote · {remoteDoc.assistant} · {remoteDoc.url.replace(/^https?:\/\//, '')} · read-only
+        </span>
+      ) : null}
       {info ? (
         <div className="dbg-info">
           {info.llm ? (

@@ -170,6 +170,8 @@ function RunConfigForm() {
         </button>
       </div>
 
+      <RunTarget />
+
       <label className="rc-field">
         <span className="rc-label">Input</span>
         <textarea
@@ -454,5 +456,44 @@ function LiveModels({ model, onModel, onSettings }: { model: string | null; onMo
         </button>
       </div>
     </div>
+  );
+}
+
+/** Where the run runs: this computer, or (connected to a server) an assistant of the server,
+ *  whose agent file is opened read-only so its breakpoints can be set on the canvas. */
+function RunTarget() {
+  const dbg = useDebugStore();
+  const remote = useDebug((s) => s.remote);
+  const remoteDoc = useDebug((s) => s.remoteDoc);
+  const assistants = useDebug((s) => s.remoteAssistants);
+  const fileName = useApp((s) => s.view?.file_name ?? '');
+  useEffect(() => {
+    if (remote?.connected && assistants.length === 0) void dbg.getState().loadRemote();
+  }, [dbg, remote?.connected, assistants.length]);
+  if (!remote?.connected && !remoteDoc) return null;
+  return (
+    <label className="rc-field" data-testid="run-target-field">
+      <span className="rc-label">
+        Run on{' '}
+        <span className="muted">
+          {remoteDoc ? `the server ${remoteDoc.url} (its LLM settings, recording and answers are the server's)` : 'this computer or a server'}
+        </span>
+      </span>
+      <select
+        className="input"
+        data-testid="run-target"
+        value={remoteDoc ? remoteDoc.assistant_id : ''}
+        onChange={(e) => {
+          if (e.target.value) void dbg.getState().openRemoteAssistant(e.target.value);
+        }}
+      >
+        {remoteDoc ? null : <option value="">This computer ({fileName})</option>}
+        {assistants.map((a) => (
+          <option key={a.assistant_id} value={a.assistant_id}>
+            {`Server: ${a.graph_id}`}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

@@ -24,6 +24,9 @@ export function shortFile(path: string): string {
   return parts.slice(-2).join('/');
 }
 
+/** How often the server's runs are asked for while the list is open. */
+export const REMOTE_POLL_MS = 1500;
+
 export function RunsDialog() {
   const open = useDebug((s) => s.runsOpen);
   if (!open) return null;
@@ -40,6 +43,14 @@ function Dialog() {
   const starting = useDebug((s) => s.starting);
   const current = useDebug((s) => (s.mode === 'live' && s.status?.state !== 'finished' ? (s.info?.run ?? null) : null));
 
+  const connected = useDebug((s) => !!s.remote?.connected);
+  useEffect(() => {
+    if (!connected) return;
+    void dbg.getState().loadRemote();
+    const t = setInterval(() => void dbg.getState().loadRemote(), REMOTE_POLL_MS);
+    return () => clearInterval(t);
+  }, [dbg, connected]);
+
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.key === 'Escape') void dbg.getState().openRuns(false);
@@ -51,7 +62,8 @@ function Dialog() {
   return (
     <div className="modal-backdrop">
       <div className="modal runs-dialog" role="dialog" aria-label="Durable runs" data-testid="runs-list">
-        <h2>Durable runs</h2>
+        <h2>Runs</h2>
+        <h3 className="runs-section">On this computer (durable runs)</h3>
         <div className="muted small" data-testid="runs-db">
           {db ? `Run store: ${db}` : loading ? 'Loading…' : ''}
         </div>
@@ -111,6 +123,7 @@ function Dialog() {
             </tbody>
           </table>
         )}
+        <RemoteRuns current={current} />
         {error ? (
           <div className="rc-error" data-testid="runs-error" role="alert">
             {error}
@@ -132,6 +145,107 @@ function Dialog() {
             Close
           </button>
         </div>
+      </div>
+    </div>
+  );
+}
+
+/** The server's runs (live: asked again every REMOTE_POLL_MS while shown) and its assistants. */
+function RemoteRuns({ current }: { current: string | null }) {
+  const dbg = useDebugStore();
+  const remote = useDebug((s) => s.remote);
+  const runs = useDebug((s) => s.remoteRuns);
+  const assistants = useDebug((s) => s.remoteAssistants);
+  const error = useDebug((s) => s.remoteRunsError);
+  const starting = useDebug((s) => s.starting);
+  if (!remote?.connected) {
+    return (
+      <div className="runs-remote" data-testid="remote-runs">
+        <h3 className="runs-section">On a server</h3>
+        <div className="muted small">
+          Not connected.{' '}
+          <button type="button" className="btn" data-testid="runs-connect" onClick={() => void dbg.getState().openConnect(true)}>
+            Connect to server…
+          </button>
+        </div>
+      </div>
+    );
+  }
+  return (
+    <div className="runs-remote" data-testid="remote-runs" data-url={remote.url ?? ''}>
+      <h3 className="runs-section">
+        On the server <span className="mono">{remote.url}</span>
+      </h3>
+      {runs.length === 0 ? (
+        <div className="muted small" data-testid="remote-runs-empty">
+          No runs on the server yet.
+        </div>
+      ) : (
+        <table className="runs-table">
+          <thead>
+            <tr>
+              <th>Status</th>
+              <th>Assistant</th>
+              <th>Updated</th>
+              <th>Step</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {runs.map((r) => (
+              <tr key={r.run_id} data-testid="remote-run-row" data-id={r.run_id} data-status={r.status} title={r.run_id}>
+                <td>
+                  <span className={`runs-status runs-${r.status}`}>{r.status}</span>
+                  {r.question ? <div className="muted small runs-question">{r.question.prompt}</div> : null}
+                  {r.error ? <div className="small rc-error runs-failure">{r.error}</div> : null}
+                </td>
+                <td>{r.assistant}</td>
+                <td className="small">{r.updated_at ? formatUpdated(Date.parse(r.updated_at)) : ''}</td>
+                <td>{r.step ?? ''}</td>
+                <td className="runs-actions">
+                  <button
+                    type="button"
+                    className="btn primary"
+                    data-testid="remote-run-open"
+                    disabled={starting || r.run_id === current}
+                    title={r.run_id === current ? 'This run is shown in the debugger' : 'Show this run in the debugger (live)'}
+                    onClick={() => void dbg.getState().openRemoteRun(r.run_id)}
+                  >
+                    Open
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {assistants.length ? (
+        <div className="runs-assistants small" data-testid="remote-assistants">
+          <span className="muted">New run of: </span>
+          {assistants.map((a) => (
+            <button
+              type="button"
+              key={a.assistant_id}
+              className="btn"
+              data-testid="remote-assistant-open"
+              data-id={a.graph_id}
+              title={`Open ${a.graph_id}'s agent (read-only), set breakpoints, then Run (F5) starts it on the server`}
+              onClick={() => void dbg.getState().openRemoteAssistant(a.assistant_id)}
+            >
+              {a.graph_id}
+            </button>
+          ))}
+        </div>
+      ) : null}
+      {error ? (
+        <div className="rc-error" data-testid="remote-runs-error" role="alert">
+          {error}
+        </div>
+      ) : null}
+      <div className="small">
+        <button type="button" className="btn" data-testid="runs-connect" onClick={() => void dbg.getState().openConnect(true)}>
+          Server…
+        </button>
       </div>
     </div>
   );

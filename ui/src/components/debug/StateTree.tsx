@@ -357,7 +357,7 @@ export function StateTree() {
     () => (nested ? { step: nested.step, state: nested.state, prev: nested.prev, diff: nestedDiff(nested), loading: false, error: null } : topView),
     [nested, topView],
   );
-  const editable = useDebug((s) => isLive(s) && s.viewing == null && !!s.status && (EDITABLE_STATES.has(s.status.state) || nestedPause(s) != null));
+  const editable = useDebug((s) => isLive(s) && s.viewing == null && !s.remoteRun && !!s.status && (EDITABLE_STATES.has(s.status.state) || nestedPause(s) != null));
   const latest = useDebug(latestStep);
   const [query, setQuery] = useState('');
   const q = useDeferredValue(query.trim().toLowerCase());

@@ -213,7 +213,8 @@ export function Timeline() {
       rows.push(<TimelineRow key={r.step} row={r} index={i} selected={r.step === selectedStep} latest={follow && r.step === latestStep} onPick={pick} />);
     }
   }
-  const canRewind = !readOnly && selectedStep !== null && !running;
+  const remoteRun = useDebug((s) => (s.mode === 'live' && s.viewing == null ? s.remoteRun : null));
+  const canRewind = !readOnly && selectedStep !== null && !running && !remoteRun;
 
   return (
     <div className="timeline">
@@ -238,7 +239,9 @@ export function Timeline() {
           data-testid="timeline-rewind"
           disabled={!canRewind}
           title={
-            selectedStep === null
+            remoteRun
+              ? `Rewinding is not available for a run on a server (${remoteRun}): it has no endpoint for it`
+              : selectedStep === null
               ? 'Select a step to rewind to'
               : readOnly
                 ? 'Only the current run can be rewound'

@@ -5,6 +5,7 @@ import { errorMessage, type RunAction } from '../../backend';
 import { emptyModel } from '../model';
 import type { RunConfig } from '../types';
 import { adoptEarly, flushEvents, unschedule } from './events';
+import { adoptRemote } from './remote';
 import { archive } from './history';
 import type { Kit } from './kit';
 import { currentPending, isLive, nestedPause, nestedViewKey, type Actions, type DebugState, type NestedViewEntry } from './state';
@@ -15,7 +16,7 @@ import { currentPending, isLive, nestedPause, nestedViewKey, type Actions, type 
  */
 export function beginLive(k: Kit, extra: Partial<DebugState>) {
   const st = k.get();
-  const before = { mode: st.mode, model: st.model, info: st.info, status: st.status, history: st.history, viewing: st.viewing };
+  const before = { mode: st.mode, model: st.model, info: st.info, status: st.status, history: st.history, viewing: st.viewing, remoteRun: st.remoteRun };
   unschedule(k);
   if (k.queue.length || k.unshown) flushEvents(k);
   archive(k, null, k.get().model, st.info?.trace);
@@ -37,6 +38,7 @@ export function beginLive(k: Kit, extra: Partial<DebugState>) {
     dialogOpen: false,
     answerError: null,
     nestedViews: {},
+    remoteRun: null,
     ...extra,
   });
   return before;
@@ -55,6 +57,33 @@ async function flushSourceText(k: Kit): Promise<void> {
   const a = k.app.getState();
   const p = a.pendingText;
   if (p != null && p !== a.view?.text) await a.setText(p);
+}
+
+/** Start a run of the open remote document's assistant on its server, with the canvas's
+ *  breakpoints and the configuration's input and initial state. */
+async function startRemote(k: Kit, mode: RunAction): Promise<void> {
+  const st = k.get();
+  const doc = st.remoteDoc;
+  if (!doc) return;
+  const before = beginLive(k, { configError: null, remoteRun: doc.url });
+  const cur = k.get();
+  try {
+    const o = await k.backend.remoteStart({
+      assistant_id: doc.assistant_id,
+      input: cur.config.input ?? null,
+      state: cur.config.state ?? null,
+      breakpoints: cur.breakpoints,
+      start: mode,
+    });
+    adoptRemote(k, o);
+    k.set({ info: o.run ?? null, starting: false });
+    if (o.run) adoptEarly(k, o.run.run);
+  } catch (e) {
+    const msg = errorMessage(e);
+    k.early = [];
+    k.set({ ...before, starting: false, configError: msg });
+    k.toast(`Starting the run on ${doc.url} failed: ${msg}`);
+  }
 }
 
 type ControlAction =
@@ -82,6 +111,7 @@ export function controlActions(k: Kit): Actions<ControlAction> {
     async start(mode) {
       const st = get();
       if (st.starting) return;
+      if (st.remoteDoc) return startRemote(k, mode ?? st.config.start ?? 'continue');
       // Per-folder trust: a manifest to confirm first waits for the dialog's Confirm.
       const retry = () => void get().start(mode);
       if (k.gate && !k.gate.beforeRun(retry)) return;
@@ -129,7 +159,7 @@ export function controlActions(k: Kit): Actions<ControlAction> {
 
     async stepInto() {
       const st = get();
-      if (st.starting || !isLive(st)) return;
+      if (st.starting || !isLive(st) || st.remoteRun) return;
       const state = st.status?.state;
       if (!nestedPause(st) && state !== 'paused' && state !== 'ready') return;
       await control(k, 'step_into', 'Step into');
@@ -167,6 +197,10 @@ export function controlActions(k: Kit): Actions<ControlAction> {
       const st = get();
       if (st.starting) return;
       if (st.mode !== 'live' || !st.info) return get().start();
+      if (st.remoteRun) {
+        k.toast(`Restarting is not available for a run on a server (${st.remoteRun}): start a new run`);
+        return;
+      }
       // Restarting runs everything again: not in restricted mode.
       const blocked = k.gate?.blocked() ?? null;
       if (blocked) {
@@ -225,6 +259,7 @@ export function controlActions(k: Kit): Actions<ControlAction> {
         return `not valid JSON: ${e instanceof Error ? e.message : String(e)}`;
       }
       if (!isLive(get())) return 'no run is paused: start a run to edit its state';
+      if (get().remoteRun) return `editing the state is not available for a run on a server (${get().remoteRun})`;
       // Paused inside a nested run, the edit goes to the nested run's state, and a fresh
       // `nested_paused` brings it back.
       const nested = nestedPause(get()) != null;
@@ -241,6 +276,10 @@ export function controlActions(k: Kit): Actions<ControlAction> {
       const st = get();
       if (st.mode !== 'live' || !st.info) {
         app.getState().toast('info', 'Rewinding needs a live run: start one first');
+        return;
+      }
+      if (st.remoteRun) {
+        app.getState().toast('info', `Rewinding is not available for a run on a server (${st.remoteRun})`);
         return;
       }
       const nested = nestedPause(st);

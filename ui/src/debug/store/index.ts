@@ -23,7 +23,9 @@ import { controlActions } from './controls';
 import { eventActions } from './events';
 import { historyActions } from './history';
 import { createKit, type RunGate } from './kit';
+import { remoteActions } from './remote';
 import { runsActions } from './runs';
+import { isRemotePath } from '../types';
 import { defaultRunConfig, type DebugState } from './state';
 
 export type { RunGate } from './kit';
@@ -36,6 +38,7 @@ export {
   latestStep,
   nestedPause,
   nestedViewKey,
+  remoteOnly,
   shownModel,
   shownNestedPause,
   shownTrace,
@@ -51,6 +54,10 @@ export {
 export function createDebugStore(backend: Backend, app: StoreApi<AppState>, gate: RunGate | null = null): StoreApi<DebugState> {
   return createStore<DebugState>()((set, get) => {
     const k = createKit(backend, app, get, set, gate);
+    // Another document opened: the remote one is closed.
+    app.subscribe((a) => {
+      if (get().remoteDoc && !isRemotePath(a.view?.path)) set({ remoteDoc: null });
+    });
     return {
       mode: 'idle',
       config: defaultRunConfig(),
@@ -76,6 +83,16 @@ export function createDebugStore(backend: Backend, app: StoreApi<AppState>, gate
       runsError: null,
       runsChanged: null,
       nestedViews: {},
+      remote: null,
+      connectOpen: false,
+      connecting: false,
+      connectError: null,
+      remoteRuns: [],
+      remoteAssistants: [],
+      remoteRunsError: null,
+      remoteDoc: null,
+      remoteRun: null,
+      ...remoteActions(k),
       ...runsActions(k),
       ...controlActions(k),
       ...breakpointActions(k),

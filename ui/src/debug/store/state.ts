@@ -1,6 +1,6 @@
 // What the debugger store holds (`DebugState`) and the selectors the views read it with.
 import { lastDoneStep, type DiffEntry, type NestedPause, type RunModel } from '../model';
-import type { Breakpoint, DurableRun, Pending, RunBatch, RunConfig, RunInfo, RunStatusInfo } from '../types';
+import type { Breakpoint, DurableRun, Pending, RemoteAssistant, RemoteRunInfo, RemoteStatus, RunBatch, RunConfig, RunInfo, RunStatusInfo } from '../types';
 import type { View } from '../../types';
 
 export type DebugMode = 'idle' | 'live' | 'review';
@@ -71,7 +71,31 @@ export interface DebugState {
   /** Nested agents' graphs by `nestedViewKey(file, agent)`, fetched once per run. */
   nestedViews: Record<string, NestedViewEntry>;
 
+  // A `switchyard serve` server (./remote.ts).
+  /** The connection (or the URL remembered from last time); null until asked. */
+  remote: RemoteStatus | null;
+  connectOpen: boolean;
+  connecting: boolean;
+  connectError: string | null;
+  remoteRuns: RemoteRunInfo[];
+  remoteAssistants: RemoteAssistant[];
+  remoteRunsError: string | null;
+  /** The open document is a server's assistant (read-only): F5 starts it on the server. */
+  remoteDoc: { url: string; assistant_id: string; assistant: string } | null;
+  /** The live run is on this server: what it has no endpoint for is disabled. */
+  remoteRun: string | null;
+
   start(mode?: 'continue' | 'step'): Promise<void>;
+  openConnect(open: boolean): Promise<void>;
+  /** Connect to a server; false (with `connectError`) when unreachable or refused. */
+  connectRemote(url: string, token: string | null): Promise<boolean>;
+  disconnectRemote(): Promise<void>;
+  /** Reload the server's runs and assistants. */
+  loadRemote(): Promise<void>;
+  /** Show a server's run in the debugger. */
+  openRemoteRun(id: string): Promise<boolean>;
+  /** Open a server's assistant (read-only) to set breakpoints on and run there. */
+  openRemoteAssistant(id: string): Promise<boolean>;
   openRuns(open: boolean): Promise<void>;
   /** Reload the Runs list from the run store. */
   loadRuns(): Promise<void>;
@@ -160,6 +184,11 @@ export function latestStep(s: DebugState): number {
   const done = lastDoneStep(shownModel(s));
   if (s.viewing == null && s.mode === 'live' && s.status) return Math.min(s.status.step, done);
   return done;
+}
+
+/** Why a debugger feature is off for a run on a server (it has no endpoint for it), else null. */
+export function remoteOnly(s: DebugState, what: string): string | null {
+  return s.mode === 'live' && s.viewing == null && s.remoteRun ? `${what} is not available for a run on a server (${s.remoteRun})` : null;
 }
 
 /** A live run that has not finished (controls and breakpoint changes go to the engine). */
