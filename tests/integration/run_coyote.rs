@@ -373,9 +373,21 @@ fn golden_text(trace: &str, t: &TempDir) -> String {
         // first: scheduling decides, so the line is left out.
         .filter(|e| !(e["event"] == "log" && e["text"].as_str().is_some_and(|t| t.contains(" starting (pid "))))
         .collect();
+    // What an MCP server writes to its stderr arrives on a reader thread of its own, so where
+    // its lines fall among the run's events is the scheduler's choice: they are compared as a
+    // sorted list at the end instead (before the last event).
+    let is_server_line = |e: &Value| e["event"] == "log" && e["source"].as_str().is_some_and(|s| s.starts_with("mcp:"));
+    let (server_lines, events): (Vec<Value>, Vec<Value>) = events.into_iter().partition(is_server_line);
+    let mut lines: Vec<String> = canonical(&events, "RUN").iter().map(Value::to_string).collect();
+    let last = lines.pop();
+    let mut server_lines: Vec<String> = server_lines.iter().map(Value::to_string).collect();
+    server_lines.sort();
+    // Before the run's last event (its `run_finished`), so the trace still ends with it.
+    lines.extend(server_lines);
+    lines.extend(last);
     let mut out = String::new();
-    for e in canonical(&events, "RUN") {
-        out.push_str(&e.to_string());
+    for l in lines {
+        out.push_str(&l);
         out.push('\n');
     }
     let tmp = t.path().canonicalize().unwrap_or_else(|_| t.path().to_path_buf());

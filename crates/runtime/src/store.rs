@@ -251,6 +251,9 @@ impl RunStore {
             tracing::warn!("run store {}: journal mode {mode}, not WAL", path.display());
         }
         store.c().pragma_update(None, "synchronous", "NORMAL").map_err(|e| store.err("setting synchronous", e))?;
+        // Pages read through a memory map instead of a read call each (a server reads runs back
+        // on every answer). Best effort: a system without it reads as before.
+        let _ = store.c().pragma_update(None, "mmap_size", 256i64 * 1024 * 1024);
         let version: i64 =
             store.c().query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| store.err("reading it", e))?;
         if version > SCHEMA_VERSION {

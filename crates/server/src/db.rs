@@ -146,6 +146,7 @@ impl ServerDb {
         let conn = Connection::open(path).map_err(|e| format!("cannot open the server tables in {}: {e}", path.display()))?;
         conn.busy_timeout(runtime::store::BUSY_TIMEOUT).map_err(|e| format!("{}: {e}", path.display()))?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| format!("{}: {e}", path.display()))?;
+        let _ = conn.pragma_update(None, "mmap_size", 256i64 * 1024 * 1024);
         conn.execute_batch(SCHEMA).map_err(|e| format!("cannot create the server tables in {}: {e}", path.display()))?;
         Ok(ServerDb { path: path.to_path_buf(), conn: Mutex::new(conn) })
     }
@@ -306,11 +307,15 @@ impl ServerDb {
 
     /// A run's checkpoints, newest first.
     pub fn history(&self, run_id: &str) -> Result<Vec<HistoryRow>, String> {
+        self.history_rows(run_id, i64::MAX)
+    }
+
+    fn history_rows(&self, run_id: &str, limit: i64) -> Result<Vec<HistoryRow>, String> {
         self.with("reading checkpoints", |c| {
             let mut st = c.prepare_cached(
-                "SELECT run_id, step, state, next, created_ms FROM sy_history WHERE run_id = ?1 ORDER BY step DESC",
+                "SELECT run_id, step, state, next, created_ms FROM sy_history WHERE run_id = ?1 ORDER BY step DESC LIMIT ?2",
             )?;
-            let rows = st.query_map([run_id], |r| {
+            let rows = st.query_map(params![run_id, limit], |r| {
                 Ok(HistoryRow {
                     run_id: r.get(0)?,
                     step: r.get::<_, i64>(1)? as u64,
@@ -324,7 +329,7 @@ impl ServerDb {
     }
 
     pub fn latest_history(&self, run_id: &str) -> Result<Option<HistoryRow>, String> {
-        Ok(self.history(run_id)?.into_iter().next())
+        Ok(self.history_rows(run_id, 1)?.into_iter().next())
     }
 
     // Answers.

@@ -182,7 +182,7 @@ pub struct Embedded {
 
 /// How many notices a slow watcher of one run may fall behind before it misses some (it can
 /// read the event log again).
-const CHANNEL: usize = 4096;
+const CHANNEL: usize = 512;
 
 impl Embedded {
     /// An engine on the run store at `db` (created when missing). Runs are driven on `rt`'s
@@ -261,7 +261,9 @@ impl Embedded {
         {
             tracing::warn!("run {id}: its breakpoints are refused: {e}");
         }
-        let _ = self.sdb.set_hold(&id, false);
+        if self.sdb.held(&id).unwrap_or(false) {
+            let _ = self.sdb.set_hold(&id, false);
+        }
         let active = Active { stop: session.stop_handle(), pause: session.pause_handle(), breakpoints: Default::default() };
         let slot = active.breakpoints.clone();
         self.active.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), active);
@@ -272,8 +274,13 @@ impl Embedded {
     fn drive(self: Arc<Self>, mut session: RunSession, how: Drive, slot: Arc<Mutex<Option<Vec<Breakpoint>>>>) {
         let id = session.id().to_string();
         let tx = self.channel(&id);
-        // The state the run starts (or goes on) from is a checkpoint too.
-        self.checkpoint(&session, &tx);
+        // The state the run starts (or goes on) from is a checkpoint too (already there when
+        // the run goes on after an answer or a pause: its watchers still get it).
+        if self.sdb.latest_history(&id).ok().flatten().is_some_and(|h| h.step == session.steps()) {
+            let _ = tx.send(Notice::Values { step: session.steps(), state: Arc::new(session.state()) });
+        } else {
+            self.checkpoint(&session, &tx);
+        }
         loop {
             if matches!(session.status(), Status::Interrupted { .. } | Status::Finished { .. }) {
                 break;
