@@ -554,11 +554,18 @@ fn open_trace(p: &Path) -> Option<std::io::BufWriter<std::fs::File>> {
     std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(p).ok().map(std::io::BufWriter::new)
 }
 
-/// What the events say that the run's record does not: why it paused, what is due.
+/// What the events say that the run's record does not: why it paused, what is due; and how
+/// far the events have come (a status is not shown before the events it counts).
 #[derive(Default, Debug)]
 struct Track {
     reason: Option<PauseReason>,
     due: Vec<String>,
+    /// The run's own `run_finished` arrived.
+    finished: bool,
+    /// Questions whose `interrupt` event arrived.
+    asked: Vec<String>,
+    /// A `paused` event arrived since the last step began.
+    paused: bool,
 }
 
 impl Track {
@@ -567,10 +574,20 @@ impl Track {
             return;
         }
         match e["event"].as_str() {
-            Some("paused") => self.reason = serde_json::from_value(e["reason"].clone()).ok(),
+            Some("paused") => {
+                self.reason = serde_json::from_value(e["reason"].clone()).ok();
+                self.paused = true;
+            }
             Some("node_enter") => {
                 self.due.clear();
                 self.reason = None;
+                self.paused = false;
+            }
+            Some("run_finished") => self.finished = true,
+            Some("interrupt") => {
+                if let Some(id) = e["id"].as_str() {
+                    self.asked.push(id.to_string());
+                }
             }
             Some("route") => {
                 if let Some(to) = e["to"].as_str()
@@ -582,6 +599,19 @@ impl Track {
             }
             _ => {}
         }
+    }
+}
+
+/// Whether the events that `s` counts have arrived: a finished run's `run_finished`, a
+/// question's `interrupt`, a pause's `paused` (a record read between a step's save and its
+/// events reaching this stream would otherwise show the end before the steps leading to it).
+fn caught_up(s: &StatusInfo, track: &Track) -> bool {
+    match s.state.as_str() {
+        "finished" => track.finished,
+        "interrupted" => s.pending.as_ref().is_some_and(|p| track.asked.iter().any(|a| *a == p.id)),
+        // Held before its first step: no event says so.
+        "paused" => track.paused || s.step == 0,
+        _ => true,
     }
 }
 
@@ -840,6 +870,8 @@ impl Reader {
                 None
             }
         };
+        // Held back until the events it counts are here (the last batch is complete anyway).
+        let status = status.filter(|s| last || caught_up(s, &self.track));
         let changed = status.as_ref().filter(|s| self.last_status.as_ref() != Some(*s)).cloned();
         if events.is_empty() && changed.is_none() {
             return;
@@ -896,6 +928,30 @@ mod tests {
         assert_eq!((s.status, s.error.map(|e| e.message)), (Some(RunStatus::Failed), Some("boom".to_string())));
         assert_eq!(status_of(&json!({"status": "running", "active": true}), &t).state, "running");
         assert_eq!(status_of(&json!({"status": "stopped"}), &t).status, Some(RunStatus::Stopped));
+    }
+
+    #[test]
+    fn a_status_waits_for_the_events_it_counts() {
+        let mut t = Track::default();
+        let run = "r1";
+        let done = status_of(&json!({"status": "completed", "step": 5}), &t);
+        assert!(!caught_up(&done, &t), "the end is not shown before run_finished");
+        let q = json!({"id": "approve#1", "node": "approve", "kind": "approval", "prompt": "Ship?"});
+        let asking = status_of(&json!({"status": "interrupted", "step": 3, "question": q}), &t);
+        assert!(!caught_up(&asking, &t));
+        t.see(run, &json!({"event": "interrupt", "run": run, "id": "approve#1"}));
+        assert!(caught_up(&asking, &t));
+        t.see(run, &json!({"event": "node_enter", "run": run, "node": "summarise"}));
+        let paused = status_of(&json!({"status": "paused", "step": 2}), &t);
+        assert!(!caught_up(&paused, &t), "a pause after step 2 waits for its event");
+        assert!(caught_up(&status_of(&json!({"status": "paused", "step": 0}), &t), &t), "held before the first step");
+        t.see(run, &json!({"event": "paused", "run": run, "reason": "breakpoint"}));
+        assert!(caught_up(&status_of(&json!({"status": "paused", "step": 2}), &t), &t));
+        t.see(run, &json!({"event": "run_finished", "run": "r1/child"}));
+        assert!(!caught_up(&done, &t), "a nested run's end is not the run's");
+        t.see(run, &json!({"event": "run_finished", "run": run}));
+        assert!(caught_up(&done, &t));
+        assert!(caught_up(&status_of(&json!({"status": "running", "active": true}), &t), &t));
     }
 
     #[test]
