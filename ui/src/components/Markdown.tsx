@@ -15,6 +15,7 @@ import ReactMarkdown, { type Components, type ExtraProps } from 'react-markdown'
 import remarkGfm from 'remark-gfm';
 import { maskSecrets, safeUrl } from '../untrusted';
 import { ExternalLink } from './ExternalLink';
+import './markdown.css';
 
 /** Elements Markdown (with GFM) produces; anything else is unwrapped to its contents. */
 const ALLOWED = [
