@@ -108,6 +108,10 @@ enum Cmd {
     /// goes on with them. Serving a folder trusts it. Without a token (`switchyard token
     /// create`) the server listens on loopback addresses only. Stops on Ctrl-C / SIGTERM.
     Serve(ServeArgs),
+    /// A worker for runs on Restate: serves Restate's protocol on --listen (workers on one
+    /// machine may share it) and executes runs of the agents under --agents, one Restate
+    /// workflow per run; registers itself with Restate's admin API (docs/restate.md).
+    Worker(WorkerArgs),
     /// Manage the API tokens of a server's store (`serve` needs one on every request once one
     /// exists; only a hash of each is kept).
     Token {
@@ -134,6 +138,33 @@ struct ServeArgs {
     /// scripted replies beside each agent (`replies.yaml`).
     #[arg(long)]
     live: bool,
+    /// Where runs execute: `embedded` (in this process, durable in --db) or `restate` (on
+    /// Restate's workers, see `switchyard worker`; needs --restate).
+    #[arg(long, value_name = "ENGINE", default_value = "embedded", value_parser = ["embedded", "restate"])]
+    engine: String,
+    /// Restate's ingress URL (with --engine restate).
+    #[arg(long, value_name = "URL")]
+    restate: Option<String>,
+}
+
+/// `switchyard worker`'s arguments.
+#[derive(clap::Args)]
+struct WorkerArgs {
+    /// Restate's ingress URL (the admin URL is the same host on port 9070 unless --admin).
+    #[arg(long, value_name = "URL")]
+    restate: String,
+    /// The folder of the agents it runs (the same as the server's).
+    #[arg(long, value_name = "DIR")]
+    agents: PathBuf,
+    /// Where Restate reaches this worker (several workers on one machine may share it).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9080")]
+    listen: std::net::SocketAddr,
+    /// Restate's admin API.
+    #[arg(long, value_name = "URL")]
+    admin: Option<String>,
+    /// Do not register with Restate (register once by hand: docs/restate.md).
+    #[arg(long)]
+    no_register: bool,
 }
 
 /// `--server` / `--token`: a `switchyard serve` to talk to.
@@ -1265,6 +1296,7 @@ fn main() -> ExitCode {
         Cmd::Answer { server, run, answer, by } => cmd_answer(&server, &run, &answer, by.as_deref()),
         Cmd::Trust(args) => cmd_trust(args),
         Cmd::Serve(args) => cmd_serve(args),
+        Cmd::Worker(args) => cmd_worker(args),
         Cmd::Token { db, action } => cmd_token(db, action),
     }
 }
@@ -1374,7 +1406,17 @@ fn cmd_serve(a: ServeArgs) -> ExitCode {
         llm: if a.live { serve::engine::LlmMode::Live } else { serve::engine::LlmMode::Scripted },
     };
     let db = config.db.clone();
-    let served = serve::serve(config, |r| {
+    let make: Option<serve::MakeEngine> = match (a.engine.as_str(), a.restate) {
+        ("restate", Some(url)) => Some(Box::new(move |c: &serve::Config, assistants, rt| {
+            Ok(restate::engine::Restate::open(&url, &c.db, assistants, c.llm, rt)? as std::sync::Arc<dyn serve::engine::Engine>)
+        })),
+        ("restate", None) => {
+            eprintln!("error: --engine restate needs --restate URL (Restate's ingress)");
+            return ExitCode::from(2);
+        }
+        _ => None,
+    };
+    let served = serve::serve_with(config, make, |r| {
         for x in &r.assistants {
             let problems = if x.errors.is_empty() { String::new() } else { format!(" ({} errors: it will not run)", x.errors.len()) };
             eprintln!("assistant {} ({}, {}){problems}", x.graph_id, x.dialect, x.file.display());
@@ -1393,6 +1435,28 @@ fn cmd_serve(a: ServeArgs) -> ExitCode {
         let _ = std::io::stdout().flush();
     });
     match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", switchyard::secrets::scrub_text(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `switchyard worker`.
+fn cmd_worker(a: WorkerArgs) -> ExitCode {
+    let config = restate::WorkerConfig {
+        agents: a.agents,
+        listen: a.listen,
+        admin: if a.no_register { None } else { Some(a.admin.unwrap_or_else(|| restate::admin_of(&a.restate))) },
+        advertise: None,
+    };
+    let worked = restate::run_worker(config, |addr| {
+        // The line scripts wait for.
+        println!("worker listening on http://{addr}");
+        let _ = std::io::stdout().flush();
+    });
+    match worked {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", switchyard::secrets::scrub_text(&e));

@@ -143,22 +143,96 @@ pub fn resume(
         ("paused", _) => Status::Paused { reason: runtime::events::PauseReason::Requested },
         _ => Status::Ready,
     };
-    let (at, machine_snap, position) = ResumePoint::parse(&snap, status).map_err(|e| format!("run {id}: {e}"))?;
+    // Checked before the provider is built (an unreadable checkpoint says so first).
+    ResumePoint::parse(&snap, status.clone()).map_err(|e| format!("run {id}: {e}"))?;
     let provider = match make_provider {
         Some(f) => f(&doc, &rec.llm)?,
         None => crate::provider_from_choice(&doc, &rec.llm)?,
     };
-    // The network stays as the run started: allowed for this run, or not.
-    let provider = crate::provider::online_if(provider, rec.request.allow_network);
-    let mut machine = crate::machine_for(doc.clone(), &rec.request, crate::sherma_options(&*provider))
-        .map_err(|e| format!("run {id}: {e}"))?;
-    machine.restore(&machine_snap).map_err(|e| format!("run {id}: {e}"))?;
-    provider.restore_position(&position).map_err(|e| format!("run {id}: {e}"))?;
-    options.provider = provider;
     options.run_id = Some(id.to_string());
     options.persist = Some(Box::new(with_events(StorePersist::new(store, id), &mut options)));
     let input = rec.input.clone();
-    Ok((RunSession::resume(machine, input, at, options), rec))
+    let session = rebuild(doc, &rec.request, input, &snap, status, provider, options).map_err(|e| format!("run {id}: {e}"))?;
+    Ok((session, rec))
+}
+
+/// Rebuild a run from a checkpoint held in memory (a [`RunSession::durable_snapshot`]) instead
+/// of the store: the machine for `doc` and `req` restored from `snapshot`, `provider` moved to
+/// its saved position, the session at the saved step with `status`. [`resume`] does this with
+/// the store's latest checkpoint; an engine that keeps checkpoints elsewhere (Restate's journal)
+/// calls it directly. `options` are taken as they are (run id, listener, persist).
+pub fn rebuild(
+    doc: Arc<Document>,
+    req: &RunRequest,
+    input: Value,
+    snapshot: &Value,
+    status: Status,
+    provider: BoxProvider,
+    mut options: RunOptions,
+) -> Result<RunSession, String> {
+    let (at, machine_snap, position) = ResumePoint::parse(snapshot, status)?;
+    // The network stays as the run started: allowed for this run, or not.
+    let provider = crate::provider::online_if(provider, req.allow_network);
+    let mut machine = crate::machine_for(doc, req, crate::sherma_options(&*provider))?;
+    machine.restore(&machine_snap)?;
+    provider.restore_position(&position)?;
+    options.provider = provider;
+    Ok(RunSession::resume(machine, input, at, options))
+}
+
+/// A new run of `doc` that is durable somewhere other than the run store: the session (no
+/// persist unless `options` has one) and the record a store would hold for it (status
+/// `ready`, step 0). `provider` is built from `llm` unless given.
+pub fn start_elsewhere(
+    doc: Arc<Document>,
+    req: &RunRequest,
+    llm: LlmChoice,
+    provider: Option<BoxProvider>,
+    mut options: RunOptions,
+) -> Result<(RunSession, RunRecord), String> {
+    let dialect = match doc.dialect() {
+        Some(Dialect::Sherma) => "sherma",
+        Some(Dialect::Loki) => "loki",
+        None => {
+            return Err(format!(
+                "{} is neither a sherma agent nor a Loki graph; `switchyard validate` says why",
+                doc.path.display()
+            ));
+        }
+    };
+    let provider = match provider {
+        Some(p) => p,
+        None => crate::provider::online_if(crate::provider_from_choice(&doc, &llm)?, req.allow_network),
+    };
+    let machine = crate::machine_for(doc.clone(), req, crate::sherma_options(&*provider))?;
+    if machine.snapshot().is_null() {
+        return Err("this run cannot be made durable".into());
+    }
+    let id = options.run_id.clone().unwrap_or_else(runtime::session::new_run_id);
+    let mut saved = req.clone();
+    saved.record = None;
+    let input = crate::input_of(req);
+    let now = now_ms();
+    let rec = RunRecord {
+        id: id.clone(),
+        file: doc.path.display().to_string(),
+        agent: machine.agent().to_string(),
+        dialect: dialect.into(),
+        status: "ready".into(),
+        created_ms: now,
+        updated_ms: now,
+        step: 0,
+        pending: None,
+        output: Value::Null,
+        error: None,
+        input: input.clone(),
+        llm,
+        request: saved,
+        doc_hash: content_hash(&doc),
+    };
+    options.run_id = Some(id);
+    options.provider = provider;
+    Ok((RunSession::new(machine, input, options), rec))
 }
 
 #[cfg(test)]

@@ -361,7 +361,7 @@ fn thread_json(engine: &dyn Engine, tid: &str) -> ApiResult<Value> {
         None => ("idle", json!({}), json!({})),
         Some((row, rec)) => {
             let active = engine.is_active(&row.run_id);
-            let values = engine.db().latest_history(&row.run_id)?.map(|h| h.state).unwrap_or(json!({}));
+            let values = engine.latest_history(&row.run_id)?.map(|h| h.state).unwrap_or(json!({}));
             let status = match rec.as_ref().map(|r| r.status.as_str()) {
                 _ if active => "busy",
                 Some("interrupted") => "interrupted",
@@ -655,7 +655,7 @@ fn create_run(st: &AppState, tid: Option<String>, body: RunCreate, who: String, 
     // A thread goes on from its last completed run's state.
     let mut seed = match last {
         Some((row, Some(rec))) if rec.status == "completed" && row.assistant_id == a.assistant_id => {
-            engine.db().latest_history(&row.run_id)?.and_then(|h| h.state.as_object().cloned())
+            engine.latest_history(&row.run_id)?.and_then(|h| h.state.as_object().cloned())
         }
         _ => None,
     };
@@ -745,7 +745,7 @@ async fn thread_run_cancel(State(st): State<AppState>, Path((tid, rid)): Path<(S
 /// it waits and `__error__` when it failed.
 fn final_values(engine: &dyn Engine, run_id: &str) -> ApiResult<Value> {
     let rec = engine.record(run_id)?;
-    let mut v = engine.db().latest_history(run_id)?.map(|h| h.state).unwrap_or(json!({}));
+    let mut v = engine.latest_history(run_id)?.map(|h| h.state).unwrap_or(json!({}));
     if let Some(rec) = rec {
         let ints = interrupts_of(&rec);
         if !ints.is_empty()
@@ -1018,7 +1018,7 @@ fn sy_run_json(engine: &dyn Engine, row: &crate::db::RunRow, assistants: &Assist
     let name = assistants.find(&row.assistant_id).map(|a| a.graph_id.clone()).unwrap_or_else(|| row.assistant_id.clone());
     let waiting = rec.as_ref().filter(|r| r.status == "interrupted" && !active).and_then(|r| r.pending.clone());
     let state = match &waiting {
-        Some(_) => engine.db().latest_history(&row.run_id)?.map(|h| h.state),
+        Some(_) => engine.latest_history(&row.run_id)?.map(|h| h.state),
         None => None,
     };
     Ok(json!({

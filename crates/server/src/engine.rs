@@ -140,6 +140,10 @@ pub trait Engine: Send + Sync {
     fn is_active(&self, run_id: &str) -> bool;
     /// The run's checkpoints (state after each step), newest first.
     fn history(&self, run_id: &str) -> Result<Vec<HistoryRow>, ApiError>;
+    /// The run's latest checkpoint.
+    fn latest_history(&self, run_id: &str) -> Result<Option<HistoryRow>, ApiError> {
+        Ok(self.db().latest_history(run_id)?)
+    }
     /// Events numbered above `after`, at most `limit`.
     fn events_after(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<(u64, String)>, ApiError>;
     /// Watch one run (subscribe before starting or answering it to miss nothing).

@@ -49,6 +49,19 @@ pub fn default_db_path() -> PathBuf {
 /// when the server stops are not stopped: they go on from their last step when a server starts
 /// again on the same store.
 pub fn serve(config: Config, on_ready: impl FnOnce(&Ready)) -> Result<(), String> {
+    serve_with(config, None, on_ready)
+}
+
+/// Builds an engine other than the embedded one (e.g. `switchyard-restate`'s): given the
+/// config, the assistants and the server's runtime. Such an engine has nothing to recover: its
+/// runs go on where they execute.
+pub type MakeEngine = Box<
+    dyn FnOnce(&Config, Arc<assistants::Assistants>, tokio::runtime::Handle) -> Result<Arc<dyn engine::Engine>, String>
+        + Send,
+>;
+
+/// [`serve`] with the engine `make` builds (`None`: the embedded engine).
+pub fn serve_with(config: Config, make: Option<MakeEngine>, on_ready: impl FnOnce(&Ready)) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("switchyard-serve")
@@ -57,8 +70,14 @@ pub fn serve(config: Config, on_ready: impl FnOnce(&Ready)) -> Result<(), String
         .map_err(|e| format!("cannot start the server's runtime: {e}"))?;
     let result = rt.block_on(async move {
         let assistants = Arc::new(assistants::Assistants::discover(&config.agents)?);
-        let engine = engine::Embedded::open(config.db.clone(), config.llm, tokio::runtime::Handle::current())?;
-        let tokens = engine::Engine::db(engine.as_ref()).has_live_tokens()?;
+        let (engine, embedded): (Arc<dyn engine::Engine>, _) = match make {
+            None => {
+                let e = engine::Embedded::open(config.db.clone(), config.llm, tokio::runtime::Handle::current())?;
+                (e.clone(), Some(e))
+            }
+            Some(make) => (make(&config, assistants.clone(), tokio::runtime::Handle::current())?, None),
+        };
+        let tokens = engine.db().has_live_tokens()?;
         if !tokens && !config.listen.ip().is_loopback() {
             return Err(format!(
                 "refusing to listen on {} without a token: anyone who can reach it could run the agents. \
@@ -71,8 +90,10 @@ pub fn serve(config: Config, on_ready: impl FnOnce(&Ready)) -> Result<(), String
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let e2 = engine.clone();
-        let recovered = tokio::task::spawn_blocking(move || e2.recover()).await.map_err(|e| e.to_string())??;
+        let recovered = match embedded {
+            Some(e2) => tokio::task::spawn_blocking(move || e2.recover()).await.map_err(|e| e.to_string())??,
+            None => 0,
+        };
         on_ready(&Ready { addr, assistants: assistants.list.clone(), recovered, tokens });
         let state = api::AppState { engine, assistants };
         let app = api::router(state);

@@ -708,6 +708,13 @@ impl RunSession {
         s
     }
 
+    /// Check breakpoints before the next step although the session was just rebuilt (an
+    /// engine that rebuilds a run between two steps of one drive, e.g. on Restate; a rebuilt
+    /// session otherwise goes past the node due next, where it stopped).
+    pub fn break_before_next(&mut self) {
+        self.resume_past_break = false;
+    }
+
     /// Whether this run writes its progress (a durable run).
     pub fn is_durable(&self) -> bool {
         self.persist.is_some()

@@ -1,0 +1,434 @@
+//! [`Restate`]: the server's [`Engine`] when runs execute on Restate (`switchyard serve
+//! --engine restate --restate URL`). Starting a run submits its workflow through Restate's
+//! ingress; answers, stops, pauses and breakpoints go to the workflow's shared handlers; the
+//! record, checkpoints and events are read from the workflow's state (no second store that
+//! could disagree). Watchers poll the workflow (`poll`: events after a number, each action's
+//! followed by the state it led to) every [`POLL`] while anyone watches.
+//!
+//! The server's own tables (`ServerDb`) keep what is not a run: threads, which runs a thread
+//! has (and who started them), the answers' audit log and the API tokens.
+
+use crate::worker::{AnswerReq, Go, Hist, Poll, PollItem, PollReq, StartReq, SERVICE};
+use launch::durable::RunRecord;
+use launch::RunRequest;
+use runtime::provider::NoProvider;
+use runtime::session::{Breakpoint, RunOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use server::assistants::Assistants;
+use server::db::{HistoryRow, RunRow, ServerDb};
+use server::engine::{ApiError, Drive, Engine, InboxChange, LlmMode, Notice, StartSpec};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// How often a watched run is polled.
+pub const POLL: Duration = Duration::from_millis(40);
+/// How often the inbox looks for runs that changed.
+const INBOX_POLL: Duration = Duration::from_millis(300);
+const CHANNEL: usize = 512;
+
+/// The engine on Restate (see the module docs).
+pub struct Restate {
+    me: Weak<Restate>,
+    ingress: String,
+    http: reqwest::Client,
+    rt: tokio::runtime::Handle,
+    sdb: ServerDb,
+    assistants: Arc<Assistants>,
+    llm: LlmMode,
+    channels: Mutex<HashMap<String, broadcast::Sender<Notice>>>,
+    inbox: broadcast::Sender<InboxChange>,
+}
+
+impl Restate {
+    /// An engine submitting runs to Restate's ingress at `ingress`, with the server's tables
+    /// in `db`. Starts the inbox's watcher on `rt`.
+    pub fn open(
+        ingress: &str,
+        db: &std::path::Path,
+        assistants: Arc<Assistants>,
+        llm: LlmMode,
+        rt: tokio::runtime::Handle,
+    ) -> Result<Arc<Restate>, String> {
+        let sdb = ServerDb::open(db)?;
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().map_err(|e| e.to_string())?;
+        let engine = Arc::new_cyclic(|me| Restate {
+            me: me.clone(),
+            ingress: ingress.trim_end_matches('/').to_string(),
+            http,
+            rt: rt.clone(),
+            sdb,
+            assistants,
+            llm,
+            channels: Mutex::new(HashMap::new()),
+            inbox: broadcast::channel(1024).0,
+        });
+        let weak = Arc::downgrade(&engine);
+        rt.spawn(inbox_watch(weak));
+        Ok(engine)
+    }
+
+    fn block<F: std::future::Future>(&self, f: F) -> F::Output {
+        tokio::task::block_in_place(|| self.rt.block_on(f))
+    }
+
+    /// Call handler `handler` of run `run`'s workflow.
+    async fn call_async<T: DeserializeOwned>(&self, run: &str, handler: &str, body: Option<Value>) -> Result<T, ApiError> {
+        call(&self.http, &self.ingress, run, handler, body).await
+    }
+
+    fn call<T: DeserializeOwned>(&self, run: &str, handler: &str, body: Option<Value>) -> Result<T, ApiError> {
+        self.block(self.call_async(run, handler, body))
+    }
+
+    fn channel(&self, run_id: &str) -> broadcast::Sender<Notice> {
+        let mut ch = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tx) = ch.get(run_id) {
+            return tx.clone();
+        }
+        let tx = broadcast::channel(CHANNEL).0;
+        ch.insert(run_id.to_string(), tx.clone());
+        tx
+    }
+
+    fn changed(&self, run_id: &str) {
+        let _ = self.inbox.send(InboxChange { run_id: run_id.to_string() });
+    }
+
+    fn must_record(&self, run_id: &str) -> Result<RunRecord, ApiError> {
+        self.record(run_id)?.ok_or_else(|| ApiError::not_found(format!("no run {run_id}")))
+    }
+}
+
+/// One call of a workflow handler through the ingress. A refusal keeps its status (the
+/// workflow's terminal errors carry 404, 409, 422).
+async fn call<T: DeserializeOwned>(http: &reqwest::Client, ingress: &str, run: &str, handler: &str, body: Option<Value>) -> Result<T, ApiError> {
+    let url = format!("{ingress}/{SERVICE}/{run}/{handler}");
+    let mut req = http.post(&url);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.map_err(|e| ApiError::new(502, format!("Restate at {ingress}: {e}")))?;
+    let status = resp.status();
+    let text = resp.text().await.map_err(|e| ApiError::new(502, format!("Restate at {ingress}: {e}")))?;
+    if !status.is_success() {
+        let msg = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or(text);
+        let code = if status.is_client_error() { status.as_u16() } else { 502 };
+        return Err(ApiError::new(code, msg));
+    }
+    let text = if text.trim().is_empty() { "null" } else { &text };
+    serde_json::from_str(text).map_err(|e| ApiError::new(502, format!("Restate's answer to {handler} of {run}: {e}")))
+}
+
+/// Every breakpoint names a node of the agent's graph.
+fn check_nodes(doc: &model::doc::Document, agent: Option<&str>, breakpoints: &[Breakpoint]) -> Result<(), ApiError> {
+    let graph = model::graph::lower(doc, agent).0;
+    let known = |n: &str| graph.as_ref().is_some_and(|g| g.index.contains_key(n));
+    match breakpoints.iter().find(|b| !known(&b.node)) {
+        Some(b) => Err(ApiError::new(422, format!("no node `{}` to break on in {}", b.node, doc.path.display()))),
+        None => Ok(()),
+    }
+}
+
+impl Engine for Restate {
+    fn start(&self, spec: StartSpec) -> Result<(), ApiError> {
+        let a = &spec.assistant;
+        if !a.errors.is_empty() {
+            return Err(ApiError::new(422, format!("assistant {} has errors and does not run:\n{}", a.graph_id, a.errors.join("\n"))));
+        }
+        let rel = a
+            .file
+            .strip_prefix(&self.assistants.root)
+            .map_err(|_| ApiError::internal(format!("{} is not under the agents folder", a.file.display())))?
+            .to_string_lossy()
+            .into_owned();
+        // Checked here first (the same checks the embedded engine makes, so the same refusals):
+        // the document, its provider, the breakpoints.
+        let doc = model::doc::load_path(&a.file);
+        if doc.io_error {
+            let why = doc.diagnostics.first().map(|d| d.message.clone()).unwrap_or_default();
+            return Err(ApiError::internal(format!("cannot read {}: {why}", a.file.display())));
+        }
+        let doc = Arc::new(doc);
+        let req = RunRequest {
+            agent: a.agent.clone(),
+            input: spec.input.clone(),
+            state: spec.state.clone(),
+            live: self.llm == LlmMode::Live,
+            ..Default::default()
+        };
+        let llm = launch::llm_choice(&doc, &req);
+        let provider = launch::provider_for(&doc, &req).map_err(ApiError::bad)?;
+        if !spec.breakpoints.is_empty() {
+            check_nodes(&doc, a.agent.as_deref(), &spec.breakpoints)?;
+        }
+        let mut probe = launch::durable::start_elsewhere(doc, &req, llm, Some(provider), RunOptions::new(Box::new(NoProvider)))
+            .map_err(|e| ApiError::bad(runtime::secrets::scrub_text(&e)))?
+            .0;
+        probe.set_breakpoints(spec.breakpoints.clone()).map_err(|e| ApiError::new(422, e))?;
+        drop(probe);
+        self.sdb.add_run(&RunRow {
+            run_id: spec.run_id.clone(),
+            thread_id: spec.thread_id.clone(),
+            assistant_id: a.assistant_id.clone(),
+            created_ms: runtime::events::now_ms() as i64,
+            metadata: spec.metadata.clone(),
+            started_by: spec.who.clone(),
+        })?;
+        let body = StartReq {
+            file: rel,
+            agent: a.agent.clone(),
+            input: spec.input.clone(),
+            state: spec.state.clone(),
+            live: self.llm == LlmMode::Live,
+            breakpoints: spec.breakpoints.clone(),
+            paused: spec.paused,
+        };
+        let id = spec.run_id.clone();
+        self.block(async {
+            let _: Value = self.call_async(&id, "run/send", Some(serde_json::to_value(&body).unwrap_or_default())).await?;
+            // The run exists for the API once its workflow has its record (the first action).
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+            loop {
+                let rec: Option<RunRecord> = self.call_async(&id, "record", None).await?;
+                if rec.is_some() {
+                    return Ok(());
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(ApiError::new(504, format!("run {id}: no worker took it up within 60 s (are workers registered with Restate?)")));
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })?;
+        self.changed(&id);
+        Ok(())
+    }
+
+    fn answer(&self, run_id: &str, interrupt_id: Option<&str>, value: Value, who: &str) -> Result<(), ApiError> {
+        let rec = self.must_record(run_id)?;
+        let pending = match (&rec.status[..], &rec.pending) {
+            ("interrupted", Some(p)) => p.clone(),
+            _ => {
+                return Err(ApiError::conflict(format!(
+                    "run {run_id} is not waiting for an answer (it is {}); it may have been answered already",
+                    rec.status
+                )));
+            }
+        };
+        if let Some(q) = interrupt_id
+            && q != pending.id
+        {
+            return Err(ApiError::conflict(format!("run {run_id} waits for question {}, not {q}", pending.id)));
+        }
+        if !self.sdb.record_answer(run_id, &pending.id, &value, who)? {
+            return Err(ApiError::conflict(format!("question {} of run {run_id} was answered already", pending.id)));
+        }
+        let body = serde_json::to_value(AnswerReq { id: pending.id.clone(), value }).unwrap_or_default();
+        if let Err(e) = self.call::<Value>(run_id, "answer", Some(body)) {
+            self.sdb.forget_answer(run_id, &pending.id)?;
+            return Err(e);
+        }
+        // The run is going on once its record says so (a watcher then sees it running).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            let r = self.must_record(run_id)?;
+            if r.pending.as_ref().map(|p| &p.id) != Some(&pending.id) || r.status != "interrupted" {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.changed(run_id);
+        Ok(())
+    }
+
+    fn cancel(&self, run_id: &str) -> Result<(), ApiError> {
+        let rec = self.must_record(run_id)?;
+        if !rec.resumable() {
+            return Err(ApiError::conflict(format!("run {run_id} has ended ({})", rec.status)));
+        }
+        self.call::<Value>(run_id, "stop", None)?;
+        self.changed(run_id);
+        Ok(())
+    }
+
+    fn pause(&self, run_id: &str) -> Result<(), ApiError> {
+        let rec = self.must_record(run_id)?;
+        if rec.status != "ready" {
+            return Err(ApiError::conflict(format!("run {run_id} is not running (it is {})", rec.status)));
+        }
+        self.call::<Value>(run_id, "pause", None)?;
+        Ok(())
+    }
+
+    fn resume(&self, run_id: &str, how: Drive) -> Result<(), ApiError> {
+        let rec = self.must_record(run_id)?;
+        match rec.status.as_str() {
+            "paused" => {}
+            "ready" => return Err(ApiError::conflict(format!("run {run_id} is running; pause it first"))),
+            "interrupted" => return Err(ApiError::conflict(format!("run {run_id} waits for an answer; answer it to go on"))),
+            other => return Err(ApiError::conflict(format!("run {run_id} has ended ({other})"))),
+        }
+        let go = match how {
+            Drive::Step => Go::Step,
+            Drive::Continue => Go::Continue,
+        };
+        self.call::<Value>(run_id, "resume", Some(serde_json::to_value(go).unwrap_or_default()))?;
+        Ok(())
+    }
+
+    fn set_breakpoints(&self, run_id: &str, breakpoints: Vec<Breakpoint>) -> Result<(), ApiError> {
+        let Some(row) = self.sdb.run(run_id)? else {
+            return Err(ApiError::not_found(format!("no run {run_id}")));
+        };
+        let rec = self.must_record(run_id)?;
+        if let Some(a) = self.assistants.find(&row.assistant_id) {
+            let doc = model::doc::load_path(&a.file);
+            check_nodes(&doc, rec.request.agent.as_deref(), &breakpoints)
+                .map_err(|e| ApiError::new(422, format!("run {run_id} ({}): {}", row.assistant_id, e.message)))?;
+        }
+        self.call::<Value>(run_id, "set_breakpoints", Some(serde_json::to_value(&breakpoints).unwrap_or_default()))?;
+        Ok(())
+    }
+
+    fn breakpoints(&self, run_id: &str) -> Result<Vec<Breakpoint>, ApiError> {
+        self.call(run_id, "breakpoints", None)
+    }
+
+    fn record(&self, run_id: &str) -> Result<Option<RunRecord>, ApiError> {
+        self.call(run_id, "record", None)
+    }
+
+    fn is_active(&self, run_id: &str) -> bool {
+        self.record(run_id).ok().flatten().is_some_and(|r| r.status == "ready")
+    }
+
+    fn history(&self, run_id: &str) -> Result<Vec<HistoryRow>, ApiError> {
+        let list: Vec<Hist> = self.call(run_id, "history", None)?;
+        Ok(list
+            .into_iter()
+            .map(|h| HistoryRow { run_id: run_id.to_string(), step: h.step, state: h.state, next: h.next, created_ms: h.created_ms })
+            .collect())
+    }
+
+    fn latest_history(&self, run_id: &str) -> Result<Option<HistoryRow>, ApiError> {
+        Ok(self.history(run_id)?.into_iter().next())
+    }
+
+    fn events_after(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<(u64, String)>, ApiError> {
+        let p: Poll = self.call(run_id, "poll", Some(serde_json::to_value(PollReq { after, limit }).unwrap_or_default()))?;
+        Ok(p.items
+            .into_iter()
+            .filter_map(|i| match i {
+                PollItem::Event { seq, line } => Some((seq, line)),
+                PollItem::Values { .. } => None,
+            })
+            .take(limit)
+            .collect())
+    }
+
+    fn watch(&self, run_id: &str) -> broadcast::Receiver<Notice> {
+        let fresh = !self.channels.lock().unwrap_or_else(|p| p.into_inner()).contains_key(run_id);
+        let tx = self.channel(run_id);
+        let rx = tx.subscribe();
+        if fresh {
+            // From the run's last event now: what happens after the subscription is told.
+            let after = self
+                .block(self.call_async::<Poll>(run_id, "poll", Some(json!({"after": u64::MAX, "limit": 0}))))
+                .map(|p| p.last)
+                .unwrap_or(0);
+            if let Some(me) = self.me.upgrade() {
+                self.rt.spawn(watch_run(me, run_id.to_string(), tx, after));
+            }
+        }
+        rx
+    }
+
+    fn watch_inbox(&self) -> broadcast::Receiver<InboxChange> {
+        self.inbox.subscribe()
+    }
+
+    fn db(&self) -> &ServerDb {
+        &self.sdb
+    }
+}
+
+/// Tell one run's watchers what happens to it, until nobody watches.
+async fn watch_run(engine: Arc<Restate>, run_id: String, tx: broadcast::Sender<Notice>, mut after: u64) {
+    let mut was_settled: Option<bool> = None;
+    loop {
+        if tx.receiver_count() == 0 {
+            let mut ch = engine.channels.lock().unwrap_or_else(|p| p.into_inner());
+            if tx.receiver_count() == 0 {
+                ch.remove(&run_id);
+                return;
+            }
+        }
+        let polled: Result<Poll, ApiError> = engine.call_async(&run_id, "poll", Some(json!({"after": after, "limit": 500}))).await;
+        let Ok(p) = polled else {
+            tokio::time::sleep(POLL).await;
+            continue;
+        };
+        let more = p.last > after + p.items.iter().filter(|i| matches!(i, PollItem::Event { .. })).count() as u64;
+        for item in p.items {
+            match item {
+                PollItem::Event { seq, line } => {
+                    after = after.max(seq);
+                    if let Ok(event) = serde_json::from_str::<runtime::events::Event>(&line) {
+                        let _ = tx.send(Notice::Event { seq, event: Arc::new(event) });
+                    }
+                }
+                PollItem::Values { step, state } => {
+                    let _ = tx.send(Notice::Values { step, state: Arc::new(state) });
+                }
+            }
+        }
+        if more {
+            continue;
+        }
+        let settled = p.record.as_ref().map(|r| r.status != "ready");
+        if let Some(s) = settled {
+            if s && was_settled != Some(true) {
+                let _ = tx.send(Notice::Settled);
+            }
+            was_settled = Some(s);
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Tell the inbox about runs whose status changed (looked at every [`INBOX_POLL`] for runs
+/// that have not ended).
+async fn inbox_watch(engine: Weak<Restate>) {
+    let mut seen: HashMap<String, String> = HashMap::new();
+    loop {
+        tokio::time::sleep(INBOX_POLL).await;
+        let Some(e) = engine.upgrade() else { return };
+        if e.inbox.receiver_count() == 0 {
+            continue;
+        }
+        let rows = match e.sdb.all_runs() {
+            Ok(r) => r,
+            Err(_) => continue,
+        };
+        for row in rows {
+            if seen.get(&row.run_id).is_some_and(|s| matches!(s.as_str(), "completed" | "failed" | "stopped" | "abandoned")) {
+                continue;
+            }
+            let rec: Result<Option<RunRecord>, ApiError> = e.call_async(&row.run_id, "record", None).await;
+            let Ok(Some(rec)) = rec else { continue };
+            let key = format!("{}:{}", rec.status, rec.pending.as_ref().map(|p| p.id.as_str()).unwrap_or(""));
+            if seen.get(&row.run_id) != Some(&key) {
+                let first = !seen.contains_key(&row.run_id);
+                seen.insert(row.run_id.clone(), if rec.resumable() { key } else { rec.status.clone() });
+                if !first {
+                    let _ = e.inbox.send(InboxChange { run_id: row.run_id.clone() });
+                }
+            }
+        }
+    }
+}
