@@ -125,6 +125,9 @@ export function registerRemoteTests(test, { assert }) {
       const d = await waitDbg(b, (d) => d.state === 'interrupted' && d.pending != null && (d.steps ?? 0) >= 4, 'the remote run shown, waiting at its approval');
       assert(d.path?.startsWith('/switchyard-remote/'), `the remote document is open: ${d.path}`);
       assert((await (await b.$(testid('dbg-remote'))).getText()).includes('release-gate'), 'the remote badge names the assistant');
+      // Its scripts are on the server, not missing: no node carries an error badge.
+      const badged = await b.execute(() => [...document.querySelectorAll('[data-errors]')].filter((n) => n.getAttribute('data-errors') !== '0').length);
+      assert(badged === 0, `no node shows errors for the server's side files (${badged} do)`);
       await b.waitUntil(async () => {
         const n = await timelineNodes(b);
         return ['plan', 'lint', 'tests', 'summarise'].every((x) => n.includes(x));

@@ -91,6 +91,12 @@ pub fn trusted_view(s: &Session) -> View {
     if s.path().starts_with(crate::remote::REMOTE_ROOT) {
         // A server's agent file: its side files are on the server, not missing.
         v.diagnostics.retain(|d| !d.message.contains(crate::remote::REMOTE_ROOT));
+        // The nodes' badges count what is left.
+        for n in &mut v.nodes {
+            let mine = v.diagnostics.iter().filter(|d| d.node.as_deref() == Some(n.id.as_str()));
+            let (errors, others): (Vec<_>, Vec<_>) = mine.partition(|d| d.is_error());
+            (n.errors, n.warnings) = (errors.len(), others.len());
+        }
         return v;
     }
     v.diagnostics.extend(switchyard::run::launch::manifest::restricted(&s.document()));
