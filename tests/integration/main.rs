@@ -35,6 +35,7 @@ mod run_session;
 mod run_sherma;
 mod run_skills;
 mod save_kill;
+mod restate;
 mod security;
 mod serve;
 mod sherma_fidelity;

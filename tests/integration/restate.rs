@@ -1,0 +1,357 @@
+//! Runs on Restate: a real Restate server (npm `@restatedev/restate-server`, the binary in
+//! `$SWITCHYARD_RESTATE_SERVER`; `./dev test` installs it and sets it) on loopback ports with a
+//! temporary base dir, two `switchyard worker`s sharing one deployment address, and `switchyard
+//! serve --engine restate` in front. The same agents and replies through the embedded engine
+//! give the reference: the same event sequences, the same final state; a worker killed with
+//! `kill -9` in the middle of a run and a new one started: the run completes as the reference
+//! did, each committed step's script ran once (plus at most one repeat of the step in flight).
+//!
+//! Without `$SWITCHYARD_RESTATE_SERVER` the tests say so and pass (`./dev test` always sets it).
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use test_support::temp::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
+
+/// Generous: a loaded 2-core machine.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+fn restate_server() -> Option<PathBuf> {
+    match std::env::var_os("SWITCHYARD_RESTATE_SERVER") {
+        Some(p) => Some(PathBuf::from(p)),
+        None => {
+            eprintln!("skipped: SWITCHYARD_RESTATE_SERVER is not set (./dev test installs Restate's server and sets it)");
+            None
+        }
+    }
+}
+
+/// A child process, killed (SIGKILL) when dropped.
+struct Proc {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proc {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Start `cmd` and wait for a stdout line starting with `prefix`: (process, the rest of it).
+fn spawn_until(mut cmd: Command, log: PathBuf, prefix: &'static str) -> (Proc, String) {
+    let mut child = cmd
+        .env("SWITCHYARD_KEYRING", "off")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(u) = line.strip_prefix(prefix) {
+                let _ = tx.send(u.to_string());
+            }
+        }
+    });
+    let p = Proc { child, log };
+    match rx.recv_timeout(DEADLINE) {
+        Ok(rest) => (p, rest),
+        Err(_) => panic!("no `{prefix}` line:\n{}", p.log()),
+    }
+}
+
+/// One HTTP request: (status, JSON body or the text as a JSON string).
+fn call(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+    let (method, url) = (method.to_string(), url.to_string());
+    switchyard::rt::block_on(async move {
+        let c = reqwest::Client::new();
+        let mut r = c.request(method.parse().unwrap(), &url).timeout(DEADLINE);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        match r.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let text = resp.text().await.unwrap_or_default();
+                (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+            }
+            Err(e) => (0, Value::String(e.to_string())),
+        }
+    })
+}
+
+fn get(url: &str) -> Value {
+    let (s, v) = call("GET", url, None);
+    assert_eq!(s, 200, "GET {url}: {v}");
+    v
+}
+
+fn post(url: &str, body: Value) -> Value {
+    let (s, v) = call("POST", url, Some(body));
+    assert!((200..300).contains(&s), "POST {url}: {s} {v}");
+    v
+}
+
+/// A Restate server on free loopback ports with its state in `dir`.
+struct Restate {
+    _p: Proc,
+    ingress: String,
+    admin: String,
+}
+
+impl Restate {
+    fn start(bin: &Path, dir: &Path) -> Restate {
+        let (admin, ingress, node) = (free_port(), free_port(), free_port());
+        let log = dir.join("restate.log");
+        let child = Command::new(bin)
+            .args(["--no-logo", "--listen-mode", "tcp", "--base-dir"])
+            .arg(dir.join("restate-data"))
+            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
+            .env("RESTATE_INGRESS__BIND_ADDRESS", format!("127.0.0.1:{ingress}"))
+            .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
+            .env("RESTATE_ADVERTISED_ADDRESS", format!("http://127.0.0.1:{node}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let p = Proc { child, log };
+        let r = Restate { _p: p, ingress: format!("http://127.0.0.1:{ingress}"), admin: format!("http://127.0.0.1:{admin}") };
+        let deadline = Instant::now() + DEADLINE;
+        while call("GET", &format!("{}/health", r.admin), None).0 != 200 || call("GET", &format!("{}/restate/health", r.ingress), None).0 != 200 {
+            assert!(Instant::now() < deadline, "Restate did not get ready:\n{}", r._p.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        r
+    }
+
+    /// A worker on `listen` (shared by the workers of a test), registered.
+    fn worker(&self, agents: &Path, listen: &str, log: PathBuf) -> Proc {
+        let mut c = Command::new(BIN);
+        c.args(["worker", "--restate", &self.ingress, "--admin", &self.admin, "--listen", listen, "--agents"]).arg(agents);
+        spawn_until(c, log, "worker listening on ").0
+    }
+
+    /// `switchyard serve --engine restate`: (process, URL).
+    fn server(&self, agents: &Path, db: &Path) -> (Proc, String) {
+        let mut c = Command::new(BIN);
+        c.args(["serve", "--engine", "restate", "--restate", &self.ingress, "--listen", "127.0.0.1:0", "--agents"])
+            .arg(agents)
+            .arg("--db")
+            .arg(db)
+            .env("SWITCHYARD_PROVIDERS", db.with_file_name("no-providers.yaml"));
+        spawn_until(c, db.with_extension("log"), "listening on ")
+    }
+}
+
+/// The embedded engine's server: (process, URL).
+fn embedded(agents: &Path, db: &Path) -> (Proc, String) {
+    let mut c = Command::new(BIN);
+    c.args(["serve", "--listen", "127.0.0.1:0", "--agents"])
+        .arg(agents)
+        .arg("--db")
+        .arg(db)
+        .env("SWITCHYARD_PROVIDERS", db.with_file_name("no-providers.yaml"));
+    spawn_until(c, db.with_extension("log"), "listening on ")
+}
+
+fn copy_agents(t: &TempDir, name: &str) -> PathBuf {
+    let to = t.join(name);
+    test_support::temp::copy_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("agents"), &to);
+    to
+}
+
+/// Wait until run `run`'s status is `want`.
+fn wait_status(url: &str, run: &str, want: &str) -> Value {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let r = get(&format!("{url}/switchyard/runs/{run}"));
+        if r["status"] == want {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "run {run} never became {want}: {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The run's debugger events as `(event, node, run)`, read from its event stream until the
+/// top-level `run_finished`.
+fn events(url: &str, run: &str) -> Vec<(String, String, String)> {
+    use futures_util::StreamExt;
+    let (u, run) = (format!("{url}/switchyard/runs/{run}/events?after=0"), run.to_string());
+    switchyard::rt::block_on(async move {
+        let resp = reqwest::Client::new().get(&u).send().await.unwrap();
+        let mut stream = resp.bytes_stream();
+        let (mut buf, mut out) = (String::new(), Vec::new());
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let chunk = tokio::time::timeout_at(deadline, stream.next()).await;
+            let Ok(Some(Ok(chunk))) = chunk else { panic!("the event stream of {run} ended early: {out:?}") };
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(i) = buf.find('\n') {
+                let line: String = buf.drain(..=i).collect();
+                let Some(data) = line.trim_end().strip_prefix("data:") else { continue };
+                let Ok(e) = serde_json::from_str::<Value>(data.trim()) else { continue };
+                let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+                let r = s("run").replace(&run, "RUN");
+                out.push((s("event"), s("node"), r.clone()));
+                if s("event") == "run_finished" && r == "RUN" {
+                    return out;
+                }
+            }
+        }
+    })
+}
+
+/// Run support-triage (sherma: an interrupt answered) and release-gate (Loki: an approval
+/// answered through the API) on the server at `url`: their event sequences and final states.
+fn basics(url: &str) -> Vec<(Vec<(String, String, String)>, Value)> {
+    let mut out = Vec::new();
+    for (assistant, input, answer) in [
+        ("support-triage", json!({"messages": [{"role": "user", "content": "Where is order 1001?"}]}), json!("thanks, done")),
+        ("release-gate", json!("release 2.0"), json!("ship")),
+    ] {
+        let waited = post(&format!("{url}/runs/wait"), json!({"assistant_id": assistant, "input": input}));
+        assert!(waited["__interrupt__"].is_array(), "{assistant}: {waited}");
+        let runs = get(&format!("{url}/switchyard/runs?status=interrupted"));
+        let run = runs.as_array().unwrap().iter().find(|r| r["assistant"] == assistant).unwrap()["run_id"].as_str().unwrap().to_string();
+        post(&format!("{url}/switchyard/runs/{run}/answer"), json!({"answer": answer}));
+        // Answered once only.
+        assert_eq!(call("POST", &format!("{url}/switchyard/runs/{run}/answer"), Some(json!({"answer": answer}))).0, 409);
+        let done = wait_status(url, &run, "completed");
+        out.push((events(url, &run), done["output"].clone()));
+    }
+    out
+}
+
+#[test]
+fn runs_on_restate_match_the_embedded_engine() {
+    let Some(bin) = restate_server() else { return };
+    let t = TempDir::new("restate-basics");
+    let reference = {
+        let agents = copy_agents(&t, "agents-embedded");
+        let (_s, url) = embedded(&agents, &t.join("embedded.sqlite"));
+        basics(&url)
+    };
+    let r = Restate::start(&bin, t.path());
+    let agents = copy_agents(&t, "agents-restate");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let _w1 = r.worker(&agents, &listen, t.join("w1.log"));
+    let _w2 = r.worker(&agents, &listen, t.join("w2.log"));
+    let (_s, url) = r.server(&agents, &t.join("server.sqlite"));
+    let got = basics(&url);
+    for ((want_events, want_out), (got_events, got_out)) in reference.iter().zip(&got) {
+        assert_eq!(got_out, want_out);
+        // Loki's parallel branches interleave as the scheduler has it (in either engine): the
+        // same events, each node's in the same order, the run's own in the same order.
+        let sorted = |v: &Vec<(String, String, String)>| {
+            let mut v = v.clone();
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(got_events), sorted(want_events), "the same events as the embedded engine");
+        let of = |v: &Vec<(String, String, String)>, node: &str| -> Vec<(String, String, String)> {
+            v.iter().filter(|e| e.1 == node && e.0 != "route").cloned().collect()
+        };
+        for (_, node, _) in want_events {
+            assert_eq!(of(got_events, node), of(want_events, node), "node `{node}`: the same events in the same order");
+        }
+    }
+    assert!(got[0].0.len() > 20 && got[1].0.len() > 10, "{got:?}");
+}
+
+/// A Loki agent of `steps` script steps (each sleeping `secs`, counting in `n` and appending
+/// its name to `executions.log` beside the agent), ending with `n`.
+fn counter(agents: &Path, steps: usize, secs: &str) {
+    let agent = agents.join("counter");
+    std::fs::create_dir_all(agent.join("scripts")).unwrap();
+    let mut yaml = String::from("name: counter\nversion: \"1.0\"\nstart: s1\ninitial_state:\n  n: 0\nnodes:\n");
+    for i in 1..=steps {
+        let next = if i == steps { "done".to_string() } else { format!("s{}", i + 1) };
+        yaml.push_str(&format!("  s{i}:\n    type: script\n    script: scripts/step.sh\n    next: {next}\n"));
+    }
+    yaml.push_str("  done:\n    type: end\n    output: \"counted {{n}}\"\n");
+    std::fs::write(agent.join("graph.yaml"), yaml).unwrap();
+    let script = agent.join("scripts/step.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/usr/bin/env bash\nn=$(printf '%s' \"$GRAPH_STATE\" | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"n\"])')\necho \"step $((n + 1))\" >> executions.log\nsleep {secs}\necho \"{{\\\"n\\\": $((n + 1))}}\"\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Start a counter run on a thread and return its id and thread id.
+fn start_counter(url: &str) -> (String, String) {
+    let thread = post(&format!("{url}/threads"), json!({}))["thread_id"].as_str().unwrap().to_string();
+    let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "counter", "input": "go"}));
+    (run["run_id"].as_str().unwrap().to_string(), thread)
+}
+
+#[test]
+fn a_worker_killed_mid_run_loses_nothing() {
+    let Some(bin) = restate_server() else { return };
+    const STEPS: usize = 5;
+    let t = TempDir::new("restate-kill");
+    let reference = {
+        let agents = t.join("agents-embedded");
+        counter(&agents, STEPS, "0");
+        let (_s, url) = embedded(&agents, &t.join("embedded.sqlite"));
+        let (run, thread) = start_counter(&url);
+        let done = wait_status(&url, &run, "completed");
+        (done["output"].clone(), get(&format!("{url}/threads/{thread}/state"))["values"].clone())
+    };
+    assert_eq!(reference.0, json!(format!("counted {STEPS}")));
+    let r = Restate::start(&bin, t.path());
+    let agents = t.join("agents-restate");
+    counter(&agents, STEPS, "1");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut w1 = r.worker(&agents, &listen, t.join("w1.log"));
+    let (_s, url) = r.server(&agents, &t.join("server.sqlite"));
+    let (run, thread) = start_counter(&url);
+    // Killed while a step is in flight (after at least one committed step).
+    let deadline = Instant::now() + DEADLINE;
+    let at_kill = loop {
+        let r = get(&format!("{url}/switchyard/runs/{run}"));
+        let lines = std::fs::read_to_string(agents.join("counter/executions.log")).unwrap_or_default().lines().count() as u64;
+        let step = r["step"].as_u64().unwrap_or(0);
+        if step >= 1 && lines > step {
+            break step;
+        }
+        assert!(Instant::now() < deadline, "the run never got going: {r}\n{}", w1.log());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = w1.child.kill();
+    let _ = w1.child.wait();
+    assert!(at_kill < STEPS as u64, "killed too late (step {at_kill})");
+    let _w2 = r.worker(&agents, &listen, t.join("w2.log"));
+    let done = wait_status(&url, &run, "completed");
+    assert_eq!(done["output"], reference.0);
+    assert_eq!(get(&format!("{url}/threads/{thread}/state"))["values"], reference.1, "the reference final state");
+    let log = std::fs::read_to_string(agents.join("counter/executions.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    for i in 1..=STEPS {
+        let n = lines.iter().filter(|l| **l == format!("step {i}")).count();
+        assert!(n >= 1, "step {i} never ran: {lines:?}");
+    }
+    assert!(lines.len() <= STEPS + 1, "each committed step once, plus at most one repeat of the step killed: {lines:?}");
+}
