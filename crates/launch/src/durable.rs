@@ -36,6 +36,21 @@ pub fn start(
     mut options: RunOptions,
 ) -> Result<RunSession, String> {
     let store = RunStore::open(db)?;
+    let (machine, rec) = prepare(doc, req, llm, provider, &mut options)?;
+    store.insert(&rec)?;
+    options.persist = Some(Box::new(with_events(StorePersist::new(store, rec.id.clone()), &mut options)));
+    Ok(RunSession::new(machine, rec.input, options))
+}
+
+/// What a new durable run needs wherever it is kept: its machine, and the record a store holds
+/// for it (status `ready`, step 0; paths absolute); `options` get its id and provider.
+fn prepare(
+    doc: Arc<Document>,
+    req: &RunRequest,
+    llm: LlmChoice,
+    provider: Option<BoxProvider>,
+    options: &mut RunOptions,
+) -> Result<(Box<dyn runtime::session::Machine>, RunRecord), String> {
     let dialect = match doc.dialect() {
         Some(Dialect::Sherma) => "sherma",
         Some(Dialect::Loki) => "loki",
@@ -59,9 +74,8 @@ pub fn start(
     let mut saved = req.clone();
     saved.record = None;
     saved.python_path = saved.python_path.iter().map(|p| abs(p)).collect();
-    let input = crate::input_of(req);
     let now = now_ms();
-    store.insert(&RunRecord {
+    let rec = RunRecord {
         id: id.clone(),
         file: abs(&doc.path).display().to_string(),
         agent: machine.agent().to_string(),
@@ -73,15 +87,14 @@ pub fn start(
         pending: None,
         output: Value::Null,
         error: None,
-        input: input.clone(),
+        input: crate::input_of(req),
         llm,
         request: saved,
         doc_hash: content_hash(&doc),
-    })?;
-    options.run_id = Some(id.clone());
+    };
+    options.run_id = Some(id);
     options.provider = provider;
-    options.persist = Some(Box::new(with_events(StorePersist::new(store, id), &mut options)));
-    Ok(RunSession::new(machine, input, options))
+    Ok((machine, rec))
 }
 
 /// The store also keeps the run's events when the options carry an event buffer.
@@ -190,49 +203,8 @@ pub fn start_elsewhere(
     provider: Option<BoxProvider>,
     mut options: RunOptions,
 ) -> Result<(RunSession, RunRecord), String> {
-    let dialect = match doc.dialect() {
-        Some(Dialect::Sherma) => "sherma",
-        Some(Dialect::Loki) => "loki",
-        None => {
-            return Err(format!(
-                "{} is neither a sherma agent nor a Loki graph; `switchyard validate` says why",
-                doc.path.display()
-            ));
-        }
-    };
-    let provider = match provider {
-        Some(p) => p,
-        None => crate::provider::online_if(crate::provider_from_choice(&doc, &llm)?, req.allow_network),
-    };
-    let machine = crate::machine_for(doc.clone(), req, crate::sherma_options(&*provider))?;
-    if machine.snapshot().is_null() {
-        return Err("this run cannot be made durable".into());
-    }
-    let id = options.run_id.clone().unwrap_or_else(runtime::session::new_run_id);
-    let mut saved = req.clone();
-    saved.record = None;
-    let input = crate::input_of(req);
-    let now = now_ms();
-    let rec = RunRecord {
-        id: id.clone(),
-        file: doc.path.display().to_string(),
-        agent: machine.agent().to_string(),
-        dialect: dialect.into(),
-        status: "ready".into(),
-        created_ms: now,
-        updated_ms: now,
-        step: 0,
-        pending: None,
-        output: Value::Null,
-        error: None,
-        input: input.clone(),
-        llm,
-        request: saved,
-        doc_hash: content_hash(&doc),
-    };
-    options.run_id = Some(id);
-    options.provider = provider;
-    Ok((RunSession::new(machine, input, options), rec))
+    let (machine, rec) = prepare(doc, req, llm, provider, &mut options)?;
+    Ok((RunSession::new(machine, rec.input.clone(), options), rec))
 }
 
 #[cfg(test)]

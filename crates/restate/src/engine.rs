@@ -10,14 +10,13 @@
 
 use crate::worker::{AnswerReq, Go, Hist, Poll, PollItem, PollReq, StartReq, SERVICE};
 use launch::durable::RunRecord;
-use launch::RunRequest;
 use runtime::provider::NoProvider;
 use runtime::session::{Breakpoint, RunOptions};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use server::assistants::Assistants;
 use server::db::{HistoryRow, RunRow, ServerDb};
-use server::engine::{ApiError, Drive, Engine, InboxChange, LlmMode, Notice, StartSpec};
+use server::engine::{ApiError, Drive, Engine, InboxChange, LlmMode, Notice, StartParts, StartSpec, check_nodes, start_parts};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -125,22 +124,9 @@ async fn call<T: DeserializeOwned>(http: &reqwest::Client, ingress: &str, run: &
     serde_json::from_str(text).map_err(|e| ApiError::new(502, format!("Restate's answer to {handler} of {run}: {e}")))
 }
 
-/// Every breakpoint names a node of the agent's graph.
-fn check_nodes(doc: &model::doc::Document, agent: Option<&str>, breakpoints: &[Breakpoint]) -> Result<(), ApiError> {
-    let graph = model::graph::lower(doc, agent).0;
-    let known = |n: &str| graph.as_ref().is_some_and(|g| g.index.contains_key(n));
-    match breakpoints.iter().find(|b| !known(&b.node)) {
-        Some(b) => Err(ApiError::new(422, format!("no node `{}` to break on in {}", b.node, doc.path.display()))),
-        None => Ok(()),
-    }
-}
-
 impl Engine for Restate {
     fn start(&self, spec: StartSpec) -> Result<(), ApiError> {
         let a = &spec.assistant;
-        if !a.errors.is_empty() {
-            return Err(ApiError::new(422, format!("assistant {} has errors and does not run:\n{}", a.graph_id, a.errors.join("\n"))));
-        }
         let rel = a
             .file
             .strip_prefix(&self.assistants.root)
@@ -149,24 +135,7 @@ impl Engine for Restate {
             .into_owned();
         // Checked here first (the same checks the embedded engine makes, so the same refusals):
         // the document, its provider, the breakpoints.
-        let doc = model::doc::load_path(&a.file);
-        if doc.io_error {
-            let why = doc.diagnostics.first().map(|d| d.message.clone()).unwrap_or_default();
-            return Err(ApiError::internal(format!("cannot read {}: {why}", a.file.display())));
-        }
-        let doc = Arc::new(doc);
-        let req = RunRequest {
-            agent: a.agent.clone(),
-            input: spec.input.clone(),
-            state: spec.state.clone(),
-            live: self.llm == LlmMode::Live,
-            ..Default::default()
-        };
-        let llm = launch::llm_choice(&doc, &req);
-        let provider = launch::provider_for(&doc, &req).map_err(ApiError::bad)?;
-        if !spec.breakpoints.is_empty() {
-            check_nodes(&doc, a.agent.as_deref(), &spec.breakpoints)?;
-        }
+        let StartParts { doc, req, llm, provider } = start_parts(&spec, self.llm)?;
         let mut probe = launch::durable::start_elsewhere(doc, &req, llm, Some(provider), RunOptions::new(Box::new(NoProvider)))
             .map_err(|e| ApiError::bad(runtime::secrets::scrub_text(&e)))?
             .0;

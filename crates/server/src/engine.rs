@@ -383,32 +383,11 @@ impl Engine for Embedded {
     fn start(&self, spec: StartSpec) -> Result<(), ApiError> {
         let me = self.self_arc();
         let a = &spec.assistant;
-        if !a.errors.is_empty() {
-            return Err(ApiError::new(
-                422,
-                format!("assistant {} has errors and does not run:\n{}", a.graph_id, a.errors.join("\n")),
-            ));
-        }
-        let doc = model::doc::load_path(&a.file);
-        if doc.io_error {
-            let why = doc.diagnostics.first().map(|d| d.message.clone()).unwrap_or_default();
-            return Err(ApiError::internal(format!("cannot read {}: {why}", a.file.display())));
-        }
-        let doc = Arc::new(doc);
-        let req = RunRequest {
-            agent: a.agent.clone(),
-            input: spec.input.clone(),
-            state: spec.state.clone(),
-            live: self.llm == LlmMode::Live,
-            ..Default::default()
-        };
-        let llm = launch::llm_choice(&doc, &req);
-        let provider = launch::provider_for(&doc, &req).map_err(ApiError::bad)?;
+        let StartParts { doc, req, llm, provider } = start_parts(&spec, self.llm)?;
         let lock = self.lock_of(&spec.run_id);
         let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
         if !spec.breakpoints.is_empty() {
-            // Checked against the graph before anything is stored.
-            check_nodes(&doc, a.agent.as_deref(), &spec.breakpoints)?;
+            // Checked against the graph (`start_parts`) and compiled before anything is stored.
             let mut probe = launch::start(doc.clone(), &req, RunOptions::new(Box::new(NoProvider)))
                 .map_err(|e| ApiError::bad(runtime::secrets::scrub_text(&e)))?;
             probe.set_breakpoints(spec.breakpoints.clone()).map_err(|e| ApiError::new(422, e))?;
@@ -590,11 +569,46 @@ impl Embedded {
 }
 
 /// Every breakpoint names a node of the agent's graph.
-fn check_nodes(doc: &model::doc::Document, agent: Option<&str>, breakpoints: &[Breakpoint]) -> Result<(), ApiError> {
+pub fn check_nodes(doc: &model::doc::Document, agent: Option<&str>, breakpoints: &[Breakpoint]) -> Result<(), ApiError> {
     let graph = model::graph::lower(doc, agent).0;
     let known = |n: &str| graph.as_ref().is_some_and(|g| g.index.contains_key(n));
     match breakpoints.iter().find(|b| !known(&b.node)) {
         Some(b) => Err(ApiError::new(422, format!("no node `{}` to break on in {}", b.node, doc.path.display()))),
         None => Ok(()),
     }
+}
+
+/// What every engine checks and builds before it starts a run of `spec`: the assistant has no
+/// errors, its document, the request, where its LLM answers come from and the provider.
+pub struct StartParts {
+    pub doc: Arc<model::doc::Document>,
+    pub req: RunRequest,
+    pub llm: launch::LlmChoice,
+    pub provider: runtime::provider::BoxProvider,
+}
+
+pub fn start_parts(spec: &StartSpec, llm: LlmMode) -> Result<StartParts, ApiError> {
+    let a = &spec.assistant;
+    if !a.errors.is_empty() {
+        return Err(ApiError::new(422, format!("assistant {} has errors and does not run:\n{}", a.graph_id, a.errors.join("\n"))));
+    }
+    let doc = model::doc::load_path(&a.file);
+    if doc.io_error {
+        let why = doc.diagnostics.first().map(|d| d.message.clone()).unwrap_or_default();
+        return Err(ApiError::internal(format!("cannot read {}: {why}", a.file.display())));
+    }
+    let doc = Arc::new(doc);
+    let req = RunRequest {
+        agent: a.agent.clone(),
+        input: spec.input.clone(),
+        state: spec.state.clone(),
+        live: llm == LlmMode::Live,
+        ..Default::default()
+    };
+    let choice = launch::llm_choice(&doc, &req);
+    let provider = launch::provider_for(&doc, &req).map_err(ApiError::bad)?;
+    if !spec.breakpoints.is_empty() {
+        check_nodes(&doc, a.agent.as_deref(), &spec.breakpoints)?;
+    }
+    Ok(StartParts { doc, req, llm: choice, provider })
 }
