@@ -4,7 +4,8 @@
 //! serve --engine restate` in front. The same agents and replies through the embedded engine
 //! give the reference: the same event sequences, the same final state; a worker killed with
 //! `kill -9` in the middle of a run and a new one started: the run completes as the reference
-//! did, each committed step's script ran once (plus at most one repeat of the step in flight).
+//! did, each committed step's script ran once (plus at most one repeat of the step in flight);
+//! runs waiting at approvals while the Restate server restarts: all answered once, as asked.
 //!
 //! Without `$SWITCHYARD_RESTATE_SERVER` the tests say so and pass (`./dev test` always sets it).
 
@@ -111,15 +112,32 @@ fn post(url: &str, body: Value) -> Value {
 
 /// A Restate server on free loopback ports with its state in `dir`.
 struct Restate {
-    _p: Proc,
+    p: Proc,
+    bin: PathBuf,
+    dir: PathBuf,
+    ports: (u16, u16, u16),
     ingress: String,
     admin: String,
 }
 
 impl Restate {
     fn start(bin: &Path, dir: &Path) -> Restate {
-        let (admin, ingress, node) = (free_port(), free_port(), free_port());
-        let log = dir.join("restate.log");
+        let ports = (free_port(), free_port(), free_port());
+        let p = Self::spawn(bin, dir, ports, 0);
+        let r = Restate {
+            p,
+            bin: bin.to_path_buf(),
+            dir: dir.to_path_buf(),
+            ports,
+            ingress: format!("http://127.0.0.1:{}", ports.1),
+            admin: format!("http://127.0.0.1:{}", ports.0),
+        };
+        r.wait_ready();
+        r
+    }
+
+    fn spawn(bin: &Path, dir: &Path, (admin, ingress, node): (u16, u16, u16), nth: usize) -> Proc {
+        let log = dir.join(format!("restate-{nth}.log"));
         let child = Command::new(bin)
             .args(["--no-logo", "--listen-mode", "tcp", "--base-dir"])
             .arg(dir.join("restate-data"))
@@ -131,14 +149,45 @@ impl Restate {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let p = Proc { child, log };
-        let r = Restate { _p: p, ingress: format!("http://127.0.0.1:{ingress}"), admin: format!("http://127.0.0.1:{admin}") };
+        Proc { child, log }
+    }
+
+    fn wait_ready(&self) {
         let deadline = Instant::now() + DEADLINE;
-        while call("GET", &format!("{}/health", r.admin), None).0 != 200 || call("GET", &format!("{}/restate/health", r.ingress), None).0 != 200 {
-            assert!(Instant::now() < deadline, "Restate did not get ready:\n{}", r._p.log());
+        while call("GET", &format!("{}/health", self.admin), None).0 != 200 || call("GET", &format!("{}/restate/health", self.ingress), None).0 != 200 {
+            assert!(Instant::now() < deadline, "Restate did not get ready:\n{}", self.p.log());
             std::thread::sleep(Duration::from_millis(100));
         }
-        r
+    }
+
+    /// Stop the server with SIGTERM, wait until it exited, and start it again on the same base
+    /// dir and ports (the `nth` start).
+    fn restart(&mut self, nth: usize) {
+        let pid = rustix::process::Pid::from_raw(self.p.child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let deadline = Instant::now() + DEADLINE;
+        while self.p.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "Restate did not stop on SIGTERM:\n{}", self.p.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Its ports may linger a moment after the exit: start again until one stays up.
+        loop {
+            self.p = Self::spawn(&self.bin, &self.dir, self.ports, nth);
+            let up = Instant::now() + Duration::from_secs(3);
+            let mut exited = false;
+            while Instant::now() < up {
+                if self.p.child.try_wait().unwrap().is_some() {
+                    exited = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if !exited {
+                break;
+            }
+            assert!(Instant::now() < deadline, "Restate did not start again:\n{}", self.p.log());
+        }
+        self.wait_ready();
     }
 
     /// A worker on `listen` (shared by the workers of a test), registered.
@@ -355,3 +404,63 @@ fn a_worker_killed_mid_run_loses_nothing() {
     }
     assert!(lines.len() <= STEPS + 1, "each committed step once, plus at most one repeat of the step killed: {lines:?}");
 }
+
+/// A Loki agent `gate`: an approval (ship or hold) of the release named by the input, then
+/// an end saying which.
+fn gate(agents: &Path) {
+    let agent = agents.join("gate");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(
+        agent.join("graph.yaml"),
+        "name: gate\nversion: \"1.0\"\nstart: approve\nnodes:\n  approve:\n    type: approval\n    question: \"Ship {{initial_prompt}}?\"\n    options: [\"ship\", \"hold\"]\n    routes:\n      ship: shipped\n      hold: held\n    on_other: held\n    state_updates:\n      decision: \"{{choice}}\"\n  shipped:\n    type: end\n    output: \"shipped {{initial_prompt}}\"\n  held:\n    type: end\n    output: \"held {{initial_prompt}}\"\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn runs_waiting_at_approvals_survive_a_restate_restart() {
+    let Some(bin) = restate_server() else { return };
+    const RUNS: usize = 5;
+    let t = TempDir::new("restate-restart");
+    let mut r = Restate::start(&bin, t.path());
+    let agents = t.join("agents");
+    gate(&agents);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let _w1 = r.worker(&agents, &listen, t.join("w1.log"));
+    let _w2 = r.worker(&agents, &listen, t.join("w2.log"));
+    let (_s, url) = r.server(&agents, &t.join("server.sqlite"));
+    let runs: Vec<(String, String)> = (0..RUNS)
+        .map(|i| {
+            let thread = post(&format!("{url}/threads"), json!({}))["thread_id"].as_str().unwrap().to_string();
+            let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "gate", "input": format!("r{i}")}));
+            (run["run_id"].as_str().unwrap().to_string(), thread)
+        })
+        .collect();
+    for (run, _) in &runs {
+        wait_status(&url, run, "interrupted");
+    }
+    r.restart(1);
+    // Every run is still there and still waiting (read back through the restarted server).
+    for (run, _) in &runs {
+        wait_status(&url, run, "interrupted");
+    }
+    let answer = |i: usize| if i % 2 == 0 { "ship" } else { "hold" };
+    for (i, (run, _)) in runs.iter().enumerate() {
+        post(&format!("{url}/switchyard/runs/{run}/answer"), json!({"answer": answer(i)}));
+    }
+    for (i, (run, thread)) in runs.iter().enumerate() {
+        // Answered once only.
+        let (status, body) = call("POST", &format!("{url}/switchyard/runs/{run}/answer"), Some(json!({"answer": "ship"})));
+        assert_eq!(status, 409, "a second answer to {run}: {body}");
+        let done = wait_status(&url, run, "completed");
+        let verb = if answer(i) == "ship" { "shipped" } else { "held" };
+        assert_eq!(done["output"], json!(format!("{verb} r{i}")), "run {run}");
+        let state = get(&format!("{url}/threads/{thread}/state"))["values"].clone();
+        assert_eq!(state["decision"], json!(answer(i)), "run {run}: {state}");
+        let ev = events(&url, run);
+        // The answered branch ran once, the other never.
+        let entered = |node: &str| ev.iter().filter(|e| e.0 == "node_enter" && e.1 == node).count();
+        assert_eq!((entered("shipped"), entered("held")), if verb == "shipped" { (1, 0) } else { (0, 1) }, "run {run}: {ev:?}");
+    }
+}
+
