@@ -819,6 +819,22 @@ impl Ran {
     }
 }
 
+/// A tool call's outcome: its `tool_result` event, and the message the model gets back (the
+/// text itself, other JSON as JSON text, a failure as `Error: ...`).
+fn tool_answer(cx: &Cx<'_>, node: &str, call: &runtime::provider::ToolCall, outcome: Result<Value, String>) -> Value {
+    let (result, error) = match outcome {
+        Ok(v) => (v, None),
+        Err(e) => (Value::Null, Some(e)),
+    };
+    let content = match (&error, &result) {
+        (Some(e), _) => format!("Error: {e}"),
+        (None, Value::String(s)) => s.clone(),
+        (None, v) => v.to_string(),
+    };
+    cx.emit(EventBody::ToolResult { node: node.to_string(), id: call.id.clone(), name: call.name.clone(), result, error });
+    json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+}
+
 /// An llm node failure: the outermost message (what `{{output}}` shows) and the full chain.
 struct LlmErr {
     outer: String,
@@ -1555,23 +1571,7 @@ impl Exec<'_, '_> {
                 } else {
                     Err(format!("tool '{}' is not available to this node", call.name))
                 };
-                let (result, error) = match outcome {
-                    Ok(v) => (v, None),
-                    Err(e) => (Value::Null, Some(e)),
-                };
-                self.cx.emit(EventBody::ToolResult {
-                    node: id.to_string(),
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    result: result.clone(),
-                    error: error.clone(),
-                });
-                let content = match (&error, &result) {
-                    (Some(e), _) => format!("Error: {e}"),
-                    (None, Value::String(s)) => s.clone(),
-                    (None, v) => v.to_string(),
-                };
-                messages.push(json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}));
+                messages.push(tool_answer(&self.cx, id, call, outcome));
             }
             // Every child and job of this turn ends within it (see `supervisor`).
             calls.settle();

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use server::assistants::Assistants;
 use server::db::{HistoryRow, RunRow, ServerDb};
-use server::engine::{ApiError, Drive, Engine, InboxChange, LlmMode, Notice, StartParts, StartSpec, check_nodes, start_parts};
+use server::engine::{ApiError, Drive, Engine, InboxChange, LlmMode, Notice, StartParts, StartSpec, check_nodes, log_answer, start_parts};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -180,23 +180,7 @@ impl Engine for Restate {
 
     fn answer(&self, run_id: &str, interrupt_id: Option<&str>, value: Value, who: &str) -> Result<(), ApiError> {
         let rec = self.must_record(run_id)?;
-        let pending = match (&rec.status[..], &rec.pending) {
-            ("interrupted", Some(p)) => p.clone(),
-            _ => {
-                return Err(ApiError::conflict(format!(
-                    "run {run_id} is not waiting for an answer (it is {}); it may have been answered already",
-                    rec.status
-                )));
-            }
-        };
-        if let Some(q) = interrupt_id
-            && q != pending.id
-        {
-            return Err(ApiError::conflict(format!("run {run_id} waits for question {}, not {q}", pending.id)));
-        }
-        if !self.sdb.record_answer(run_id, &pending.id, &value, who)? {
-            return Err(ApiError::conflict(format!("question {} of run {run_id} was answered already", pending.id)));
-        }
+        let pending = log_answer(&self.sdb, &rec, false, interrupt_id, &value, who)?;
         let body = serde_json::to_value(AnswerReq { id: pending.id.clone(), value }).unwrap_or_default();
         if let Err(e) = self.call::<Value>(run_id, "answer", Some(body)) {
             self.sdb.forget_answer(run_id, &pending.id)?;

@@ -426,23 +426,7 @@ impl Engine for Embedded {
         let Some(rec) = self.store_get(run_id)? else {
             return Err(ApiError::not_found(format!("no run {run_id}")));
         };
-        let pending = match (&rec.status[..], &rec.pending) {
-            ("interrupted", Some(p)) if !self.is_active(run_id) => p.clone(),
-            _ => {
-                return Err(ApiError::conflict(format!(
-                    "run {run_id} is not waiting for an answer (it is {}); it may have been answered already",
-                    rec.status
-                )));
-            }
-        };
-        if let Some(q) = interrupt_id
-            && q != pending.id
-        {
-            return Err(ApiError::conflict(format!("run {run_id} waits for question {}, not {q}", pending.id)));
-        }
-        if !self.sdb.record_answer(run_id, &pending.id, &value, who)? {
-            return Err(ApiError::conflict(format!("question {} of run {run_id} was answered already", pending.id)));
-        }
+        let pending = log_answer(&self.sdb, &rec, self.is_active(run_id), interrupt_id, &value, who)?;
         let mut session = match self.resume_session(run_id) {
             Ok(s) => s,
             Err(e) => {
@@ -611,4 +595,36 @@ pub fn start_parts(spec: &StartSpec, llm: LlmMode) -> Result<StartParts, ApiErro
         check_nodes(&doc, a.agent.as_deref(), &spec.breakpoints)?;
     }
     Ok(StartParts { doc, req, llm: choice, provider })
+}
+
+/// The answer to run `rec`'s question, written to the audit log (every engine's rule): the run
+/// must be waiting (not `active`), for `interrupt_id` when one is named, and the question not
+/// answered yet. Returns the question.
+pub fn log_answer(
+    sdb: &ServerDb,
+    rec: &RunRecord,
+    active: bool,
+    interrupt_id: Option<&str>,
+    value: &Value,
+    who: &str,
+) -> Result<runtime::session::Pending, ApiError> {
+    let run_id = &rec.id;
+    let pending = match (&rec.status[..], &rec.pending) {
+        ("interrupted", Some(p)) if !active => p.clone(),
+        _ => {
+            return Err(ApiError::conflict(format!(
+                "run {run_id} is not waiting for an answer (it is {}); it may have been answered already",
+                rec.status
+            )));
+        }
+    };
+    if let Some(q) = interrupt_id
+        && q != pending.id
+    {
+        return Err(ApiError::conflict(format!("run {run_id} waits for question {}, not {q}", pending.id)));
+    }
+    if !sdb.record_answer(run_id, &pending.id, value, who)? {
+        return Err(ApiError::conflict(format!("question {} of run {run_id} was answered already", pending.id)));
+    }
+    Ok(pending)
 }

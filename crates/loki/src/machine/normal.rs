@@ -477,23 +477,7 @@ impl NormalMachine {
                 } else {
                     Err(format!("tool '{}' is not available to agent '{node}'", call.name))
                 };
-                let (result, error) = match outcome {
-                    Ok(v) => (v, None),
-                    Err(e) => (Value::Null, Some(e)),
-                };
-                cx.emit(EventBody::ToolResult {
-                    node: node.clone(),
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    result: result.clone(),
-                    error: error.clone(),
-                });
-                let text = match (&error, &result) {
-                    (Some(e), _) => format!("Error: {e}"),
-                    (None, Value::String(s)) => s.clone(),
-                    (None, v) => v.to_string(),
-                };
-                self.messages.push(json!({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text}));
+                self.messages.push(super::tool_answer(cx, &node, call, outcome));
             }
             // Every child and job of this turn ends within it (see `supervisor`).
             calls.settle();
