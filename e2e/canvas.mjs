@@ -61,15 +61,26 @@ export function registerCanvasTests(test, { assert, assertEq }) {
     await b.waitUntil(async () => !(await (await b.$(testid('source-view'))).isExisting()), { timeout: T.ui, timeoutMsg: 'the source view hidden' });
     await (await b.$(testid('fit-view'))).click();
     await b.waitUntil(async () => (await boxes(b)).lanes.length === 5, { timeout: T.ui, timeoutMsg: 'the lanes drawn' });
+    // The fit is animated: wait until the view stops moving (a zoom during the animation is
+    // undone by its last frame, which made this test fail on a loaded machine).
+    const parseBox = async () => JSON.stringify((await boxes(b)).nodes.find((x) => x.id === 'parse') ?? null);
+    let last = await parseBox();
+    await b.waitUntil(async () => {
+      const now = await parseBox();
+      const still = now === last && now !== 'null';
+      last = now;
+      return still;
+    }, { timeout: T.ui, interval: 250, timeoutMsg: 'the fitted view settled' });
     const fitted = await check('fitted');
     assert(fitted.minimap, 'fitted: the minimap is shown (the fit leaves its corner free)');
-    for (let i = 0; i < 3; i++) await (await b.$('.react-flow__controls-zoomout')).click();
+    const m = fitted.nodes.find((x) => x.id === 'parse');
+    // Zoom out until the nodes are a fifth smaller (one more click whenever they are not yet).
     await b.waitUntil(async () => {
-      const s = await boxes(b);
-      const n = s.nodes.find((x) => x.id === 'parse');
-      const m = fitted.nodes.find((x) => x.id === 'parse');
-      return n && m && n.w < m.w * 0.8;
-    }, { timeout: T.ui, timeoutMsg: 'zoomed out' });
+      const n = (await boxes(b)).nodes.find((x) => x.id === 'parse');
+      if (n && m && n.w < m.w * 0.8) return true;
+      await (await b.$('.react-flow__controls-zoomout')).click();
+      return false;
+    }, { timeout: T.ui, interval: 300, timeoutMsg: 'zoomed out' });
     await check('zoomed out');
   }, {
     untrusted: true,
