@@ -162,7 +162,7 @@ fn main() {
         spawn_until(&mut c, "worker listening on ").0
     };
     let _w1 = worker();
-    let (_s, url) = serve(&["--engine", "restate", "--restate", &ingress], "restate.sqlite");
+    let (_s, url) = serve(&["--engine", "restate", "--restate", &ingress, "--restate-admin", &admin], "restate.sqlite");
     let one = rt.block_on(measure(&c, &url, runs));
     let _w2 = worker();
     let two = rt.block_on(measure(&c, &url, runs));

@@ -145,6 +145,10 @@ struct ServeArgs {
     /// Restate's ingress URL (with --engine restate).
     #[arg(long, value_name = "URL")]
     restate: Option<String>,
+    /// Restate's admin API, where runs are read (with --engine restate; default: the ingress's
+    /// host on port 9070).
+    #[arg(long = "restate-admin", value_name = "URL")]
+    restate_admin: Option<String>,
 }
 
 /// `switchyard worker`'s arguments.
@@ -1407,9 +1411,12 @@ fn cmd_serve(a: ServeArgs) -> ExitCode {
     };
     let db = config.db.clone();
     let make: Option<serve::MakeEngine> = match (a.engine.as_str(), a.restate) {
-        ("restate", Some(url)) => Some(Box::new(move |c: &serve::Config, assistants, rt| {
-            Ok(restate::engine::Restate::open(&url, &c.db, assistants, c.llm, rt)? as std::sync::Arc<dyn serve::engine::Engine>)
-        })),
+        ("restate", Some(url)) => {
+            let admin = a.restate_admin.unwrap_or_else(|| restate::admin_of(&url));
+            Some(Box::new(move |c: &serve::Config, assistants, rt| {
+                Ok(restate::engine::Restate::open(&url, &admin, &c.db, assistants, c.llm, rt)? as std::sync::Arc<dyn serve::engine::Engine>)
+            }))
+        }
         ("restate", None) => {
             eprintln!("error: --engine restate needs --restate URL (Restate's ingress)");
             return ExitCode::from(2);

@@ -201,7 +201,7 @@ impl Restate {
     /// `switchyard serve --engine restate`: (process, URL).
     fn server(&self, agents: &Path, db: &Path) -> (Proc, String) {
         let mut c = Command::new(BIN);
-        c.args(["serve", "--engine", "restate", "--restate", &self.ingress, "--listen", "127.0.0.1:0", "--agents"])
+        c.args(["serve", "--engine", "restate", "--restate", &self.ingress, "--restate-admin", &self.admin, "--listen", "127.0.0.1:0", "--agents"])
             .arg(agents)
             .arg("--db")
             .arg(db)

@@ -2,13 +2,14 @@
 //! --engine restate --restate URL`). Starting a run submits its workflow through Restate's
 //! ingress; answers, stops, pauses and breakpoints go to the workflow's shared handlers; the
 //! record, checkpoints and events are read from the workflow's state (no second store that
-//! could disagree). Watchers poll the workflow (`poll`: events after a number, each action's
+//! could disagree) through Restate's SQL introspection API on its admin port ([`StateSql`]),
+//! so reading a run needs no live worker. Watchers read a run's new events (each action's
 //! followed by the state it led to) every [`POLL`] while anyone watches.
 //!
 //! The server's own tables (`ServerDb`) keep what is not a run: threads, which runs a thread
 //! has (and who started them), the answers' audit log and the API tokens.
 
-use crate::worker::{AnswerReq, Go, Hist, Poll, PollItem, PollReq, StartReq, SERVICE};
+use crate::worker::{AnswerReq, Batch, Go, Hist, StartReq, SERVICE};
 use launch::durable::RunRecord;
 use runtime::provider::NoProvider;
 use runtime::session::{Breakpoint, RunOptions};
@@ -32,6 +33,7 @@ const CHANNEL: usize = 512;
 pub struct Restate {
     me: Weak<Restate>,
     ingress: String,
+    sql: StateSql,
     http: reqwest::Client,
     rt: tokio::runtime::Handle,
     sdb: ServerDb,
@@ -42,10 +44,12 @@ pub struct Restate {
 }
 
 impl Restate {
-    /// An engine submitting runs to Restate's ingress at `ingress`, with the server's tables
-    /// in `db`. Starts the inbox's watcher on `rt`.
+    /// An engine submitting runs to Restate's ingress at `ingress` and reading them through
+    /// its admin API at `admin`, with the server's tables in `db`. Starts the inbox's watcher
+    /// on `rt`.
     pub fn open(
         ingress: &str,
+        admin: &str,
         db: &std::path::Path,
         assistants: Arc<Assistants>,
         llm: LlmMode,
@@ -56,6 +60,7 @@ impl Restate {
         let engine = Arc::new_cyclic(|me| Restate {
             me: me.clone(),
             ingress: ingress.trim_end_matches('/').to_string(),
+            sql: StateSql { admin: admin.trim_end_matches('/').to_string(), http: http.clone() },
             http,
             rt: rt.clone(),
             sdb,
@@ -124,6 +129,140 @@ async fn call<T: DeserializeOwned>(http: &reqwest::Client, ingress: &str, run: &
     serde_json::from_str(text).map_err(|e| ApiError::new(502, format!("Restate's answer to {handler} of {run}: {e}")))
 }
 
+/// Reads of the workflows' K/V state through Restate's SQL introspection API (`POST
+/// <admin>/query` on the table `state`, one partition-key lookup per run): a run's record,
+/// checkpoints and events, whether or not any worker is up.
+struct StateSql {
+    admin: String,
+    http: reqwest::Client,
+}
+
+/// A SQL string literal.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+#[derive(serde::Deserialize)]
+struct SqlRows {
+    rows: Vec<SqlRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct SqlRow {
+    key: String,
+    value_utf8: Option<String>,
+}
+
+impl StateSql {
+    /// The values of `keys` in run `run`'s workflow state, by key (absent keys are absent).
+    async fn get(&self, run: &str, keys: &[String]) -> Result<HashMap<String, String>, ApiError> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let list = keys.iter().map(|k| quote(k)).collect::<Vec<_>>().join(", ");
+        let query = format!(
+            "SELECT key, value_utf8 FROM state WHERE service_name = {} AND service_key = {} AND key IN ({list})",
+            quote(SERVICE),
+            quote(run)
+        );
+        let url = format!("{}/query", self.admin);
+        let unreachable = |e: String| ApiError::new(502, format!("Restate's admin API at {}: {e}", self.admin));
+        let resp = self
+            .http
+            .post(&url)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .json(&json!({ "query": query }))
+            .send()
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| unreachable(e.to_string()))?;
+        if !status.is_success() {
+            return Err(unreachable(format!("{status}: {text}")));
+        }
+        let rows: SqlRows = serde_json::from_str(&text).map_err(|e| unreachable(format!("an answer that is not the expected rows: {e}")))?;
+        Ok(rows.rows.into_iter().filter_map(|r| Some((r.key, r.value_utf8?))).collect())
+    }
+
+    /// The value of `key` in run `run`'s workflow state, decoded.
+    async fn one<T: DeserializeOwned>(&self, run: &str, key: &str) -> Result<Option<T>, ApiError> {
+        let mut m = self.get(run, &[key.to_string()]).await?;
+        m.remove(key).map(|v| decode(run, key, &v)).transpose()
+    }
+
+    /// Events of run `run` after number `after` (at most about `limit`, whole actions), each
+    /// action's followed by the state it led to; the record; the run's last event number.
+    async fn poll(&self, run: &str, after: u64, limit: usize) -> Result<Poll, ApiError> {
+        let mut m = self.get(run, &["batches".into(), "record".into()]).await?;
+        let batches: Vec<u64> = m.remove("batches").map(|v| decode(run, "batches", &v)).transpose()?.unwrap_or_default();
+        let record: Option<RunRecord> = m.remove("record").map(|v| decode(run, "record", &v)).transpose()?;
+        let last = batches.last().copied().unwrap_or(0);
+        // The actions holding events after `after`, whole, until `limit` events are taken.
+        let mut wanted = Vec::new();
+        let mut count = 0usize;
+        for (i, end) in batches.iter().enumerate() {
+            if *end <= after {
+                continue;
+            }
+            if count >= limit {
+                break;
+            }
+            let first = if i == 0 { 1 } else { batches[i - 1] + 1 };
+            count += (end - first.max(after + 1) + 1) as usize;
+            wanted.push(format!("ev/{i}"));
+        }
+        let mut evs = self.get(run, &wanted).await?;
+        let mut list: Vec<Batch> = Vec::new();
+        for k in &wanted {
+            if let Some(v) = evs.remove(k) {
+                list.push(decode(run, k, &v)?);
+            }
+        }
+        let hist_keys: Vec<String> = list.iter().map(|b| format!("h/{}", b.step)).collect();
+        let hists = self.get(run, &hist_keys).await?;
+        let mut items = Vec::new();
+        for b in list {
+            for (k, line) in b.lines.into_iter().enumerate() {
+                let seq = b.first + k as u64;
+                if seq > after {
+                    items.push(PollItem::Event { seq, line });
+                }
+            }
+            if let Some(h) = hists.get(&format!("h/{}", b.step)) {
+                let h: Hist = decode(run, "h", h)?;
+                items.push(PollItem::Values { step: b.step, state: h.state });
+            }
+        }
+        Ok(Poll { items, record, last })
+    }
+
+    /// The run's checkpoints, newest first.
+    async fn history(&self, run: &str) -> Result<Vec<Hist>, ApiError> {
+        let steps: Vec<u64> = self.one(run, "hist").await?.unwrap_or_default();
+        let keys: Vec<String> = steps.iter().rev().map(|s| format!("h/{s}")).collect();
+        let mut m = self.get(run, &keys).await?;
+        keys.iter().filter_map(|k| m.remove(k)).map(|v| decode(run, "h", &v)).collect()
+    }
+}
+
+fn decode<T: DeserializeOwned>(run: &str, key: &str, v: &str) -> Result<T, ApiError> {
+    serde_json::from_str(v).map_err(|e| ApiError::internal(format!("run {run}: its workflow's `{key}` cannot be read: {e}")))
+}
+
+/// What a watcher gets: numbered events, each action's followed by the state it led to.
+#[derive(Default)]
+struct Poll {
+    items: Vec<PollItem>,
+    record: Option<RunRecord>,
+    /// The last event number of the run.
+    last: u64,
+}
+
+enum PollItem {
+    Event { seq: u64, line: String },
+    Values { step: u64, state: Value },
+}
+
 impl Engine for Restate {
     fn start(&self, spec: StartSpec) -> Result<(), ApiError> {
         let a = &spec.assistant;
@@ -164,7 +303,7 @@ impl Engine for Restate {
             // The run exists for the API once its workflow has its record (the first action).
             let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
             loop {
-                let rec: Option<RunRecord> = self.call_async(&id, "record", None).await?;
+                let rec: Option<RunRecord> = self.sql.one(&id, "record").await?;
                 if rec.is_some() {
                     return Ok(());
                 }
@@ -249,11 +388,11 @@ impl Engine for Restate {
     }
 
     fn breakpoints(&self, run_id: &str) -> Result<Vec<Breakpoint>, ApiError> {
-        self.call(run_id, "breakpoints", None)
+        Ok(self.block(self.sql.one(run_id, "breakpoints"))?.unwrap_or_default())
     }
 
     fn record(&self, run_id: &str) -> Result<Option<RunRecord>, ApiError> {
-        self.call(run_id, "record", None)
+        self.block(self.sql.one(run_id, "record"))
     }
 
     fn is_active(&self, run_id: &str) -> bool {
@@ -261,7 +400,7 @@ impl Engine for Restate {
     }
 
     fn history(&self, run_id: &str) -> Result<Vec<HistoryRow>, ApiError> {
-        let list: Vec<Hist> = self.call(run_id, "history", None)?;
+        let list: Vec<Hist> = self.block(self.sql.history(run_id))?;
         Ok(list
             .into_iter()
             .map(|h| HistoryRow { run_id: run_id.to_string(), step: h.step, state: h.state, next: h.next, created_ms: h.created_ms })
@@ -273,7 +412,7 @@ impl Engine for Restate {
     }
 
     fn events_after(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<(u64, String)>, ApiError> {
-        let p: Poll = self.call(run_id, "poll", Some(serde_json::to_value(PollReq { after, limit }).unwrap_or_default()))?;
+        let p = self.block(self.sql.poll(run_id, after, limit))?;
         Ok(p.items
             .into_iter()
             .filter_map(|i| match i {
@@ -290,10 +429,7 @@ impl Engine for Restate {
         let rx = tx.subscribe();
         if fresh {
             // From the run's last event now: what happens after the subscription is told.
-            let after = self
-                .block(self.call_async::<Poll>(run_id, "poll", Some(json!({"after": u64::MAX, "limit": 0}))))
-                .map(|p| p.last)
-                .unwrap_or(0);
+            let after = self.block(self.sql.poll(run_id, u64::MAX, 0)).map(|p| p.last).unwrap_or(0);
             if let Some(me) = self.me.upgrade() {
                 self.rt.spawn(watch_run(me, run_id.to_string(), tx, after));
             }
@@ -321,7 +457,7 @@ async fn watch_run(engine: Arc<Restate>, run_id: String, tx: broadcast::Sender<N
                 return;
             }
         }
-        let polled: Result<Poll, ApiError> = engine.call_async(&run_id, "poll", Some(json!({"after": after, "limit": 500}))).await;
+        let polled = engine.sql.poll(&run_id, after, 500).await;
         let Ok(p) = polled else {
             tokio::time::sleep(POLL).await;
             continue;
@@ -372,7 +508,7 @@ async fn inbox_watch(engine: Weak<Restate>) {
             if seen.get(&row.run_id).is_some_and(|s| matches!(s.as_str(), "completed" | "failed" | "stopped" | "abandoned")) {
                 continue;
             }
-            let rec: Result<Option<RunRecord>, ApiError> = e.call_async(&row.run_id, "record", None).await;
+            let rec: Result<Option<RunRecord>, ApiError> = e.sql.one(&row.run_id, "record").await;
             let Ok(Some(rec)) = rec else { continue };
             let key = format!("{}:{}", rec.status, rec.pending.as_ref().map(|p| p.id.as_str()).unwrap_or(""));
             if seen.get(&row.run_id) != Some(&key) {

@@ -13,8 +13,9 @@
 //!   `resume` and `set_breakpoints` resolve numbered promises (`pause/<k>`, `resume/<k>`,
 //!   `bp/<j>`) that the workflow looks at between steps.
 //! - The run's record, its checkpoints (state after each step) and its numbered events are
-//!   the workflow's K/V state, read through shared handlers (`record`, `history`, `events`,
-//!   `poll`): the server reads them there, not from a store of its own.
+//!   the workflow's K/V state (`record`, `h/<step>` listed in `hist`, `ev/<k>` listed in
+//!   `batches`, `breakpoints`, `last`): the server reads them there through Restate's SQL
+//!   API (`engine`), not from a store of its own, and needs no worker for it.
 
 use launch::durable::{self, RunRecord};
 use launch::RunRequest;
@@ -62,6 +63,10 @@ pub struct Stepped {
     /// Why the run failed.
     pub failure: Option<String>,
     pub ms: i64,
+    /// Names the session this action left in its worker's memory ([`WARM`]); empty when
+    /// none was kept.
+    #[serde(default)]
+    pub warm: String,
 }
 
 /// An answer to the question `id`.
@@ -86,30 +91,6 @@ pub struct Batch {
     pub first: u64,
     pub lines: Vec<String>,
     pub step: u64,
-}
-
-/// What a watcher asks for: events after `after`, at most `limit`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PollReq {
-    pub after: u64,
-    pub limit: usize,
-}
-
-/// What a watcher gets: numbered events, each batch followed by the state it led to.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Poll {
-    /// `(seq, line)` then, at the end of each action's events, `(step, state)`.
-    pub items: Vec<PollItem>,
-    pub record: Option<RunRecord>,
-    /// The last event number of the run.
-    pub last: u64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum PollItem {
-    Event { seq: u64, line: String },
-    Values { step: u64, state: Value },
 }
 
 /// How a paused run goes on (`resume`'s input).
@@ -269,18 +250,25 @@ impl SwitchyardRun {
                     }
                 }
                 Status::Ready => {
-                    if ctx.peek_promise::<bool>("stop").await?.is_some() {
+                    // The three looks go to Restate together (each command is sent when it is
+                    // made): one round trip between steps, not three.
+                    let (stop, bp, pause) = futures_util::join!(
+                        ctx.peek_promise::<bool>("stop"),
+                        ctx.peek_promise::<Json<Vec<Breakpoint>>>(key(format!("bp/{bpn}"))),
+                        ctx.peek_promise::<bool>(key(format!("pause/{hold}"))),
+                    );
+                    if stop?.is_some() {
                         cur = self.act(&ctx, &req, &b.rec, &cur, &mut n, Act::Stop { loud }).await?;
                         b.apply(&ctx, &cur);
                         continue;
                     }
-                    if let Some(list) = ctx.peek_promise::<Json<Vec<Breakpoint>>>(key(format!("bp/{bpn}"))).await? {
+                    if let Some(list) = bp? {
                         breakpoints = list.into_inner();
                         bpn += 1;
                         ctx.set("bpn", bpn);
                         ctx.set("breakpoints", Json(breakpoints.clone()));
                     }
-                    if !loud && ctx.peek_promise::<bool>(key(format!("pause/{hold}"))).await?.is_some() {
+                    if !loud && pause?.is_some() {
                         cur = self.act(&ctx, &req, &b.rec, &cur, &mut n, Act::Pause).await?;
                         b.apply(&ctx, &cur);
                         continue;
@@ -294,62 +282,6 @@ impl SwitchyardRun {
             b.apply(&ctx, &cur);
         }
         Ok(Json(b.rec))
-    }
-
-    /// The run's record (`null` before it started).
-    #[handler]
-    async fn record(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<Option<RunRecord>>> {
-        Ok(Json(ctx.get::<Json<RunRecord>>("record").await?.map(Json::into_inner)))
-    }
-
-    /// The run's breakpoints.
-    #[handler]
-    async fn breakpoints(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<Vec<Breakpoint>>> {
-        Ok(Json(ctx.get::<Json<Vec<Breakpoint>>>("breakpoints").await?.map(Json::into_inner).unwrap_or_default()))
-    }
-
-    /// The run's checkpoints, newest first.
-    #[handler]
-    async fn history(&self, ctx: SharedWorkflowContext<'_>) -> HandlerResult<Json<Vec<Hist>>> {
-        let steps = ctx.get::<Json<Vec<u64>>>("hist").await?.map(Json::into_inner).unwrap_or_default();
-        let mut out = Vec::new();
-        for s in steps.iter().rev() {
-            if let Some(h) = ctx.get::<Json<Hist>>(&format!("h/{s}")).await? {
-                out.push(h.into_inner());
-            }
-        }
-        Ok(Json(out))
-    }
-
-    /// Events after a number, each action's followed by the state it led to, and the record.
-    #[handler]
-    async fn poll(&self, ctx: SharedWorkflowContext<'_>, req: Json<PollReq>) -> HandlerResult<Json<Poll>> {
-        let PollReq { after, limit } = req.into_inner();
-        let batches = ctx.get::<Json<Vec<u64>>>("batches").await?.map(Json::into_inner).unwrap_or_default();
-        let mut items = Vec::new();
-        let mut count = 0;
-        for (i, last) in batches.iter().enumerate() {
-            if *last <= after {
-                continue;
-            }
-            if count >= limit {
-                break;
-            }
-            let Some(batch) = ctx.get::<Json<Batch>>(&format!("ev/{i}")).await? else { continue };
-            let batch = batch.into_inner();
-            for (k, line) in batch.lines.into_iter().enumerate() {
-                let seq = batch.first + k as u64;
-                if seq > after {
-                    items.push(PollItem::Event { seq, line });
-                    count += 1;
-                }
-            }
-            if let Some(h) = ctx.get::<Json<Hist>>(&format!("h/{}", batch.step)).await? {
-                items.push(PollItem::Values { step: batch.step, state: h.into_inner().state });
-            }
-        }
-        let record = ctx.get::<Json<RunRecord>>("record").await?.map(Json::into_inner);
-        Ok(Json(Poll { items, record, last: batches.last().copied().unwrap_or(0) }))
     }
 
     /// Answer the question `id` (409: the run does not wait for it; 422: the run refuses it).
@@ -491,6 +423,7 @@ fn now_ms() -> i64 {
 
 fn stepped(s: &RunSession, buf: &Mutex<Vec<String>>) -> Stepped {
     Stepped {
+        warm: String::new(),
         snapshot: s.durable_snapshot(),
         status: s.status().clone(),
         step: s.steps(),
@@ -511,7 +444,11 @@ pub fn start(agents: &Path, id: &str, req: &StartReq) -> Result<(RunRecord, Step
     let (on, buf) = (Arc::new(AtomicBool::new(true)), Arc::new(Mutex::new(Vec::new())));
     let (mut s, rec) = durable::start_elsewhere(doc, &rr, llm, Some(provider), options(id, on, buf.clone()))?;
     s.set_breakpoints(req.breakpoints.clone())?;
-    Ok((rec, stepped(&s, &buf)))
+    let mut out = stepped(&s, &buf);
+    if matches!(out.status, Status::Ready) && !req.paused {
+        out.warm = keep_warm(id, s, buf);
+    }
+    Ok((rec, out))
 }
 
 /// The session of a run rebuilt from `last`; the events of the rebuild itself are kept when
@@ -533,13 +470,64 @@ fn rebuilt(agents: &Path, start: &StartReq, rec: &RunRecord, last: &Stepped, lou
     Ok((s, buf, on))
 }
 
-/// One action on the run rebuilt from `cur`.
+/// A session an action left in this worker's memory, to go on from without a rebuild.
+struct Warm {
+    token: String,
+    session: RunSession,
+    buf: Arc<Mutex<Vec<String>>>,
+    at: std::time::Instant,
+}
+
+/// The sessions of running runs this worker stepped last, by run id (see [`advance`]).
+static WARM: Mutex<Vec<(String, Warm)>> = Mutex::new(Vec::new());
+/// At most this many warm sessions, each at most [`WARM_TTL`] old.
+const WARM_MAX: usize = 256;
+const WARM_TTL: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The warm session of run `id` that produced the journaled result named `token` (taken out:
+/// it serves one action at most).
+fn take_warm(id: &str, token: &str) -> Option<(RunSession, Arc<Mutex<Vec<String>>>)> {
+    if token.is_empty() {
+        return None;
+    }
+    let mut w = WARM.lock().unwrap_or_else(|p| p.into_inner());
+    let i = w.iter().position(|(run, _)| run == id)?;
+    let (_, warm) = w.swap_remove(i);
+    (warm.token == token && warm.at.elapsed() < WARM_TTL).then_some((warm.session, warm.buf))
+}
+
+fn keep_warm(id: &str, session: RunSession, buf: Arc<Mutex<Vec<String>>>) -> String {
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let mut w = WARM.lock().unwrap_or_else(|p| p.into_inner());
+    w.retain(|(run, warm)| run != id && warm.at.elapsed() < WARM_TTL);
+    if w.len() >= WARM_MAX {
+        w.remove(0);
+    }
+    w.push((id.to_string(), Warm { token: token.clone(), session, buf, at: std::time::Instant::now() }));
+    token
+}
+
+/// One action on the run as `cur` left it.
+///
+/// A quiet step of a running run goes on from the session the previous action left in this
+/// worker's memory when the journal names it ([`Stepped::warm`]): that session is exactly
+/// what rebuilding `cur` would give, without reading the agent file and replaying the
+/// snapshot again (the embedded engine keeps its sessions the same way). Any other action —
+/// on another worker, a retried action (its warm session was taken by the first attempt), one
+/// after a person answered, resumed or stopped — rebuilds from the journaled snapshot.
 fn advance(agents: &Path, start: &StartReq, rec: &RunRecord, cur: &Stepped, a: Act) -> Result<Stepped, String> {
     let loud = match &a {
         Act::Step { loud, .. } | Act::Stop { loud } => *loud,
         Act::Pause => false,
     };
-    let (mut s, buf, _) = rebuilt(agents, start, rec, cur, loud)?;
+    let warm = if loud { None } else { take_warm(&rec.id, &cur.warm) };
+    let (mut s, buf) = match warm {
+        Some(w) => w,
+        None => {
+            let (s, buf, _) = rebuilt(agents, start, rec, cur, loud)?;
+            (s, buf)
+        }
+    };
     match a {
         Act::Stop { .. } => {
             s.stop();
@@ -566,7 +554,11 @@ fn advance(agents: &Path, start: &StartReq, rec: &RunRecord, cur: &Stepped, a: A
             }
         }
     }
-    Ok(stepped(&s, &buf))
+    let mut out = stepped(&s, &buf);
+    if matches!(out.status, Status::Ready) {
+        out.warm = keep_warm(&rec.id, s, buf);
+    }
+    Ok(out)
 }
 
 /// Serve the workflow on `listener` until the process ends.
@@ -580,8 +572,30 @@ pub async fn serve(agents: PathBuf, listener: tokio::net::TcpListener) {
             // A finished run's record, history and events stay readable this long.
             .handler("run", HandlerOptions::new().workflow_retention(std::time::Duration::from_secs(30 * 24 * 3600))),
     );
-    let endpoint = Endpoint::builder().bind(run).build();
-    HttpServer::new(endpoint).serve(listener).await;
+    let endpoint = restate_sdk::hyper::HyperEndpoint::new(Endpoint::builder().bind(run).build());
+    // The SDK's own `HttpServer` leaves Nagle's algorithm on: each journal entry the worker
+    // sends after a small write waits for Restate's delayed ACK, about 40 ms, once or twice per
+    // step (measured: 80 ms per trivial step, 44 ms of it in such waits). So this loop accepts
+    // with TCP_NODELAY, then serves HTTP/2 as the SDK does.
+    loop {
+        let (stream, remote) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("worker: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let endpoint = endpoint.clone();
+        tokio::spawn(async move {
+            let conn = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), endpoint);
+            if let Err(e) = conn.await {
+                tracing::debug!("worker: connection from {remote} ended: {e}");
+            }
+        });
+    }
 }
 
 /// A listener on `addr` that other workers on this machine may share (`SO_REUSEPORT`: the
