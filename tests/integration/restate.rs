@@ -465,6 +465,102 @@ fn runs_waiting_at_approvals_survive_a_restate_restart() {
     }
 }
 
+/// A Loki agent `steady`: two script steps (each sleeping `secs` and counting in `n`), an
+/// approval `ask`, and an end saying the choice and the count.
+fn steady(agents: &Path, secs: &str) {
+    let agent = agents.join("steady");
+    std::fs::create_dir_all(agent.join("scripts")).unwrap();
+    std::fs::write(
+        agent.join("graph.yaml"),
+        "name: steady\nversion: \"1.0\"\nstart: work\ninitial_state:\n  n: 0\nnodes:\n  work:\n    type: script\n    script: scripts/work.sh\n    next: more\n  more:\n    type: script\n    script: scripts/work.sh\n    next: ask\n  ask:\n    type: approval\n    question: \"Go on after {{n}} steps?\"\n    options: [\"go\", \"stop\"]\n    routes:\n      go: done\n      stop: done\n    on_other: done\n    state_updates:\n      choice: \"{{choice}}\"\n  done:\n    type: end\n    output: \"{{choice}} after {{n}}\"\n",
+    )
+    .unwrap();
+    let script = agent.join("scripts/work.sh");
+    std::fs::write(
+        &script,
+        format!("#!/usr/bin/env bash\nsleep {secs}\nn=$(printf '%s' \"$GRAPH_STATE\" | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"n\"])')\necho \"{{\\\"n\\\": $((n + 1))}}\"\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_run_on_restate_is_debugged_from_afar_and_read_with_no_worker_up() {
+    let Some(bin) = restate_server() else { return };
+    let t = TempDir::new("restate-debug");
+    let r = Restate::start(&bin, t.path());
+    let agents = t.join("agents");
+    steady(&agents, "0.1");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut w1 = r.worker(&agents, &listen, t.join("w1.log"));
+    let (_s, url) = r.server(&agents, &t.join("server.sqlite"));
+    let run_url = |run: &str| format!("{url}/switchyard/runs/{run}");
+    let settled = |run: &str, want: &str| {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let r = get(&run_url(run));
+            if r["status"] == want && r["active"] == false {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "never {want}: {r}");
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    };
+    // Unknown breakpoint nodes are refused before anything runs.
+    let (code, body) = call("POST", &format!("{url}/runs"), Some(json!({"assistant_id": "steady", "breakpoints": [{"node": "nope"}]})));
+    assert_eq!(code, 422, "{body}");
+    // Started held: nothing runs until it is stepped; one step, then held again.
+    let thread = post(&format!("{url}/threads"), json!({}))["thread_id"].as_str().unwrap().to_string();
+    let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "steady", "paused": true}))["run_id"].as_str().unwrap().to_string();
+    assert_eq!(settled(&run, "paused")["step"], 0);
+    post(&format!("{}/step", run_url(&run)), json!({}));
+    let got = settled(&run, "paused");
+    assert_eq!(got["step"], 1, "one step: {got}");
+    // A breakpoint on the approval, then continue: it stops before `ask`.
+    let (code, _) = call("PUT", &format!("{}/breakpoints", run_url(&run)), Some(json!({"breakpoints": [{"node": "nowhere"}]})));
+    assert_eq!(code, 422);
+    let (code, b) = call("PUT", &format!("{}/breakpoints", run_url(&run)), Some(json!({"breakpoints": [{"node": "ask"}]})));
+    assert_eq!(code, 200, "{b}");
+    post(&format!("{}/continue", run_url(&run)), json!({}));
+    let got = settled(&run, "paused");
+    assert_eq!(got["step"], 2, "held at the breakpoint before `ask`: {got}");
+    assert_eq!(get(&run_url(&run))["breakpoints"][0]["node"], "ask");
+    // With no worker up, the run is still read from Restate: its record, breakpoints, the run
+    // list, the history of its states.
+    let _ = w1.child.kill();
+    let _ = w1.child.wait();
+    let got = get(&run_url(&run));
+    assert_eq!((got["status"].as_str(), got["step"].as_u64()), (Some("paused"), Some(2)), "read with no worker: {got}");
+    assert_eq!(got["breakpoints"][0]["node"], "ask");
+    let listed = get(&format!("{url}/switchyard/runs"));
+    assert!(listed.as_array().unwrap().iter().any(|r| r["run_id"] == run.as_str() && r["status"] == "paused"), "{listed}");
+    let hist = get(&format!("{url}/threads/{thread}/history"));
+    let steps: Vec<u64> = hist.as_array().map(|a| a.iter().filter_map(|h| h["metadata"]["step"].as_u64()).collect()).unwrap_or_default();
+    assert_eq!(steps, vec![2, 1, 0], "the run's states, newest first, read with no worker: {hist}");
+    assert_eq!(hist[0]["values"]["n"], 2, "{hist}");
+    let _w2 = r.worker(&agents, &listen, t.join("w2.log"));
+    // Pausing a run that is not running is a conflict; continuing goes on to the question.
+    assert_eq!(call("POST", &format!("{}/pause", run_url(&run)), Some(json!({}))).0, 409);
+    post(&format!("{}/continue", run_url(&run)), json!({}));
+    let got = settled(&run, "interrupted");
+    assert_eq!(got["question"]["node"], "ask");
+    assert_eq!(call("POST", &format!("{}/step", run_url(&run)), Some(json!({}))).0, 409, "a waiting run is answered, not stepped");
+    post(&format!("{}/answer", run_url(&run)), json!({"answer": "go"}));
+    let got = settled(&run, "completed");
+    assert_eq!(got["output"], "go after 2");
+    // Pause while it runs: it stops before its next step, then goes on.
+    let slow = post(&format!("{url}/runs"), json!({"assistant_id": "steady"}))["run_id"].as_str().unwrap().to_string();
+    let (code, _) = call("POST", &format!("{}/pause", run_url(&slow)), Some(json!({})));
+    assert!(code == 202 || code == 409, "{code}");
+    if code == 202 {
+        let got = settled(&slow, "paused");
+        assert!(got["step"].as_u64().unwrap() < 3, "{got}");
+        post(&format!("{}/continue", run_url(&slow)), json!({}));
+    }
+    settled(&slow, "interrupted");
+}
+
 /// A Loki agent `tally` of `steps` script steps, each appending `<input> <step>` to
 /// `executions.log` beside the agent (the input names the run), then sleeping `secs`.
 fn tally(agents: &Path, steps: usize, secs: &str) {
@@ -478,13 +574,18 @@ fn tally(agents: &Path, steps: usize, secs: &str) {
     yaml.push_str("  done:\n    type: end\n    output: \"counted {{n}}\"\n");
     std::fs::write(agent.join("graph.yaml"), yaml).unwrap();
     let script = agent.join("scripts/step.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/usr/bin/env bash\nread -r run n < <(printf '%s' \"$GRAPH_STATE\" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s[\"initial_prompt\"], s[\"n\"])')\necho \"$run $((n + 1))\" >> executions.log\nsleep {secs}\necho \"{{\\\"n\\\": $((n + 1))}}\"\n"
-        ),
-    )
-    .unwrap();
+    // Bash alone reads the state (no Python start-up per step: 200 runs' steps at once on a
+    // 2-core machine).
+    let body = r#"#!/usr/bin/env bash
+re_run='"initial_prompt": ?"([^"]*)"'
+re_n='"n": ?([0-9]+)'
+[[ $GRAPH_STATE =~ $re_run ]] && run=${BASH_REMATCH[1]}
+[[ $GRAPH_STATE =~ $re_n ]] && n=${BASH_REMATCH[1]}
+echo "$run $((n + 1))" >> executions.log
+sleep SECS
+echo "{\"n\": $((n + 1))}"
+"#;
+    std::fs::write(&script, body.replace("SECS", secs)).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
@@ -501,7 +602,7 @@ fn tally(agents: &Path, steps: usize, secs: &str) {
 fn workers_killed_at_random_lose_no_run() {
     let Some(bin) = restate_server() else { return };
     const STEPS: usize = 4;
-    const RUNS: usize = 60;
+    const RUNS: usize = 200;
     const KILLS: usize = 6;
     let t = TempDir::new("restate-chaos");
     let began = Instant::now();
@@ -521,13 +622,27 @@ fn workers_killed_at_random_lose_no_run() {
     let listen = format!("127.0.0.1:{}", free_port());
     let workers = std::sync::Mutex::new(vec![r.worker(&agents, &listen, t.join("w0.log")), r.worker(&agents, &listen, t.join("w1.log"))]);
     let (_s, url) = r.server(&agents, &t.join("server.sqlite"));
-    let runs: Vec<(String, String)> = (0..RUNS)
-        .map(|i| {
-            let thread = post(&format!("{url}/threads"), json!({}))["thread_id"].as_str().unwrap().to_string();
-            let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "tally", "input": format!("r{i}")}));
-            (run["run_id"].as_str().unwrap().to_string(), thread)
-        })
-        .collect();
+    // Submitted 8 at a time.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut runs: Vec<(usize, String, String)> = std::thread::scope(|s| {
+        let submit = || {
+            let mut mine = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= RUNS {
+                    return mine;
+                }
+                let thread = post(&format!("{url}/threads"), json!({}))["thread_id"].as_str().unwrap().to_string();
+                let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "tally", "input": format!("r{i}")}));
+                mine.push((i, run["run_id"].as_str().unwrap().to_string(), thread));
+            }
+        };
+        let hs: Vec<_> = (0..8).map(|_| s.spawn(submit)).collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    eprintln!("{RUNS} runs submitted after {:?}", began.elapsed());
+    runs.sort();
+    let runs: Vec<(String, String)> = runs.into_iter().map(|(_, r, t)| (r, t)).collect();
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
     eprintln!("kill schedule seed {seed}");
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -556,15 +671,18 @@ fn workers_killed_at_random_lose_no_run() {
             kills
         });
         let deadline = Instant::now() + DEADLINE;
-        let mut pending: Vec<&(String, String)> = runs.iter().collect();
-        while !pending.is_empty() {
-            pending.retain(|(run, _)| {
-                let r = get(&format!("{url}/switchyard/runs/{run}"));
-                assert!(r["status"] != "failed" && r["status"] != "cancelled", "run {run}: {r}");
-                r["status"] != "completed"
-            });
-            assert!(Instant::now() < deadline, "{} runs never completed (seed {seed}): {pending:?}", pending.len());
-            std::thread::sleep(Duration::from_millis(100));
+        loop {
+            let listed = get(&format!("{url}/switchyard/runs"));
+            let listed = listed.as_array().unwrap();
+            for r in listed {
+                assert!(r["status"] != "failed" && r["status"] != "cancelled", "run: {r}");
+            }
+            let done = listed.iter().filter(|r| r["status"] == "completed").count();
+            if done == RUNS {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{} runs never completed (seed {seed})", RUNS - done);
+            std::thread::sleep(Duration::from_millis(300));
         }
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         killer.join().unwrap()

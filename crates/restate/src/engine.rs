@@ -167,19 +167,28 @@ impl StateSql {
         );
         let url = format!("{}/query", self.admin);
         let unreachable = |e: String| ApiError::new(502, format!("Restate's admin API at {}: {e}", self.admin));
-        let resp = self
-            .http
-            .post(&url)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .json(&json!({ "query": query }))
-            .send()
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
-        let status = resp.status();
-        let text = resp.text().await.map_err(|e| unreachable(e.to_string()))?;
-        if !status.is_success() {
-            return Err(unreachable(format!("{status}: {text}")));
-        }
+        // Right after Restate (re)started, a partition that is still being opened answers 500
+        // ("… doesn't exist on this node, this is benign …"): asked again for a while.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let text = loop {
+            let resp = self
+                .http
+                .post(&url)
+                .header(reqwest::header::ACCEPT, "application/json")
+                .json(&json!({ "query": query }))
+                .send()
+                .await
+                .map_err(|e| unreachable(e.to_string()))?;
+            let status = resp.status();
+            let text = resp.text().await.map_err(|e| unreachable(e.to_string()))?;
+            if status.is_success() {
+                break text;
+            }
+            if !status.is_server_error() || tokio::time::Instant::now() >= deadline {
+                return Err(unreachable(format!("{status}: {text}")));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
         let rows: SqlRows = serde_json::from_str(&text).map_err(|e| unreachable(format!("an answer that is not the expected rows: {e}")))?;
         Ok(rows.rows.into_iter().filter_map(|r| Some((r.key, r.value_utf8?))).collect())
     }
@@ -369,7 +378,17 @@ impl Engine for Restate {
             Drive::Step => Go::Step,
             Drive::Continue => Go::Continue,
         };
+        let before: u64 = self.block(self.sql.one(run_id, "hold"))?.unwrap_or(0);
         self.call::<Value>(run_id, "resume", Some(serde_json::to_value(go).unwrap_or_default()))?;
+        // Returns once the workflow took it (its record says running): a client that looks
+        // right after never sees the run still held where it was.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if self.block(self.sql.one::<u64>(run_id, "hold"))?.unwrap_or(0) > before {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
         Ok(())
     }
 

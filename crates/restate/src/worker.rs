@@ -237,9 +237,14 @@ impl SwitchyardRun {
                         g = ctx.promise::<Json<Go>>(rk) => Some(g?.into_inner()),
                         _ = ctx.promise::<bool>("stop") => None,
                     };
+                    loud = true;
+                    if how.is_some() {
+                        // Running again from now on (the server's `resume` waits for `hold`).
+                        b.rec.status = "ready".into();
+                        ctx.set("record", Json(b.rec.clone()));
+                    }
                     hold += 1;
                     ctx.set("hold", hold);
-                    loud = true;
                     match how {
                         Some(g) => go = g,
                         None => {
