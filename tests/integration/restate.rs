@@ -622,31 +622,12 @@ fn workers_killed_at_random_lose_no_run() {
     let listen = format!("127.0.0.1:{}", free_port());
     let workers = std::sync::Mutex::new(vec![r.worker(&agents, &listen, t.join("w0.log")), r.worker(&agents, &listen, t.join("w1.log"))]);
     let (_s, url) = r.server(&agents, &t.join("server.sqlite"));
-    // Submitted 8 at a time.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut runs: Vec<(usize, String, String)> = std::thread::scope(|s| {
-        let submit = || {
-            let mut mine = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if i >= RUNS {
-                    return mine;
-                }
-                let thread = post(&format!("{url}/threads"), json!({}))["thread_id"].as_str().unwrap().to_string();
-                let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "tally", "input": format!("r{i}")}));
-                mine.push((i, run["run_id"].as_str().unwrap().to_string(), thread));
-            }
-        };
-        let hs: Vec<_> = (0..8).map(|_| s.spawn(submit)).collect();
-        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
-    });
-    eprintln!("{RUNS} runs submitted after {:?}", began.elapsed());
-    runs.sort();
-    let runs: Vec<(String, String)> = runs.into_iter().map(|(_, r, t)| (r, t)).collect();
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
     eprintln!("kill schedule seed {seed}");
     let done = std::sync::atomic::AtomicBool::new(false);
-    let kills = std::thread::scope(|s| {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (kills, runs) = std::thread::scope(|s| {
+        // Killing starts with the submissions (a run's first action may be the one killed).
         let killer = s.spawn(|| {
             let mut x = seed;
             let mut rand = move |n: u64| {
@@ -670,6 +651,24 @@ fn workers_killed_at_random_lose_no_run() {
             }
             kills
         });
+        // Submitted 8 at a time.
+        let submit = || {
+            let mut mine = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= RUNS {
+                    return mine;
+                }
+                let thread = post(&format!("{url}/threads"), json!({}))["thread_id"].as_str().unwrap().to_string();
+                let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "tally", "input": format!("r{i}")}));
+                mine.push((i, run["run_id"].as_str().unwrap().to_string(), thread));
+            }
+        };
+        let hs: Vec<_> = (0..8).map(|_| s.spawn(submit)).collect();
+        let mut runs: Vec<(usize, String, String)> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        eprintln!("{RUNS} runs submitted after {:?}", began.elapsed());
+        runs.sort();
+        let runs: Vec<(String, String)> = runs.into_iter().map(|(_, r, t)| (r, t)).collect();
         let deadline = Instant::now() + DEADLINE;
         loop {
             let listed = get(&format!("{url}/switchyard/runs"));
@@ -685,7 +684,7 @@ fn workers_killed_at_random_lose_no_run() {
             std::thread::sleep(Duration::from_millis(300));
         }
         done.store(true, std::sync::atomic::Ordering::SeqCst);
-        killer.join().unwrap()
+        (killer.join().unwrap(), runs)
     });
     assert!(kills >= 1, "no worker was killed: the runs finished too soon");
     for (run, thread) in &runs {

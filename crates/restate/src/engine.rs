@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use server::assistants::Assistants;
 use server::db::{HistoryRow, RunRow, ServerDb};
-use server::engine::{ApiError, Drive, Engine, InboxChange, LlmMode, Notice, StartParts, StartSpec, check_nodes, log_answer, start_parts};
+use server::engine::{ApiError, Drive, Engine, InboxChange, LlmMode, Notice, RunSummary, StartParts, StartSpec, check_nodes, log_answer, start_parts};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -143,8 +143,15 @@ fn quote(s: &str) -> String {
 }
 
 #[derive(serde::Deserialize)]
-struct SqlRows {
-    rows: Vec<SqlRow>,
+struct SqlRows<R> {
+    rows: Vec<R>,
+}
+
+#[derive(serde::Deserialize)]
+struct KeyedRow {
+    service_key: String,
+    key: String,
+    value_utf8: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -165,6 +172,12 @@ impl StateSql {
             quote(SERVICE),
             quote(run)
         );
+        let rows: Vec<SqlRow> = self.query(&query).await?;
+        Ok(rows.into_iter().filter_map(|r| Some((r.key, r.value_utf8?))).collect())
+    }
+
+    /// The rows `query` selects.
+    async fn query<R: DeserializeOwned>(&self, query: &str) -> Result<Vec<R>, ApiError> {
         let url = format!("{}/query", self.admin);
         let unreachable = |e: String| ApiError::new(502, format!("Restate's admin API at {}: {e}", self.admin));
         // Right after Restate (re)started, a partition that is still being opened answers 500
@@ -189,8 +202,33 @@ impl StateSql {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
-        let rows: SqlRows = serde_json::from_str(&text).map_err(|e| unreachable(format!("an answer that is not the expected rows: {e}")))?;
-        Ok(rows.rows.into_iter().filter_map(|r| Some((r.key, r.value_utf8?))).collect())
+        let rows: SqlRows<R> = serde_json::from_str(&text).map_err(|e| unreachable(format!("an answer that is not the expected rows: {e}")))?;
+        Ok(rows.rows)
+    }
+
+    /// Records and breakpoints of many runs, a query per 500.
+    async fn summaries(&self, runs: &[String]) -> Result<HashMap<String, RunSummary>, ApiError> {
+        let mut out: HashMap<String, RunSummary> = HashMap::new();
+        for chunk in runs.chunks(500) {
+            let list = chunk.iter().map(|k| quote(k)).collect::<Vec<_>>().join(", ");
+            let query = format!(
+                "SELECT service_key, key, value_utf8 FROM state WHERE service_name = {} AND key IN ('record', 'breakpoints') AND service_key IN ({list})",
+                quote(SERVICE)
+            );
+            for row in self.query::<KeyedRow>(&query).await? {
+                let Some(v) = row.value_utf8 else { continue };
+                let e = out.entry(row.service_key.clone()).or_default();
+                match row.key.as_str() {
+                    "record" => {
+                        let rec: RunRecord = decode(&row.service_key, "record", &v)?;
+                        e.active = rec.status == "ready";
+                        e.record = Some(rec);
+                    }
+                    _ => e.breakpoints = decode(&row.service_key, "breakpoints", &v)?,
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The value of `key` in run `run`'s workflow state, decoded.
@@ -412,6 +450,10 @@ impl Engine for Restate {
 
     fn record(&self, run_id: &str) -> Result<Option<RunRecord>, ApiError> {
         self.block(self.sql.one(run_id, "record"))
+    }
+
+    fn summaries(&self, run_ids: &[String]) -> Result<HashMap<String, RunSummary>, ApiError> {
+        self.block(self.sql.summaries(run_ids))
     }
 
     fn is_active(&self, run_id: &str) -> bool {

@@ -19,7 +19,7 @@
 //!   or cancelled: `cancel_reason` says so), `success`, `error`.
 
 use crate::assistants::{Assistant, Assistants};
-use crate::engine::{ApiError, Drive, Engine, Notice, StartSpec};
+use crate::engine::{ApiError, Drive, Engine, Notice, RunSummary, StartSpec};
 use runtime::session::Breakpoint;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -1012,8 +1012,13 @@ async fn thread_run_join_stream(
 
 /// A server run as the inbox and `switchyard runs --server` show it.
 fn sy_run_json(engine: &dyn Engine, row: &crate::db::RunRow, assistants: &Assistants) -> ApiResult<Value> {
-    let rec = engine.record(&row.run_id)?;
-    let active = engine.is_active(&row.run_id);
+    let summary = engine.summaries(std::slice::from_ref(&row.run_id))?.remove(&row.run_id).unwrap_or_default();
+    sy_run_summary_json(engine, row, summary, assistants)
+}
+
+/// [`sy_run_json`] of a run whose summary was read already (the run list reads them all at once).
+fn sy_run_summary_json(engine: &dyn Engine, row: &crate::db::RunRow, summary: RunSummary, assistants: &Assistants) -> ApiResult<Value> {
+    let RunSummary { record: rec, active, breakpoints } = summary;
     let held = engine.db().held(&row.run_id)?;
     let name = assistants.find(&row.assistant_id).map(|a| a.graph_id.clone()).unwrap_or_else(|| row.assistant_id.clone());
     let waiting = rec.as_ref().filter(|r| r.status == "interrupted" && !active).and_then(|r| r.pending.clone());
@@ -1043,7 +1048,7 @@ fn sy_run_json(engine: &dyn Engine, row: &crate::db::RunRow, assistants: &Assist
         "output": rec.as_ref().map(|r| r.output.clone()),
         "error": rec.as_ref().and_then(|r| r.error.clone()),
         "started_by": row.started_by,
-        "breakpoints": engine.breakpoints(&row.run_id)?,
+        "breakpoints": breakpoints,
         "active": active,
     }))
 }
@@ -1058,8 +1063,12 @@ async fn sy_runs(State(st): State<AppState>, Query(q): Query<RunsQuery>) -> ApiR
     blocking(move || {
         let engine = st.engine.as_ref();
         let mut out = Vec::new();
-        for row in engine.db().all_runs()?.iter().rev() {
-            let v = sy_run_json(engine, row, &st.assistants)?;
+        let rows = engine.db().all_runs()?;
+        let ids: Vec<String> = rows.iter().map(|r| r.run_id.clone()).collect();
+        let mut summaries = engine.summaries(&ids)?;
+        for row in rows.iter().rev() {
+            let summary = summaries.remove(&row.run_id).unwrap_or_default();
+            let v = sy_run_summary_json(engine, row, summary, &st.assistants)?;
             if q.status.as_deref().is_none_or(|s| v["status"] == s) {
                 out.push(v);
             }

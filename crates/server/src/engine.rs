@@ -119,6 +119,15 @@ pub struct InboxChange {
     pub run_id: String,
 }
 
+/// What a run list shows of one run.
+#[derive(Clone, Debug, Default)]
+pub struct RunSummary {
+    pub record: Option<RunRecord>,
+    /// Driven right now (`Engine::is_active`).
+    pub active: bool,
+    pub breakpoints: Vec<Breakpoint>,
+}
+
 /// Where runs execute (see the module docs).
 pub trait Engine: Send + Sync {
     /// Start a run; it goes on in the background.
@@ -143,6 +152,16 @@ pub trait Engine: Send + Sync {
     /// The run's latest checkpoint.
     fn latest_history(&self, run_id: &str) -> Result<Option<HistoryRow>, ApiError> {
         Ok(self.db().latest_history(run_id)?)
+    }
+    /// The summaries of many runs at once (an engine that reads runs over the network
+    /// answers in one request); runs it does not know are left out.
+    fn summaries(&self, run_ids: &[String]) -> Result<HashMap<String, RunSummary>, ApiError> {
+        let mut out = HashMap::new();
+        for id in run_ids {
+            let summary = RunSummary { record: self.record(id)?, active: self.is_active(id), breakpoints: self.breakpoints(id)? };
+            out.insert(id.clone(), summary);
+        }
+        Ok(out)
     }
     /// Events numbered above `after`, at most `limit`.
     fn events_after(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<(u64, String)>, ApiError>;
