@@ -1,22 +1,25 @@
-//! Runs on Restate against the embedded engine, on loopback: the step overhead (one run of a
-//! generated Loki agent of 40 trivial script steps at a time, `POST /runs/wait`, 5 runs: the
-//! median time per step) and the throughput (`RESTATE_LOAD_RUNS`, default 100, runs of 5 such
-//! steps started 16 at a time: runs finished per second), for `switchyard serve` (embedded),
-//! and `serve --engine restate` with one worker, then two workers sharing one address. Printed
-//! as the numbers and as ratios to the embedded engine (and two workers to one).
+//! Runs on Restate against the embedded engine, on loopback, for `switchyard serve`
+//! (embedded) and `serve --engine restate` with one worker, then two workers sharing one
+//! address:
 //!
-//! The Restate server is `$SWITCHYARD_RESTATE_SERVER` (`./dev test` installs it; without it the
+//! - step overhead: one run at a time of a generated Loki agent of 40 trivial script steps
+//!   (`POST /runs/wait`, median of 5): time per step;
+//! - throughput: `RESTATE_LOAD_RUNS` (default 100) runs of 5 such steps, 16 `POST /runs/wait`
+//!   in flight: runs finished per second;
+//! - the LLM-bound run: a sherma chain of 20 sequential `call_llm` nodes (live, against a fake
+//!   OpenAI-compatible server on 127.0.0.1 answering after 20 ms, as `bench/llm_calls.rs`), one
+//!   at a time, median of 5 after a warm-up: the run's own time (its first checkpoint to its
+//!   last, as the run's history says) against its physical limit, 20 × 20 ms = 400 ms (target
+//!   on Restate: within 10 %), and the time a client waits for it through the API.
+//!
+//! Printed as the numbers and as ratios to the embedded engine (and two workers to one). The
+//! Restate server is `$SWITCHYARD_RESTATE_SERVER` (`./dev test` installs it; without it the
 //! bench says so and ends). The rest is the release `switchyard` binary (`cargo bench --bench
-//! restate_load`). Under `cargo test --all-targets` it does nothing.
-//!
-//! Measured on the 2-core dev machine (release, Restate 1.7.12, 100 runs): embedded 4.6 ms per
-//! step and 41 runs/s; Restate with one worker 80 ms per step (17x) and 5.8 runs/s (7x fewer);
-//! with two workers 79 ms and 3.0 runs/s. The two-worker phase runs second on the same server,
-//! so its completion polling lists more runs: read its runs/s with that in mind.
+//! restate_load`). Under `cargo test --all-targets` it does nothing. Measured numbers are in
+//! docs/performance.md.
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -24,6 +27,9 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
 const LONG: usize = 40;
+const CALLS: usize = 20;
+const LATENCY: Duration = Duration::from_millis(20);
+const TARGET_OVERHEAD: f64 = 0.10;
 const SHORT: usize = 5;
 const DEADLINE: Duration = Duration::from_secs(600);
 
@@ -75,38 +81,105 @@ async fn ok(c: &reqwest::Client, url: &str) -> bool {
     matches!(c.get(url).send().await, Ok(r) if r.status().is_success())
 }
 
-/// (median ms per step of the long agent, runs of the short agent per second) on `url`.
-async fn measure(c: &reqwest::Client, url: &str, runs: usize) -> (f64, f64) {
+/// `POST /runs/wait` of `assistant` with `input`: the final state.
+async fn wait(c: &reqwest::Client, url: &str, assistant: &str, input: Value) -> Value {
+    let r = c.post(format!("{url}/runs/wait")).json(&json!({"assistant_id": assistant, "input": input})).send().await.unwrap();
+    assert!(r.status().is_success(), "a run of {assistant}: {}", r.status());
+    r.json().await.unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median ms per step of the long agent, one run at a time.
+async fn per_step(c: &reqwest::Client, url: &str) -> f64 {
     let mut per_step = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let r = c.post(format!("{url}/runs/wait")).json(&json!({"assistant_id": "long", "input": "go"})).send().await.unwrap();
-        assert!(r.status().is_success(), "the long run: {}", r.status());
-        let out: Value = r.json().await.unwrap();
+        let out = wait(c, url, "long", json!("go")).await;
         assert_eq!(out["initial_prompt"], json!("go"), "the long run's final state: {out}");
         per_step.push(t.elapsed().as_secs_f64() * 1000.0 / LONG as f64);
     }
-    per_step.sort_by(f64::total_cmp);
+    median(per_step)
+}
+
+/// Runs of the short agent finished per second, 16 waited for at a time.
+async fn throughput(c: &reqwest::Client, url: &str, runs: usize) -> f64 {
     let t = Instant::now();
-    let ids: Vec<String> = futures_util::stream::iter(0..runs)
-        .map(|_| async {
-            let r: Value = c.post(format!("{url}/runs")).json(&json!({"assistant_id": "short", "input": "go"})).send().await.unwrap().json().await.unwrap();
-            r["run_id"].as_str().unwrap_or_else(|| panic!("{r}")).to_string()
-        })
-        .buffer_unordered(16)
-        .collect()
-        .await;
-    let ids: HashSet<String> = ids.into_iter().collect();
-    loop {
-        let v: Value = c.get(format!("{url}/switchyard/runs?status=completed")).send().await.unwrap().json().await.unwrap();
-        let done = v.as_array().unwrap().iter().filter(|r| ids.contains(r["run_id"].as_str().unwrap_or(""))).count();
-        if done == runs {
-            break;
+    let outs: Vec<Value> = futures_util::stream::iter(0..runs).map(|_| wait(c, url, "short", json!("go"))).buffer_unordered(16).collect().await;
+    assert!(outs.iter().all(|o| o["initial_prompt"] == json!("go")), "every short run completed");
+    runs as f64 / t.elapsed().as_secs_f64()
+}
+
+fn ms_of(iso: &Value) -> f64 {
+    let t = time::OffsetDateTime::parse(iso.as_str().unwrap(), &time::format_description::well_known::Rfc3339).unwrap();
+    (t.unix_timestamp_nanos() / 1_000_000) as f64
+}
+
+/// The LLM chain on a thread, one run at a time, median of 5 after a warm-up: (the run's own
+/// ms, first checkpoint to last; the ms a client waited for it).
+async fn llm_chain(c: &reqwest::Client, url: &str) -> (f64, f64) {
+    let (mut own, mut waited) = (Vec::new(), Vec::new());
+    for i in 0..6 {
+        let thread: Value = c.post(format!("{url}/threads")).json(&json!({})).send().await.unwrap().json().await.unwrap();
+        let tid = thread["thread_id"].as_str().unwrap();
+        let t = Instant::now();
+        let r = c
+            .post(format!("{url}/threads/{tid}/runs/wait"))
+            .json(&json!({"assistant_id": "chain", "input": {"messages": [{"role": "user", "content": "go"}]}}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "the chain: {}", r.status());
+        let out: Value = r.json().await.unwrap();
+        let dt = t.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(out["messages"].as_array().map_or(0, |m| m.len()), CALLS + 1, "one answer per call: {out}");
+        let hist: Value = c.get(format!("{url}/threads/{tid}/history?limit=100")).send().await.unwrap().json().await.unwrap();
+        let hist = hist.as_array().unwrap();
+        assert_eq!(hist.len(), CALLS + 1, "a checkpoint before the first call and after each");
+        let run_ms = ms_of(&hist[0]["created_at"]) - ms_of(&hist[hist.len() - 1]["created_at"]);
+        if i > 0 {
+            own.push(run_ms);
+            waited.push(dt);
         }
-        assert!(t.elapsed() < DEADLINE, "{done} of {runs} runs finished");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    (per_step[2], runs as f64 / t.elapsed().as_secs_f64())
+    (median(own), median(waited))
+}
+
+/// A sherma agent `chain` of `calls` sequential `call_llm` nodes (as bench/llm_calls.rs).
+fn llm_agent(agents: &Path, calls: usize) {
+    let mut s = String::from(
+        "manifest_version: 1\nllms:\n  - id: gpt\n    provider: openai\n    model_name: gpt-4o-mini\ndefault_llm: {id: gpt}\nagents:\n  chain:\n    state:\n      fields:\n        - {name: messages, type: list, default: []}\n    graph:\n      entry_point: c1\n      nodes:\n",
+    );
+    for i in 1..=calls {
+        s.push_str(&format!(
+            "        - name: c{i}\n          type: call_llm\n          args:\n            prompt:\n              - {{role: system, content: '\"Answer briefly.\"'}}\n              - {{role: messages, content: state.messages}}\n            state_updates:\n              messages: '[llm_response]'\n"
+        ));
+    }
+    s.push_str("      edges:\n");
+    for i in 1..calls {
+        s.push_str(&format!("        - {{source: c{i}, target: c{}}}\n", i + 1));
+    }
+    s.push_str(&format!("        - {{source: c{calls}, target: __end__}}\n"));
+    std::fs::create_dir_all(agents.join("chain")).unwrap();
+    std::fs::write(agents.join("chain/agent.yaml"), s).unwrap();
+}
+
+/// Everything measured on one server.
+struct Measured {
+    ms_per_step: f64,
+    runs_per_s: f64,
+    llm_own_ms: f64,
+    llm_waited_ms: f64,
+}
+
+async fn measure(c: &reqwest::Client, url: &str, runs: usize) -> Measured {
+    let ms_per_step = per_step(c, url).await;
+    let runs_per_s = throughput(c, url, runs).await;
+    let (llm_own_ms, llm_waited_ms) = llm_chain(c, url).await;
+    Measured { ms_per_step, runs_per_s, llm_own_ms, llm_waited_ms }
 }
 
 fn main() {
@@ -123,10 +196,17 @@ fn main() {
     let agents = t.join("agents");
     chain(&agents, "long", LONG);
     chain(&agents, "short", SHORT);
+    llm_agent(&agents, CALLS);
+    // The fake model: every answer after LATENCY; the servers and workers call it live.
+    let fake = test_support::fake_llm::FakeLlm::start();
+    fake.set_latency(LATENCY);
+    fake.set_default(test_support::fake_llm::Reply::Text("ok".into()));
+    let providers = t.join("providers.yaml");
+    std::fs::write(&providers, format!("providers:\n  openai:\n    base_url: \"{}\"\n    api_key: sk-bench\n", fake.base())).unwrap();
     let serve = |engine: &[&str], db: &str| {
         let mut c = Command::new(BIN);
-        c.arg("serve").args(engine).args(["--listen", "127.0.0.1:0", "--agents"]).arg(&agents).arg("--db").arg(t.join(db));
-        c.env("SWITCHYARD_PROVIDERS", t.join("no-providers.yaml"));
+        c.arg("serve").args(engine).args(["--live", "--listen", "127.0.0.1:0", "--agents"]).arg(&agents).arg("--db").arg(t.join(db));
+        c.env("SWITCHYARD_PROVIDERS", &providers);
         spawn_until(&mut c, "listening on ")
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -159,6 +239,7 @@ fn main() {
     let worker = || {
         let mut c = Command::new(BIN);
         c.args(["worker", "--restate", &ingress, "--admin", &admin, "--listen", &listen, "--agents"]).arg(&agents);
+        c.env("SWITCHYARD_PROVIDERS", &providers);
         spawn_until(&mut c, "worker listening on ").0
     };
     let _w1 = worker();
@@ -166,13 +247,35 @@ fn main() {
     let one = rt.block_on(measure(&c, &url, runs));
     let _w2 = worker();
     let two = rt.block_on(measure(&c, &url, runs));
-    println!("restate_load: {LONG}-step runs one at a time (median of 5), {runs} runs of {SHORT} steps 16 at a time");
-    println!("{:<22} {:>12} {:>10}", "engine", "ms per step", "runs/s");
-    for (name, (ms, rps)) in [("embedded", embedded), ("restate, 1 worker", one), ("restate, 2 workers", two)] {
-        println!("{name:<22} {ms:>12.2} {rps:>10.1}");
+    let limit = LATENCY.as_secs_f64() * 1000.0 * CALLS as f64;
+    println!(
+        "restate_load: {LONG}-step runs one at a time (median of 5); {runs} runs of {SHORT} steps, 16 in flight; \
+         a {CALLS}-call LLM chain against a {} ms fake model (median of 5, physical limit {limit:.0} ms)",
+        LATENCY.as_millis()
+    );
+    println!("{:<20} {:>12} {:>8} {:>14} {:>10} {:>16}", "engine", "ms per step", "runs/s", "llm run (ms)", "overhead", "llm waited (ms)");
+    for (name, m) in [("embedded", &embedded), ("restate, 1 worker", &one), ("restate, 2 workers", &two)] {
+        println!(
+            "{name:<20} {:>12.2} {:>8.1} {:>14.1} {:>9.1}% {:>16.1}",
+            m.ms_per_step,
+            m.runs_per_s,
+            m.llm_own_ms,
+            (m.llm_own_ms / limit - 1.0) * 100.0,
+            m.llm_waited_ms
+        );
     }
-    println!("step overhead, restate 1 worker / embedded: {:.2}x", one.0 / embedded.0);
-    println!("step overhead, restate 2 workers / embedded: {:.2}x", two.0 / embedded.0);
-    println!("runs/s, embedded / restate 1 worker: {:.2}x", embedded.1 / one.1);
-    println!("runs/s, restate 2 workers / 1 worker: {:.2}x", two.1 / one.1);
+    println!("step overhead, restate 1 worker / embedded: {:.2}x", one.ms_per_step / embedded.ms_per_step);
+    println!("step overhead, restate 2 workers / embedded: {:.2}x", two.ms_per_step / embedded.ms_per_step);
+    println!("runs/s, embedded / restate 1 worker: {:.2}x", embedded.runs_per_s / one.runs_per_s);
+    println!("runs/s, restate 2 workers / 1 worker: {:.2}x", two.runs_per_s / one.runs_per_s);
+    for (name, m) in [("1 worker", &one), ("2 workers", &two)] {
+        let over = m.llm_own_ms / limit - 1.0;
+        println!(
+            "llm chain on restate, {name}: {:.1} ms against its physical limit {limit:.0} ms: overhead {:.1}% (target ≤ {:.0}%: {})",
+            m.llm_own_ms,
+            over * 100.0,
+            TARGET_OVERHEAD * 100.0,
+            if over <= TARGET_OVERHEAD { "met" } else { "NOT met" }
+        );
+    }
 }
