@@ -54,7 +54,7 @@ export function registerCanvasTests(test, { assert, assertEq }) {
       return s;
     };
     // The canvas as wide as the window lets it be: source view, inspector and debugger hidden.
-    for (const sel of [testid('pane-toggle-source'), 'button[title="Toggle inspector"]', testid('toggle-debug-panel')]) {
+    for (const sel of [testid('pane-toggle-source'), testid('pane-toggle-inspector'), testid('toggle-debug-panel')]) {
       const el = await b.$(sel);
       if ((await el.getAttribute('class')).split(/\s+/).includes('on')) await el.click();
     }

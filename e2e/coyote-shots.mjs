@@ -56,7 +56,7 @@ async function main() {
       const b = await launch([file]);
       await until(b, async () => (await b.$$('[data-testid="node"]')).length > 5, `${agent} drawn`);
       await hidePane(b, testid('pane-toggle-source'));
-      await hidePane(b, 'button[title="Toggle inspector"]');
+      await hidePane(b, testid('pane-toggle-inspector'));
       await hidePane(b, testid('toggle-debug-panel'));
       for (const theme of THEMES) {
         await setTheme(b, theme);

@@ -119,6 +119,10 @@ export async function startDriver() {
   const runsDir = tmpDir('switchyard-e2e-runs-');
   // Recovery files of dirty documents (never the user's own ~/.local/state).
   const recoveryDir = tmpDir('switchyard-e2e-recovery-');
+  // The webview's own data (localStorage: the panes the window remembers, ui/src/panes.ts) goes
+  // to a scratch $XDG_DATA_HOME; run.mjs empties it before each test, so every test starts as a
+  // new user and a relaunch inside a test finds what the test left.
+  const dataDir = tmpDir('switchyard-e2e-data-');
   const tag = `${process.pid}-${Date.now()}`;
   // The trust list (trusted folders, confirmed run manifests) of every app: a scratch file the
   // tests write before each launch (`writeTrust`), never the developer's own list.
@@ -130,7 +134,7 @@ export async function startDriver() {
   fs.writeFileSync(browser, `#!/bin/sh\nprintf '%s\\n' "$#:$1" >> '${browserLog}'\n`, { mode: 0o755 });
   // The provider file (Settings) goes to the scratch config dir too: $XDG_CONFIG_HOME/switchyard/.
   const env = {
-    ...process.env, XDG_CONFIG_HOME: config, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir, SWITCHYARD_RECOVERY_DIR: recoveryDir, SWITCHYARD_E2E_TAG: tag,
+    ...process.env, XDG_CONFIG_HOME: config, XDG_DATA_HOME: dataDir, NO_AT_BRIDGE: '1', SWITCHYARD_RUNS_DIR: runsDir, SWITCHYARD_RECOVERY_DIR: recoveryDir, SWITCHYARD_E2E_TAG: tag,
     SWITCHYARD_TRUST: trustFile, SWITCHYARD_BROWSER: browser,
   };
   delete env.SWITCHYARD_PROVIDERS;
@@ -239,6 +243,7 @@ export async function startDriver() {
     browserLog,
     runsDir,
     recoveryDir,
+    dataDir,
     settle,
     /** Live processes of apps started through this driver. */
     appProcesses: appSide,
@@ -250,6 +255,7 @@ export async function startDriver() {
         fs.rmSync(config, { recursive: true, force: true });
         fs.rmSync(runsDir, { recursive: true, force: true });
         fs.rmSync(recoveryDir, { recursive: true, force: true });
+        fs.rmSync(dataDir, { recursive: true, force: true });
       }
     },
   };
@@ -390,6 +396,18 @@ export async function click(b, sel) {
   const el = await b.$(sel);
   await el.waitForClickable({ timeout: T.ui });
   await el.click();
+}
+
+/**
+ * Clicks a debugger toolbar action that moves into its More ▾ menu when the toolbar is narrow
+ * (`runs`, `connect`, `open-trace`): the button when it shows, else the menu's item.
+ */
+export async function toolbarAction(b, name) {
+  const inline = await b.$(testid(`dbg-${name}`));
+  await inline.waitForExist({ timeout: T.ui });
+  if (await inline.isDisplayed()) return click(b, testid(`dbg-${name}`));
+  await click(b, testid('dbg-more'));
+  await click(b, testid(`dbg-more-${name === 'open-trace' ? 'trace' : name}`));
 }
 
 export function nodeSel(id) {

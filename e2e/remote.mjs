@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { spawn } from 'node:child_process';
-import { CLI, ROOT, T, click, poll, screenshot, testid, tmpDir, waitForView } from './lib.mjs';
+import { CLI, ROOT, T, click, poll, screenshot, testid, tmpDir, toolbarAction, waitForView } from './lib.mjs';
 
 /** Polls the async `read` until `pred` holds (a deadline, no fixed sleeps). */
 async function eventually(read, pred, what, timeout = T.ui) {
@@ -71,7 +71,7 @@ async function waitDbg(b, pred, what, timeout = T.ui) {
 }
 
 async function connect(b, url) {
-  await click(b, testid('dbg-connect'));
+  await toolbarAction(b, 'connect');
   const input = await b.$(testid('connect-url'));
   await input.waitForDisplayed({ timeout: T.ui });
   await input.clearValue();
@@ -98,7 +98,7 @@ export function registerRemoteTests(test, { assert }) {
     try {
       await waitForView(b);
       // A connection refused is said so.
-      await click(b, testid('dbg-connect'));
+      await toolbarAction(b, 'connect');
       const input = await b.$(testid('connect-url'));
       await input.waitForDisplayed({ timeout: T.ui });
       await input.setValue('http://127.0.0.1:9');
@@ -112,7 +112,7 @@ export function registerRemoteTests(test, { assert }) {
       await eventually(() => srv.api('GET', `switchyard/runs/${rid}`), (r) => r.status === 'interrupted', `run ${rid} waiting at its approval on the server`, T.ui);
 
       await connect(b, srv.url);
-      await click(b, testid('dbg-runs'));
+      await toolbarAction(b, 'runs');
       const row = `[data-testid="remote-run-row"][data-id="${rid}"]`;
       await (await b.$(row)).waitForDisplayed({ timeout: T.ui });
       assert((await (await b.$(row)).getAttribute('data-status')) === 'interrupted', 'the run is listed as waiting');
@@ -124,7 +124,8 @@ export function registerRemoteTests(test, { assert }) {
       // the state come from the server's event stream.
       const d = await waitDbg(b, (d) => d.state === 'interrupted' && d.pending != null && (d.steps ?? 0) >= 4, 'the remote run shown, waiting at its approval');
       assert(d.path?.startsWith('/switchyard-remote/'), `the remote document is open: ${d.path}`);
-      assert((await (await b.$(testid('dbg-remote'))).getText()).includes('release-gate'), 'the remote badge names the assistant');
+      const badge = await (await b.$(testid('dbg-remote'))).getText();
+      assert(badge.includes('release-gate'), `the remote badge names the assistant: "${badge}"`);
       // Its scripts are on the server, not missing: no node carries an error badge.
       const badged = await b.execute(() => [...document.querySelectorAll('[data-errors]')].filter((n) => n.getAttribute('data-errors') !== '0').length);
       assert(badged === 0, `no node shows errors for the server's side files (${badged} do)`);
@@ -164,7 +165,7 @@ export function registerRemoteTests(test, { assert }) {
     try {
       await waitForView(b);
       await connect(b, srv.url);
-      await click(b, testid('dbg-runs'));
+      await toolbarAction(b, 'runs');
       await click(b, '[data-testid="remote-assistant-open"][data-id="release-gate"]');
       await waitForView(b, (v) => v.path.startsWith('/switchyard-remote/') && v.nodes.some((n) => n.id === 'summarise'), 'the remote assistant');
       const dot = await b.$('[data-testid="node"][data-node-id="summarise"] [data-testid="bp-dot"]');

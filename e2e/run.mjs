@@ -171,6 +171,11 @@ test('a broken CEL condition shows an error badge on the node', async ({ b }) =>
   const node = await b.$(nodeSel('confirm'));
   await b.waitUntil(async () => Number(await node.getAttribute('data-errors')) > 0, { timeout: T.ui, timeoutMsg: 'data-errors' });
   await (await node.$(testid('node-badge'))).waitForExist({ timeout: T.ui });
+  // The problems list is beside the source view, which opens when wanted: its toggle counts them.
+  await (await b.$(testid('pane-toggle-source-count'))).waitForExist({ timeout: T.ui });
+  await (await b.$(testid('pane-toggle-source'))).click();
+  await (await b.$(testid('problems'))).waitForExist({ timeout: T.ui });
+  await b.waitUntil(async () => (await b.$$(testid('problem'))).length > 0, { timeout: T.ui, timeoutMsg: 'the problems listed' }).catch(() => {});
   const problems = await b.$$(testid('problem'));
   assert(problems.length > 0, 'the problems list shows the error');
 });
@@ -325,6 +330,9 @@ test('recent files: a file opened before is listed on the empty screen', async (
 
 test('bad input: hostile files open with positioned problems and the window stays responsive', async ({ b, dir }) => {
   await waitForView(b, (v) => v.nodes.length > 0);
+  // The problems are listed beside the source view: open it (collapsed by default).
+  await (await b.$(testid('pane-toggle-source'))).click();
+  await (await b.$(testid('source-view'))).waitForExist({ timeout: T.ui });
   // The window may only open files inside the open project (README "Trust and safety"): the
   // corpus is copied into a project (a scratch folder with `.git`) around the open agent.
   const project = path.dirname(dir);
@@ -456,7 +464,10 @@ async function main() {
         ctx.recoveryDir = driver.recoveryDir;
         for (const f of fs.readdirSync(driver.recoveryDir)) fs.rmSync(path.join(driver.recoveryDir, f), { force: true });
         ctx.configDir = driver.config;
+        ctx.dataDir = driver.dataDir;
         for (const f of fs.readdirSync(driver.runsDir)) fs.rmSync(path.join(driver.runsDir, f), { recursive: true, force: true });
+        // What the webview remembers (the panes, in localStorage): each test starts as a new user.
+        for (const f of fs.readdirSync(driver.dataDir)) fs.rmSync(path.join(driver.dataDir, f), { recursive: true, force: true });
         b = await launch(args);
         ctx.b = b;
         ctx.relaunch = async (a) => {

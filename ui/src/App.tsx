@@ -30,6 +30,7 @@ import { ExternalLinkDialog } from './components/ExternalLink';
 import { TrustContext, createTrustStore, useTrust, type TrustState } from './trust/store';
 import { DebugContext, createDebugStore, nestedPause, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
 import type { View } from './types';
+import { PANE_KEYS, clampDock, defaultDockHeight, defaultSideWidth, inspectorShown, inspectorToggleTitle, type PaneId } from './panes';
 
 /** What end-to-end tests read of the debugger (docs/app-contract.md §5.2). */
 export interface DebugHook {
@@ -60,13 +61,14 @@ declare global {
   }
 }
 
-function Splitter({ onDrag }: { onDrag(dx: number): void }) {
+function Splitter({ onDrag, onDone }: { onDrag(dx: number): void; onDone(): void }) {
   const start = useRef<number | null>(null);
   return (
     <div
       className="splitter"
       role="separator"
       aria-orientation="vertical"
+      aria-label="Resize the source view"
       onPointerDown={(e) => {
         start.current = e.clientX;
         (e.target as HTMLElement).setPointerCapture?.(e.pointerId);
@@ -76,13 +78,16 @@ function Splitter({ onDrag }: { onDrag(dx: number): void }) {
         onDrag(e.clientX - start.current);
         start.current = e.clientX;
       }}
-      onPointerUp={() => (start.current = null)}
+      onPointerUp={() => {
+        if (start.current != null) onDone();
+        start.current = null;
+      }}
     />
   );
 }
 
 /** The debugger's bottom dock under the canvas: resizable (drag its top edge), collapsible. */
-function DebugDock({ height, onResize }: { height: number; onResize(h: number): void }) {
+function DebugDock({ height, onResize, onDone }: { height: number; onResize(h: number): void; onDone(): void }) {
   const start = useRef<{ y: number; h: number } | null>(null);
   return (
     <div className="debug-dock" data-testid="debug-dock" style={{ height, flex: 'none', display: 'flex', flexDirection: 'column', minHeight: 0 }}>
@@ -100,7 +105,10 @@ function DebugDock({ height, onResize }: { height: number; onResize(h: number): 
           if (!start.current) return;
           onResize(start.current.h - (e.clientY - start.current.y));
         }}
-        onPointerUp={() => (start.current = null)}
+        onPointerUp={() => {
+          if (start.current) onDone();
+          start.current = null;
+        }}
       />
       <div style={{ flex: 1, minHeight: 0, display: 'flex', flexDirection: 'column', overflow: 'hidden' }}>
         <ErrorBoundary label="debugger panel">
@@ -111,45 +119,78 @@ function DebugDock({ height, onResize }: { height: number; onResize(h: number): 
   );
 }
 
-function clampDock(h: number): number {
-  const max = Math.max(160, (typeof window !== 'undefined' ? window.innerHeight : 800) - 200);
-  return Math.round(Math.min(max, Math.max(120, h)));
+const winW = () => (typeof window !== 'undefined' ? window.innerWidth : 1280);
+const winH = () => (typeof window !== 'undefined' ? window.innerHeight : 800);
+
+/** The source toggle's count: errors (else warnings) of the document, with the words for its tooltip. */
+function problemCount(diags: View['diagnostics'] | undefined): { n: number; sev: 'error' | 'warning'; words: string } | null {
+  let errors = 0;
+  let warnings = 0;
+  for (const d of diags ?? []) {
+    if (d.severity === 'error') errors++;
+    else if (d.severity === 'warning') warnings++;
+  }
+  if (errors + warnings === 0) return null;
+  const words = [errors ? `${errors} error${errors === 1 ? '' : 's'}` : '', warnings ? `${warnings} warning${warnings === 1 ? '' : 's'}` : ''].filter(Boolean).join(', ');
+  return errors ? { n: errors, sev: 'error', words } : { n: warnings, sev: 'warning', words };
+}
+
+/** The toggles drawn over the canvas's top-left corner: one per pane, with its key. */
+function PaneToggles() {
+  const store = useAppStore();
+  const panes = useApp((s) => s.panes);
+  const selected = useApp((s) => s.selection !== null);
+  const diags = useApp((s) => s.view?.diagnostics);
+  const count = useMemo(() => problemCount(diags), [diags]);
+  const inspector = inspectorShown(panes.inspector, selected);
+  const toggle = (id: PaneId) => store.getState().togglePane(id);
+  const button = (id: PaneId, on: boolean, label: string, title: string, testid: string, extra?: React.ReactNode) => (
+    <button type="button" className={`toggle${on ? ' on' : ''}`} onClick={() => toggle(id)} title={title} aria-pressed={on} data-testid={testid}>
+      {label}
+      {extra}
+    </button>
+  );
+  return (
+    <div className="pane-toggles" role="toolbar" aria-label="Panes">
+      {button('palette', panes.palette, 'Palette', `${panes.palette ? 'Hide' : 'Show'} the node palette (${PANE_KEYS.palette})`, 'pane-toggle-palette')}
+      {button(
+        'source',
+        panes.source,
+        'Source',
+        `${panes.source ? 'Hide' : 'Show'} the YAML source and its problems (${PANE_KEYS.source})${count ? ` · ${count.words}` : ''}`,
+        'pane-toggle-source',
+        count ? (
+          <span className={`toggle-count sev-${count.sev}`} data-testid="pane-toggle-source-count">
+            {count.n}
+          </span>
+        ) : null,
+      )}
+      {button('inspector', inspector, 'Inspector', inspectorToggleTitle(panes.inspector, selected), 'pane-toggle-inspector')}
+      {button('debugger', panes.debugger, 'Debugger', `${panes.debugger ? 'Hide' : 'Show'} the debugger panel: timeline, state, calls (${PANE_KEYS.debugger})`, 'toggle-debug-panel')}
+    </div>
+  );
 }
 
 function Workspace() {
-  const [sideWidth, setSideWidth] = useState(() => Math.round(Math.min(420, Math.max(260, (typeof window !== "undefined" ? window.innerWidth : 1280) * 0.26))));
-  const [showPalette, setShowPalette] = useState(true);
-  const [showSource, setShowSource] = useState(true);
-  const [showInspector, setShowInspector] = useState(true);
-  const [showDebug, setShowDebug] = useState(true);
-  const [dockHeight, setDockHeight] = useState(() => clampDock((typeof window !== 'undefined' ? window.innerHeight : 800) * 0.3));
+  const store = useAppStore();
+  const panes = useApp((s) => s.panes);
+  const selected = useApp((s) => s.selection !== null);
+  const [sideWidth, setSideWidth] = useState(() => panes.sideWidth ?? defaultSideWidth(winW()));
+  const [dockHeight, setDockHeight] = useState(() => clampDock(panes.dockHeight ?? defaultDockHeight(winH()), winH()));
   const debugMode = useDebug((s) => s.mode);
   // A run (or a trace) brings the debugger panel back.
   useEffect(() => {
-    if (debugMode !== 'idle') setShowDebug(true);
-  }, [debugMode]);
+    if (debugMode !== 'idle' && !store.getState().panes.debugger) store.getState().setPanes({ debugger: true });
+  }, [debugMode, store]);
   return (
     <div className="workspace">
-      {showPalette ? <Palette /> : null}
+      {panes.palette ? <Palette /> : null}
       <main className="center">
         <ErrorBoundary label="debugger toolbar">
           <DebugToolbar />
         </ErrorBoundary>
         <div className="canvas-area" style={{ position: 'relative', flex: 1, minHeight: 0, display: 'flex', flexDirection: 'column' }}>
-          <div className="pane-toggles">
-            <button type="button" className={`toggle${showPalette ? ' on' : ''}`} onClick={() => setShowPalette(!showPalette)} title="Toggle palette">
-              Palette
-            </button>
-            <button type="button" className={`toggle${showSource ? ' on' : ''}`} onClick={() => setShowSource(!showSource)} title="Toggle source view" data-testid="pane-toggle-source">
-              Source
-            </button>
-            <button type="button" className={`toggle${showInspector ? ' on' : ''}`} onClick={() => setShowInspector(!showInspector)} title="Toggle inspector">
-              Inspector
-            </button>
-            <button type="button" className={`toggle${showDebug ? ' on' : ''}`} onClick={() => setShowDebug(!showDebug)} title="Toggle the debugger panel" data-testid="toggle-debug-panel">
-              Debugger
-            </button>
-          </div>
+          <PaneToggles />
           <ErrorBoundary label="canvas">
             <Canvas />
           </ErrorBoundary>
@@ -157,12 +198,14 @@ function Workspace() {
             <NestedView />
           </ErrorBoundary>
         </div>
-        {showDebug ? <DebugDock height={dockHeight} onResize={(h) => setDockHeight(clampDock(h))} /> : null}
+        {panes.debugger ? (
+          <DebugDock height={dockHeight} onResize={(h) => setDockHeight(clampDock(h, winH()))} onDone={() => store.getState().setPanes({ dockHeight })} />
+        ) : null}
       </main>
-      {showSource ? (
+      {panes.source ? (
         <>
-          <Splitter onDrag={(dx) => setSideWidth((w) => Math.min(1200, Math.max(240, w - dx)))} />
-          <div className="side" style={{ width: sideWidth }}>
+          <Splitter onDrag={(dx) => setSideWidth((w) => Math.min(1200, Math.max(240, w - dx)))} onDone={() => store.getState().setPanes({ sideWidth })} />
+          <div className="side" style={{ width: sideWidth }} data-testid="side-pane">
             <ErrorBoundary label="source view">
               <SourceView />
             </ErrorBoundary>
@@ -170,7 +213,7 @@ function Workspace() {
           </div>
         </>
       ) : null}
-      {showInspector ? (
+      {inspectorShown(panes.inspector, selected) ? (
         <ErrorBoundary label="inspector">
           <Inspector />
         </ErrorBoundary>

@@ -2,6 +2,7 @@
 import type { AppState } from './store';
 import { nestedPause, type DebugState } from './debug/store';
 import { bpEditor } from './debug/bpEditor';
+import { paneForKey } from './panes';
 
 export type ShortcutAction = 'undo' | 'redo' | 'save' | 'open' | 'search' | 'delete' | 'deselect' | 'settings' | null;
 
@@ -31,6 +32,14 @@ export function shortcutFor(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey'
 
 /** Handle a keydown; returns true when it was a shortcut (and prevents the default). */
 export function handleShortcut(e: KeyboardEvent, state: AppState): boolean {
+  // Ctrl+B / U / I / J: the palette, source view, inspector, debugger panel (not over a key the
+  // source view's editor took for itself).
+  const pane = state.view && !e.defaultPrevented ? paneForKey(e) : null;
+  if (pane) {
+    e.preventDefault();
+    state.togglePane(pane);
+    return true;
+  }
   const action = shortcutFor(e);
   if (!action) return false;
   // Inside the source view, Ctrl+F is CodeMirror's own search.
@@ -74,6 +83,19 @@ export function handleShortcut(e: KeyboardEvent, state: AppState): boolean {
 // breakpoint, Shift+F9 edit its condition.
 
 export type DebugAction = 'continue' | 'step' | 'step-into' | 'step-out' | 'stop' | 'restart' | 'toggle-breakpoint' | 'edit-breakpoint' | null;
+
+/** The key of each debugger action, as the toolbar's tooltips name it (debugShortcutFor maps it
+ *  back: ui/src/test/toolbar.test.tsx checks both ways). */
+export const DEBUG_KEYS = Object.freeze({
+  continue: 'F5',
+  step: 'F10',
+  'step-into': 'F11',
+  'step-out': 'Shift+F11',
+  stop: 'Shift+F5',
+  restart: 'Ctrl+Shift+F5',
+  'toggle-breakpoint': 'F9',
+  'edit-breakpoint': 'Shift+F9',
+} satisfies Record<Exclude<DebugAction, null>, string>);
 
 /** Which debugger action a key event means (pure, for tests). */
 export function debugShortcutFor(e: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'metaKey' | 'shiftKey' | 'altKey'>): DebugAction {

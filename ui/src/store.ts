@@ -4,6 +4,7 @@ import { createStore, useStore, type StoreApi } from 'zustand';
 import { errorCode, errorMessage, isConflictError, type Backend } from './backend';
 import type { BundleView } from './contract/shell';
 import type { DocumentChanged, EditOp, ExportFormat, ExprError, Pos, RecoveryOffer, View, ViewEdge, ViewNode } from './types';
+import { loadPanes, savePanes, toggledInspector, type PaneId, type Panes } from './panes';
 
 export type Selection = { type: 'node'; id: string } | { type: 'edge'; id: string } | null;
 export type ThemePref = 'system' | 'light' | 'dark';
@@ -60,6 +61,8 @@ export interface AppState {
   settingsOpen: boolean;
   /** Bumped after every saved settings change (views that show provider state reload). */
   settingsRevision: number;
+  /** Which panes show around the canvas (remembered across launches: panes.ts). */
+  panes: Panes;
 
   init(): Promise<void>;
   setView(view: View | null): void;
@@ -102,6 +105,10 @@ export interface AppState {
   dismissToast(id: number): void;
   openSettings(open: boolean): void;
   settingsSaved(): void;
+  /** Changes what the workspace shows and remembers it. */
+  setPanes(patch: Partial<Panes>): void;
+  /** A pane's toggle (its button or key): the inspector by what is on screen now. */
+  togglePane(id: PaneId): void;
 }
 
 let toastSeq = 1;
@@ -147,6 +154,19 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
       pendingText: null,
       settingsOpen: false,
       settingsRevision: 0,
+      panes: loadPanes(),
+
+      setPanes(patch) {
+        const panes = { ...get().panes, ...patch };
+        set({ panes });
+        savePanes(panes);
+      },
+
+      togglePane(id) {
+        const p = get().panes;
+        if (id === 'inspector') get().setPanes({ inspector: toggledInspector(p.inspector, get().selection !== null) });
+        else get().setPanes({ [id]: !p[id] });
+      },
 
       openSettings(open) {
         set({ settingsOpen: open });

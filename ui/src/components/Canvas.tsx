@@ -82,6 +82,18 @@ export function fitViewport(nodes: { x: number; y: number; w?: number; h?: numbe
   return { x, y: 40 - b.y * zoom, zoom };
 }
 
+/**
+ * How far to pan sideways so that a box from `left` to `right` (screen px) shows in a pane
+ * `width` wide, `margin` clear of its edges (its left edge first when it is wider than the pane);
+ * 0 when it shows already.
+ */
+export function panToShow(left: number, right: number, width: number, margin = 24): number {
+  let dx = 0;
+  if (right > width - margin) dx = width - margin - right;
+  if (left + dx < margin) dx = margin - left;
+  return Math.round(dx);
+}
+
 /** Where an edge is drawn, for placing labels: the same geometry EdgeLine draws. */
 function labelInputs(edges: SyEdge[], rects: Map<string, Rect>, moved: Set<string>, selEdge: string | null): LabelInput[] {
   const out: LabelInput[] = [];
@@ -91,8 +103,9 @@ function labelInputs(edges: SyEdge[], rects: Map<string, Rect>, moved: Set<strin
     const b = rects.get(e.target);
     if (!text || !a || !b) continue;
     const route = usableRoute(e.data?.points, e.source, e.target, moved);
-    const segs = edgeSegments(sourcePoint(a), targetPoint(b), route, parallelOffset(e.data?.parallel ?? 0, e.data?.parallelCount ?? 1));
-    out.push({ id: e.id, text, samples: samplePath(segs), priority: e.id === selEdge });
+    const offset = parallelOffset(e.data?.parallel ?? 0, e.data?.parallelCount ?? 1);
+    const segs = edgeSegments(sourcePoint(a), targetPoint(b), route, offset);
+    out.push({ id: e.id, text, samples: samplePath(segs), priority: e.id === selEdge, side: offset < 0 ? -1 : offset > 0 ? 1 : undefined });
   }
   return out;
 }
@@ -191,7 +204,9 @@ export function Canvas() {
     const obstacles = [...rects.values(), ...boxes.map(laneTitleRect)];
     return { labels: placeLabels(labelInputs(edges, rects, moved, selEdge), obstacles), moved };
   }, [edges, rects, moved, boxes, selEdge]);
-  const [miniOff, setMiniOff] = useState(false);
+  // The minimap's button under the zoom controls; remembered with the panes.
+  const miniOff = useApp((s) => !s.panes.minimap);
+  const setMiniOff = useCallback((off: boolean) => store.getState().setPanes({ minimap: !off }), [store]);
 
   const onNodesChange = useCallback((changes: NodeChange<SyNode>[]) => {
     // Selection and removal go through the store and the engine, not React Flow.
@@ -239,6 +254,22 @@ export function Canvas() {
     const h = n.h ?? 64;
     void flow.setCenter(n.x + w / 2, n.y + h / 2, { zoom: Math.max(flow.getZoom(), 0.9), duration: 250 });
   }, [focus, flow, store]);
+
+  // When the canvas changes width (a pane opening or closing beside it, the window resized),
+  // what was in its middle stays in its middle; the selected node stays in view (the inspector
+  // opening beside it, or a node selected half off-screen): the view pans sideways just enough.
+  const paneWidth = useFlowStore((s) => s.width);
+  const lastWidth = useRef(0);
+  useEffect(() => {
+    const before = lastWidth.current;
+    lastWidth.current = paneWidth;
+    if (!paneWidth) return;
+    const { x: tx, y: ty, zoom } = flow.getViewport();
+    let dx = before ? Math.round((paneWidth - before) / 2) : 0;
+    const n = selNode ? store.getState().view?.nodes.find((x) => x.id === selNode) : undefined;
+    if (n) dx += panToShow(n.x * zoom + tx + dx, (n.x + (n.w ?? 220)) * zoom + tx + dx, paneWidth);
+    if (dx !== 0) void flow.setViewport({ x: tx + dx, y: ty, zoom }, { duration: before && before !== paneWidth ? 0 : 150 });
+  }, [selNode, paneWidth, flow, store]);
 
   // Fit the graph when another document or agent is shown. The bounds come from the engine's
   // layout (React Flow's own fitView only sees nodes it has rendered and measured, which with

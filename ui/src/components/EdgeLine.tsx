@@ -4,6 +4,7 @@ import { edgeStroke, type SyEdge } from '../flow';
 import { edgeTakenKey, parseEdgeTaken, stepsTitle, useDebugSafe } from './debug/canvasOverlay';
 import { edgeSegments, pointAlong, samplePath, segmentsPath, type Pt } from './canvasLayout';
 import { EdgePlanContext } from './canvasContext';
+import { StoreContext } from '../store';
 
 /** Sideways offset of an edge among `count` joining the same two nodes. */
 export function parallelOffset(parallel: number, count: number): number {
@@ -20,6 +21,7 @@ export function usableRoute(points: Pt[] | null | undefined, source: string, tar
 function EdgeLineImpl(props: EdgeProps<SyEdge>) {
   const { id, source, target, sourceX, sourceY, targetX, targetY, data, selected, markerEnd } = props;
   const plan = useContext(EdgePlanContext);
+  const app = useContext(StoreContext);
   const count = data?.parallelCount ?? 1;
   // The debugger's overlay: whether (and why) the run took this edge; one string per edge.
   const kind = data?.kind ?? 'static';
@@ -88,6 +90,11 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
               ...(placed ? { width: placed.w, height: placed.h } : {}),
             }}
             title={taken?.steps ? `${label}\ntaken: ${stepsText}` : label}
+            // Hovering shows the whole label (a shortened one too); a click selects the edge.
+            onClick={(e) => {
+              e.stopPropagation();
+              app?.getState().select({ type: 'edge', id });
+            }}
           >
             {placed ? placed.text : label.length > 34 ? `${label.slice(0, 32)}…` : label}
           </div>

@@ -22,15 +22,19 @@ export function TrustBanner() {
   }
   return (
     <div className="trust-banner" role="alert" data-testid="trust-banner" data-root={status.root}>
-      <span className="trust-text">
-        <strong>Restricted mode:</strong> the folder <code className="mono">{status.root}</code> is not trusted. You can open,
-        validate, edit, save, view and export its agents and open a trace; running (Run, Step, Restart, Resume) is blocked
-        until you trust the folder.{' '}
-        <button type="button" className="link" data-testid="trust-what" onClick={() => trust.getState().showManifest(true)}>
-          What would run?
-        </button>
-        {status.error ? <span className="trust-warn"> The trust list cannot be read: {status.error}</span> : null}
+      {/* One line on a laptop: what matters first; the rest is cut (the tooltip holds it all). */}
+      <span
+        className="trust-text"
+        title={`Restricted mode: the folder ${status.root} is not trusted. Running (Run, Step, Restart, Resume) is blocked until you trust the folder. You can open, validate, edit, save, view and export its agents and open a trace.`}
+      >
+        <strong>Restricted mode:</strong> the folder <code className="mono">{status.root}</code> is not trusted; running (Run, Step,
+        Restart, Resume) is blocked until you trust the folder. You can open, validate, edit, save, view and export its agents and
+        open a trace.
       </span>
+      <button type="button" className="link" data-testid="trust-what" onClick={() => trust.getState().showManifest(true)}>
+        What would run?
+      </button>
+      {status.error ? <span className="trust-warn"> The trust list cannot be read: {status.error}</span> : null}
       <div className="spacer" />
       <button type="button" className="btn primary" data-testid="trust-folder" onClick={() => trust.getState().askTrust(true)}>
         Trust folder…

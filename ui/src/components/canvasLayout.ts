@@ -119,6 +119,10 @@ export interface LabelInput {
   samples: Pt[];
   /** Placed first and always shown (the selected edge). */
   priority?: boolean;
+  /** The side the edge bends to among edges joining the same two nodes (-1 left, 1 right): its
+   *  label goes beside it on that side first, so the labels of such edges sit apart, each next
+   *  to its own edge, instead of on top of each other. */
+  side?: -1 | 1;
 }
 
 /** A placed label: centre, size and the text shown (shortened with an ellipsis when it had to). */
@@ -132,6 +136,20 @@ export interface PlacedLabel {
 
 /** Where along its edge a label is tried, in order: the middle first, then outwards. */
 const FRACTIONS = [0.5, 0.42, 0.58, 0.34, 0.66, 0.26, 0.74, 0.18, 0.82, 0.12, 0.88];
+/** Between a label put beside its edge and the edge. */
+export const BESIDE_GAP = 4;
+
+/** The centres tried for a label `w` wide at point (x, y) of its edge, in order: on the edge, then
+ *  beside it (on `side` first, when it has one). */
+export function labelSpots(x: number, y: number, w: number, side?: -1 | 1): Pt[] {
+  const centre: Pt = [x, y];
+  const left: Pt = [x - BESIDE_GAP - w / 2, y];
+  const right: Pt = [x + BESIDE_GAP + w / 2, y];
+  if (side === -1) return [left, centre, right];
+  if (side === 1) return [right, centre, left];
+  return [centre, right, left];
+}
+
 /** Shorter widths tried when the full label fits nowhere. */
 const SHORT_W = [112, 72];
 const CELL = 160;
@@ -163,10 +181,10 @@ class Grid {
 
 /**
  * Places edge labels so that none overlaps another label or any obstacle (node boxes, lane
- * headers): each label is tried at points along its own edge from the middle outwards, then
- * shortened (the full text stays in its tooltip); a label that fits nowhere is left out
- * (`null`: the canvas shows it while its edge is selected). A priority label is always placed,
- * at its best spot.
+ * headers): each label is tried at points along its own edge from the middle outwards, on the
+ * edge or just beside it (`labelSpots`), then shortened (the full text stays in its tooltip); a
+ * label that fits nowhere is left out (`null`: the canvas shows it while its edge is selected).
+ * A priority label is always placed, at its best spot.
  */
 export function placeLabels(labels: LabelInput[], obstacles: Rect[], margin = 2): Map<string, PlacedLabel | null> {
   const grid = new Grid();
@@ -179,12 +197,15 @@ export function placeLabels(labels: LabelInput[], obstacles: Rect[], margin = 2)
     let placed: PlacedLabel | null = null;
     for (const w of widths) {
       for (const f of FRACTIONS) {
-        const [x, y] = pointAlong(l.samples, f);
-        const r = { x: x - w / 2, y: y - LABEL_H / 2, w, h: LABEL_H };
-        if (!grid.hits(r, margin)) {
-          placed = { x, y, w, h: LABEL_H, text: w === full ? l.text : fitText(l.text, w) };
-          break;
+        const [px, py] = pointAlong(l.samples, f);
+        for (const [x, y] of labelSpots(px, py, w, l.side)) {
+          const r = { x: x - w / 2, y: y - LABEL_H / 2, w, h: LABEL_H };
+          if (!grid.hits(r, margin)) {
+            placed = { x, y, w, h: LABEL_H, text: w === full ? l.text : fitText(l.text, w) };
+            break;
+          }
         }
+        if (placed) break;
       }
       if (placed) break;
     }

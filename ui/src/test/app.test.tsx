@@ -45,6 +45,10 @@ describe('<App>', () => {
     expect(confirm.getAttribute('data-errors')).toBe('1');
     expect(within(confirm).getByTestId('node-badge').textContent).toBe('1');
     expect(screen.getByTestId('file-name').textContent).toBe('agent.yaml');
+    // The source view and its problems open with their toggle (collapsed by default).
+    expect(screen.queryByTestId('source-view')).toBeNull();
+    expect(screen.getByTestId('pane-toggle-source-count').textContent).toBe('1');
+    fireEvent.click(screen.getByTestId('pane-toggle-source'));
     expect(screen.getByTestId('source-view').textContent).toContain('manifest_version: 1');
     expect(screen.getAllByTestId('problem')).toHaveLength(2);
     expect(screen.getAllByTestId('palette-call_llm')).toHaveLength(1);
@@ -84,6 +88,7 @@ describe('<App>', () => {
 
   it('problems jump to the node', async () => {
     const { store } = await renderApp();
+    fireEvent.click(screen.getByTestId('pane-toggle-source'));
     const problems = screen.getAllByTestId('problem');
     fireEvent.click(problems[1]);
     expect(store.getState().selection).toEqual({ type: 'node', id: 'confirm' });

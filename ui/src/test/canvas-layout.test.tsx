@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { screen, waitFor } from '@testing-library/react';
 import {
+  BESIDE_GAP,
   LABEL_H,
+  LABEL_MAX_W,
   LANE_PAD,
+  labelSpots,
   edgeSegments,
   freeCorner,
   intersects,
@@ -71,6 +74,37 @@ describe('edge labels', () => {
       const full = labels.find((l) => l.id === id)!.text;
       if (p && p.text !== full) expect(p.text.endsWith('…') && full.startsWith(p.text.slice(0, -1))).toBe(true);
     }
+  });
+
+  it("two branches into the same node: each label beside its own edge, on the side it bends to, at the same height", () => {
+    // support-triage's confirm → end at 1280×800: the node gap is short, so on-edge labels of
+    // the two bent edges would stack over both edges (issue 31 item 3).
+    const confirm = { x: 200, y: 0, w: 220, h: 64 };
+    const end = { x: 254, y: 110, w: 112, h: 40 };
+    const long = 'state.messages[size(state.messages) - 1].content == "done"';
+    const left = { ...edge('l', long, confirm, end, [], -35), side: -1 as const };
+    const right = { ...edge('r', 'state.turns >= 3', confirm, end, [], 35), side: 1 as const };
+    const placed = placeLabels([left, right], [confirm, end]);
+    noOverlaps(placed, [confirm, end]);
+    const l = placed.get('l')!;
+    const r = placed.get('r')!;
+    const [lx] = pointAlong(left.samples, 0.5);
+    const [rx] = pointAlong(right.samples, 0.5);
+    // Beside its edge: the left label ends just left of its edge, the right one starts just right.
+    expect(l.x + l.w / 2).toBeCloseTo(lx - BESIDE_GAP, 5);
+    expect(r.x - r.w / 2).toBeCloseTo(rx + BESIDE_GAP, 5);
+    expect(l.y).toBeCloseTo(r.y, 5);
+    // The long condition takes the widest label (the stylesheet ends it with an ellipsis; the
+    // whole text is the tooltip's).
+    expect([l.w, l.text]).toEqual([LABEL_MAX_W, long]);
+    expect(labelWidth(long)).toBe(LABEL_MAX_W);
+    expect(r.text).toBe('state.turns >= 3');
+  });
+
+  it('spots: on the edge first, beside it after (the bent side first)', () => {
+    expect(labelSpots(100, 50, 40)).toEqual([[100, 50], [100 + BESIDE_GAP + 20, 50], [100 - BESIDE_GAP - 20, 50]]);
+    expect(labelSpots(100, 50, 40, -1)[0]).toEqual([100 - BESIDE_GAP - 20, 50]);
+    expect(labelSpots(100, 50, 40, 1)[0]).toEqual([100 + BESIDE_GAP + 20, 50]);
   });
 
   it('a label that fits nowhere is left out, unless its edge is selected', () => {

@@ -8,6 +8,7 @@ import { createFakeBackend } from '../fake/backend';
 import { createAppStore } from '../store';
 import { bigView } from '../fake/demo';
 import { DEFER_EDITOR_CHARS } from '../components/SourceView';
+import { PANES_KEY } from '../panes';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -33,6 +34,8 @@ describe('big documents', () => {
     const view = bigView(800, true);
     expect(view.text.length).toBeGreaterThan(DEFER_EDITOR_CHARS);
     view.diagnostics = [{ severity: 'warning', code: 'W1', message: 'look here', file: view.file_name ?? '', line: 3, column: 3, end_line: 3, end_column: 8, hint: null }];
+    // A user who left the source view open: it opens with the document (after the canvas).
+    localStorage.setItem(PANES_KEY, JSON.stringify({ source: true }));
     const store = createAppStore(createFakeBackend(view));
     render(<App store={store} />);
     await waitFor(() => expect(screen.getAllByTestId('node').length).toBeGreaterThan(0));

@@ -2,7 +2,11 @@
 import { afterEach } from 'vitest';
 import { cleanup } from '@testing-library/react';
 
-afterEach(() => cleanup());
+afterEach(() => {
+  cleanup();
+  // The panes the app remembers (ui/src/panes.ts): every test starts as a new user.
+  localStorage.clear();
+});
 
 class ResizeObserverShim {
   private cb: ResizeObserverCallback;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { act, render, screen, waitFor } from '@testing-library/react';
+import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { EditorView } from '@codemirror/view';
 import { forEachDiagnostic } from '@codemirror/lint';
 import { App } from '../App';
@@ -12,6 +12,8 @@ async function setup() {
   const store = createAppStore(backend);
   render(<App store={store} />);
   await waitFor(() => expect(store.getState().ready).toBe(true));
+  // The source view opens when wanted (collapsed by default: ui/src/panes.ts).
+  fireEvent.click(screen.getByTestId('pane-toggle-source'));
   const dom = screen.getByTestId('source-view').querySelector('.cm-editor') as HTMLElement;
   const view = EditorView.findFromDOM(dom)!;
   return { backend, store, view };

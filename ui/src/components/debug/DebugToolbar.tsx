@@ -5,6 +5,8 @@ import { currentPending, isLive, nestedPause, shownModel, useDebug, useDebugStor
 import type { NestedPause } from '../../debug/model';
 import type { RunStatusInfo } from '../../debug/types';
 import { useApp } from '../../store';
+import { DEBUG_KEYS } from '../../shortcuts';
+import { useEffect, useRef, useState } from 'react';
 
 function plural(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`;
@@ -78,6 +80,67 @@ function baseName(p: string): string {
   return i >= 0 ? p.slice(i + 1) : p;
 }
 
+const RUNS_TITLE = 'Runs…: durable runs, resume a paused or interrupted run, delete old ones';
+const CONNECT_TITLE = "Connect to server…: show a switchyard serve server's runs, debug them, start new ones there";
+const TRACE_TITLE = 'Open trace…: review a past run from its JSONL trace';
+
+/**
+ * What does not fit on a narrow toolbar (debug.css's container queries hide the inline Break on
+ * error, Runs…, Server…, Open trace… and show this menu instead): the toolbar stays one row at
+ * any width the window allows.
+ */
+function MoreMenu(p: { breakOnError: boolean; onBreakOnError(v: boolean): void; onRuns(): void; onConnect(): void; onTrace(): void }) {
+  const [open, setOpen] = useState(false);
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!open) return;
+    const away = (e: Event) => {
+      if (ref.current && !ref.current.contains(e.target as Node)) setOpen(false);
+    };
+    const esc = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') setOpen(false);
+    };
+    document.addEventListener('pointerdown', away);
+    document.addEventListener('keydown', esc);
+    return () => {
+      document.removeEventListener('pointerdown', away);
+      document.removeEventListener('keydown', esc);
+    };
+  }, [open]);
+  const item = (testid: string, label: string, title: string, run: () => void) => (
+    <button
+      type="button"
+      role="menuitem"
+      data-testid={testid}
+      title={title}
+      onClick={() => {
+        setOpen(false);
+        run();
+      }}
+    >
+      {label}
+    </button>
+  );
+  return (
+    <div className="menu dbg-more" ref={ref}>
+      <button type="button" className="btn dbg-btn" data-testid="dbg-more" aria-haspopup="menu" aria-expanded={open} onClick={() => setOpen(!open)} title="More: runs, server, traces, break on error">
+        <span className="dbg-label">More ▾</span>
+      </button>
+      {open ? (
+        <div className="menu-pop" role="menu" data-testid="dbg-more-menu">
+          {item('dbg-more-runs', 'Runs…', RUNS_TITLE, p.onRuns)}
+          {item('dbg-more-connect', 'Connect to server…', CONNECT_TITLE, p.onConnect)}
+          {item('dbg-more-trace', 'Open trace…', TRACE_TITLE, p.onTrace)}
+          <label className="menu-check" title="Break on error: pause when a node fails, before the run ends">
+            <input type="checkbox" data-testid="dbg-more-break-on-error" checked={p.breakOnError} onChange={(e) => p.onBreakOnError(e.target.checked)} />
+            Break on error
+          </label>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
 export function DebugToolbar() {
   const dbg = useDebugStore();
   const hasView = useApp((s) => s.view !== null);
@@ -109,14 +172,15 @@ export function DebugToolbar() {
 
   return (
     <div className="dbg-toolbar" data-testid="dbg-toolbar" role="toolbar" aria-label="Debugger">
-      <div className="btn-group">
+      <div className="btn-group dbg-run-controls">
         <button
           type="button"
           className="btn dbg-btn primary"
           data-testid="dbg-continue"
           disabled={!canRun}
           onClick={() => void s().continue()}
-          title={stopped || nested ? 'Continue (F5)' : 'Run (F5)'}
+          title={`${stopped || nested ? 'Continue' : 'Run'} (${DEBUG_KEYS.continue}): ${stopped || nested ? 'go on from the pause' : 'start a run of the open document'}`}
+          aria-keyshortcuts={DEBUG_KEYS.continue}
         >
           <span className="dbg-ico" aria-hidden>
             ▶
@@ -129,7 +193,8 @@ export function DebugToolbar() {
           data-testid="dbg-step"
           disabled={!canRun}
           onClick={() => void s().step()}
-          title={nested ? `Step over: run one step of ${nested.agent || 'the nested run'} and pause (F10)` : 'Step: run one step and pause (F10)'}
+          title={nested ? `Step over (${DEBUG_KEYS.step}): run one step of ${nested.agent || 'the nested run'} and pause` : `Step (${DEBUG_KEYS.step}): run one step and pause`}
+          aria-keyshortcuts={DEBUG_KEYS.step}
         >
           <span className="dbg-ico" aria-hidden>
             ⤼
@@ -142,7 +207,8 @@ export function DebugToolbar() {
           data-testid="dbg-step-into"
           disabled={!canStepInto}
           onClick={() => void s().stepInto()}
-          title={remoteRun ? `Step Into is not available for a run on a server (${remoteRun}): it has no endpoint for it` : 'Step Into: run one step, pausing inside a sub-agent or agent node it starts (F11)'}
+          title={remoteRun ? `Step Into (${DEBUG_KEYS['step-into']}) is not available for a run on a server (${remoteRun}): it has no endpoint for it` : `Step Into (${DEBUG_KEYS['step-into']}): run one step, pausing inside a sub-agent or agent node it starts`}
+          aria-keyshortcuts={DEBUG_KEYS['step-into']}
         >
           <span className="dbg-ico" aria-hidden>
             ⤓
@@ -155,20 +221,21 @@ export function DebugToolbar() {
           data-testid="dbg-step-out"
           disabled={!nested || starting}
           onClick={() => void s().stepOut()}
-          title={nested ? `Step Out: run the rest of ${nested.agent || 'the nested run'} and pause in its parent (Shift+F11)` : 'Step Out: only while paused inside a nested run (Shift+F11)'}
+          title={nested ? `Step Out (${DEBUG_KEYS['step-out']}): run the rest of ${nested.agent || 'the nested run'} and pause in its parent` : `Step Out (${DEBUG_KEYS['step-out']}): only while paused inside a nested run`}
+          aria-keyshortcuts={DEBUG_KEYS['step-out']}
         >
           <span className="dbg-ico" aria-hidden>
             ⤒
           </span>
           <span className="dbg-label">Step Out</span>
         </button>
-        <button type="button" className="btn dbg-btn" data-testid="dbg-pause" disabled={!(live && state === 'running' && !nested)} onClick={() => void s().pause()} title="Pause after the step in progress">
+        <button type="button" className="btn dbg-btn" data-testid="dbg-pause" disabled={!(live && state === 'running' && !nested)} onClick={() => void s().pause()} title="Pause: stop after the step in progress (no key)">
           <span className="dbg-ico" aria-hidden>
             ❚❚
           </span>
           <span className="dbg-label">Pause</span>
         </button>
-        <button type="button" className="btn dbg-btn" data-testid="dbg-stop" disabled={!live} onClick={() => void s().stop()} title="Stop the run (Shift+F5)">
+        <button type="button" className="btn dbg-btn" data-testid="dbg-stop" disabled={!live} onClick={() => void s().stop()} title={`Stop (${DEBUG_KEYS.stop}): end the run`} aria-keyshortcuts={DEBUG_KEYS.stop}>
           <span className="dbg-ico stop" aria-hidden>
             ■
           </span>
@@ -180,7 +247,8 @@ export function DebugToolbar() {
           data-testid="dbg-restart"
           disabled={!hasView || starting || mode !== 'live' || !!remoteRun}
           onClick={() => void s().restart()}
-          title={remoteRun ? `Restart is not available for a run on a server (${remoteRun}): start a new run (F5 when it has finished)` : 'Restart from the beginning (Ctrl+Shift+F5)'}
+          title={remoteRun ? `Restart (${DEBUG_KEYS.restart}) is not available for a run on a server (${remoteRun}): start a new run (F5 when it has finished)` : `Restart (${DEBUG_KEYS.restart}): back to step 0 and run again`}
+          aria-keyshortcuts={DEBUG_KEYS.restart}
         >
           <span className="dbg-ico" aria-hidden>
             ↻
@@ -212,7 +280,7 @@ export function DebugToolbar() {
       <div className="spacer" />
       <button
         type="button"
-        className={`btn dbg-btn${configOpen ? ' on' : ''}`}
+        className={`btn dbg-btn dbg-config-btn${configOpen ? ' on' : ''}`}
         data-testid="dbg-config"
         disabled={!hasView}
         aria-expanded={configOpen}
@@ -224,31 +292,29 @@ export function DebugToolbar() {
         </span>
         <span className="dbg-label">Configure…</span>
       </button>
-      <label className="dbg-check" title="Pause when a node fails, before the run ends">
+      <label className="dbg-check dbg-tier-1" title="Break on error: pause when a node fails, before the run ends">
         <input type="checkbox" data-testid="dbg-break-on-error" checked={breakOnError} onChange={(e) => void s().setBreakOnError(e.target.checked)} />
         <span className="dbg-label">Break on error</span>
       </label>
-      <button type="button" className="btn dbg-btn" data-testid="dbg-runs" onClick={() => void s().openRuns(true)} title="Durable runs: resume a paused or interrupted run, delete old ones">
+      <button type="button" className="btn dbg-btn dbg-tier-1" data-testid="dbg-runs" onClick={() => void s().openRuns(true)} title={RUNS_TITLE}>
         <span className="dbg-label">Runs…</span>
-        <span className="dbg-label-short" aria-hidden>
-          Runs…
-        </span>
       </button>
-      <button type="button" className="btn dbg-btn" data-testid="dbg-connect" onClick={() => void s().openConnect(true)} title="Connect to server…: show a switchyard serve server's runs, debug them, start new ones there">
+      <button type="button" className="btn dbg-btn dbg-tier-1" data-testid="dbg-connect" onClick={() => void s().openConnect(true)} title={CONNECT_TITLE}>
         <span className="dbg-label">Server…</span>
-        <span className="dbg-label-short" aria-hidden>
-          Server…
-        </span>
       </button>
-      <button type="button" className="btn dbg-btn" data-testid="dbg-open-trace" onClick={() => void s().openTrace(null)} title="Open a JSONL trace to review a past run">
+      <button type="button" className="btn dbg-btn dbg-tier-1" data-testid="dbg-open-trace" onClick={() => void s().openTrace(null)} title={TRACE_TITLE}>
         <span className="dbg-label">Open trace…</span>
-        <span className="dbg-label-short" aria-hidden>
-          Trace…
-        </span>
       </button>
+      <MoreMenu
+        breakOnError={breakOnError}
+        onBreakOnError={(v) => void s().setBreakOnError(v)}
+        onRuns={() => void s().openRuns(true)}
+        onConnect={() => void s().openConnect(true)}
+        onTrace={() => void s().openTrace(null)}
+      />
       {remoteDoc ? (
         <span className="dbg-remote" data-testid="dbg-remote" title={`${remoteDoc.assistant}'s agent file on ${remoteDoc.url}, shown read-only (not on this computer); runs start there`}>
-          Remote · {remoteDoc.assistant} · {remoteDoc.url.replace(/^https?:\/\//, '')} · read-only
+          Remote · {remoteDoc.assistant} · read-only
         </span>
       ) : null}
       {info ? (
