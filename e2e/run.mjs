@@ -12,6 +12,7 @@ import { registerDebugTests, registerLiveTests } from './debug.mjs';
 import { registerBundleTests } from './bundle.mjs';
 import { registerCanvasTests } from './canvas.mjs';
 import { registerRemoteTests } from './remote.mjs';
+import { registerLaptopTests } from './laptop.mjs';
 import { registerTrustTests } from './trust.mjs';
 import { registerWebviewTests } from './webview.mjs';
 
@@ -421,6 +422,7 @@ registerWebviewTests(test, { assert, assertEq });
 registerBundleTests(test, { assert, assertEq });
 registerCanvasTests(test, { assert, assertEq });
 registerRemoteTests(test, { assert, assertEq });
+registerLaptopTests(test, { assert, assertEq });
 
 async function main() {
   preflight();
