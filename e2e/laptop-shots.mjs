@@ -50,6 +50,17 @@ async function main() {
             await b.saveScreenshot(shot);
             const r = await layoutReport(b);
             console.log(`${shot}\n  canvas ${r.canvasWidth}/${r.windowWidth} px (${Math.round((100 * r.canvasWidth) / r.windowWidth)}%), toolbar ${r.toolbarRows} row(s) ${r.toolbarHeight} px, ${r.labels} labels: ${r.problems.length ? r.problems.join('; ') : 'no overlap'}`);
+            // A node selected: the inspector beside the canvas, the node still in view.
+            const ids = await b.execute(() => [...document.querySelectorAll('[data-testid="node"]')].map((e) => e.getAttribute('data-node-id')));
+            const pick = ids[Math.min(ids.length - 1, 3)];
+            await (await b.$(`[data-testid="node"][data-node-id="${pick}"]`)).click();
+            await (await b.$(testid('inspector'))).waitForDisplayed({ timeout: 20000 });
+            await settle(b);
+            await sleep(300);
+            const sel = shot.replace('.png', '-selected.png');
+            await b.saveScreenshot(sel);
+            const s = await layoutReport(b);
+            console.log(`${sel}\n  ${pick} selected: canvas ${s.canvasWidth}/${s.windowWidth} px, toolbar ${s.toolbarRows} row(s), ${s.problems.length ? s.problems.join('; ') : 'no overlap'}`);
           } finally {
             await b.deleteSession().catch(() => {});
           }
