@@ -1,7 +1,7 @@
 // The first window fits a laptop (issue 31 item 3): at the default 1280×800 the canvas has most
 // of the width (the source view and the inspector open when wanted, and stay as the user left
 // them), the debugger toolbar is one row, no edge label covers another label or a node, and the
-// minimap covers no node.
+// minimap covers no node and no label.
 import fs from 'node:fs';
 import path from 'node:path';
 import { T, eventually, launch, nodeSel, press, screenshot, testid } from './lib.mjs';
@@ -64,6 +64,7 @@ export async function layoutReport(b) {
       for (const c of labels.slice(i + 1)) if (overlap(a, c)) problems.push(`labels "${a.text}" (${a.id}) and "${c.text}" (${c.id}) overlap`);
     });
     if (minimap) for (const n of nodes) if (overlap(minimap, n)) problems.push(`the minimap covers node ${n.id}`);
+    if (minimap) for (const l of labels) if (overlap(minimap, l)) problems.push(`the minimap covers label "${l.text}" (${l.id})`);
     return {
       windowWidth: window.innerWidth,
       windowHeight: window.innerHeight,
@@ -168,6 +169,16 @@ export function registerLaptopTests(test, { assert, assertEq }) {
     await settle(b);
     const open = await layoutReport(b);
     assertEq(open.toolbarRows, 1, `with the source view and the inspector open the toolbar is one row (${open.toolbarHeight} px)`);
+    assertEq(open.problems, [], 'with the source view and the inspector open: no label on another or on a node, the minimap on neither');
+    // The graph showed whole before: it is fitted to the narrower canvas, every node in it.
+    const clipped = await b.execute(() => {
+      const c = document.querySelector('[data-testid="canvas"]').getBoundingClientRect();
+      return [...document.querySelectorAll('[data-testid="node"]')].filter((e) => {
+        const r = e.getBoundingClientRect();
+        return r.left < c.left - 1 || r.right > c.right + 1 || r.top < c.top - 1 || r.bottom > c.bottom + 1;
+      }).map((e) => e.getAttribute('data-node-id'));
+    });
+    assertEq(clipped, [], 'every node inside the narrower canvas');
     await screenshot(b, 'laptop-1280-panes-open');
     await eventually(() => stored(dataDir, '"inspector":"open"') && stored(dataDir, '"source":true'), (ok) => ok, 'the panes chosen written to the webview storage');
 

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useContext, useEffect, useMemo, useRef, useState } from 'react';
 import {
   Background,
   BackgroundVariant,
@@ -118,19 +118,19 @@ const MINI_H = 96;
  * right); none while every corner would cover one, or while the user turned it off.
  */
 function PlacedMiniMap({ off }: { off: boolean }) {
+  // Edge labels count as much as nodes: the minimap covers neither.
+  const plan = useContext(EdgePlanContext);
   const corner = useFlowStore((s) => {
     const { transform, width, height, nodes } = s;
     if (!width || !height) return 'bottom-right';
     const [tx, ty, k] = transform;
     const rects: Rect[] = [];
-    for (const n of nodes) {
-      const w = (n.width ?? 220) * k;
-      const h = (n.height ?? 64) * k;
-      const x = n.position.x * k + tx;
-      const y = n.position.y * k + ty;
-      if (x + w < 0 || y + h < 0 || x > width || y > height) continue;
+    const add = (x: number, y: number, w: number, h: number) => {
+      if (x + w < 0 || y + h < 0 || x > width || y > height) return;
       rects.push({ x, y, w, h });
-    }
+    };
+    for (const n of nodes) add(n.position.x * k + tx, n.position.y * k + ty, (n.width ?? 220) * k, (n.height ?? 64) * k);
+    for (const l of plan?.labels.values() ?? []) if (l) add((l.x - l.w / 2) * k + tx, (l.y - l.h / 2) * k + ty, l.w * k, l.h * k);
     return freeCorner({ width, height }, rects, MINI_W, MINI_H, ['bottom-right', 'top-right']) ?? 'none';
   });
   if (off || corner === 'none') return null;
@@ -259,23 +259,34 @@ export function Canvas() {
   // what was in its middle stays in its middle; the selected node stays in view (the inspector
   // opening beside it, or a node selected half off-screen): the view pans sideways just enough.
   const paneWidth = useFlowStore((s) => s.width);
+  const flowStore = useStoreApi<SyNode, SyEdge>();
   const lastWidth = useRef(0);
   useEffect(() => {
     const before = lastWidth.current;
     lastWidth.current = paneWidth;
     if (!paneWidth) return;
     const { x: tx, y: ty, zoom } = flow.getViewport();
+    const all = store.getState().view?.nodes ?? [];
+    // A graph that showed whole (as fitted) is fitted again to the new width, unless the user is
+    // on a node (the inspector opening beside it must not zoom the view under them).
+    if (before && before !== paneWidth && !selNode && all.length > 0 && all.length <= VISIBLE_ONLY_THRESHOLD) {
+      const b = viewBounds(all);
+      const { height } = flowStore.getState();
+      if (height && b.x * zoom + tx >= -1 && (b.x + b.width) * zoom + tx <= before + 1 && b.y * zoom + ty >= -1 && (b.y + b.height) * zoom + ty <= height + 1) {
+        void flow.setViewport(fitViewport(all, paneWidth, height));
+        return;
+      }
+    }
     let dx = before ? Math.round((paneWidth - before) / 2) : 0;
     const n = selNode ? store.getState().view?.nodes.find((x) => x.id === selNode) : undefined;
     if (n) dx += panToShow(n.x * zoom + tx + dx, (n.x + (n.w ?? 220)) * zoom + tx + dx, paneWidth);
     if (dx !== 0) void flow.setViewport({ x: tx + dx, y: ty, zoom }, { duration: before && before !== paneWidth ? 0 : 150 });
-  }, [selNode, paneWidth, flow, store]);
+  }, [selNode, paneWidth, flow, store, flowStore]);
 
   // Fit the graph when another document or agent is shown. The bounds come from the engine's
   // layout (React Flow's own fitView only sees nodes it has rendered and measured, which with
   // `onlyRenderVisibleElements` is not all of them). Big graphs open on their first nodes.
   const docKey = useApp((s) => (s.view ? `${s.view.path}#${s.view.agent ?? ''}` : ''));
-  const flowStore = useStoreApi<SyNode, SyEdge>();
   useEffect(() => {
     if (!docKey) return;
     const t = window.setTimeout(() => {
