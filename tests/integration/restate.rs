@@ -11,10 +11,10 @@
 //! Without `$SWITCHYARD_RESTATE_SERVER` the tests say so and pass (`./dev test` always sets it).
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::process::Proc;
 use test_support::temp::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
@@ -32,71 +32,19 @@ fn restate_server() -> Option<PathBuf> {
     }
 }
 
-/// A child process, killed (SIGKILL) when dropped.
-struct Proc {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proc {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Start `cmd` and wait for a stdout line starting with `prefix`: (process, the rest of it).
-fn spawn_until(mut cmd: Command, log: PathBuf, prefix: &'static str) -> (Proc, String) {
-    let mut child = cmd
-        .env("SWITCHYARD_KEYRING", "off")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(u) = line.strip_prefix(prefix) {
-                let _ = tx.send(u.to_string());
-            }
-        }
-    });
-    let p = Proc { child, log };
-    match rx.recv_timeout(DEADLINE) {
-        Ok(rest) => (p, rest),
-        Err(_) => panic!("no `{prefix}` line:\n{}", p.log()),
-    }
+fn spawn_until(cmd: Command, log: PathBuf, prefix: &'static str) -> (Proc, String) {
+    test_support::process::spawn_until(cmd, log, prefix, DEADLINE).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// One HTTP request: (status, JSON body or the text as a JSON string).
+/// One HTTP request: (status, JSON body or the text as a JSON string); status 0 when no answer
+/// came.
 fn call(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
-    let (method, url) = (method.to_string(), url.to_string());
-    switchyard::rt::block_on(async move {
-        let c = reqwest::Client::new();
-        let mut r = c.request(method.parse().unwrap(), &url).timeout(DEADLINE);
-        if let Some(b) = body {
-            r = r.json(&b);
-        }
-        match r.send().await {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let text = resp.text().await.unwrap_or_default();
-                (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
-            }
-            Err(e) => (0, Value::String(e.to_string())),
-        }
-    })
+    test_support::process::call(method, url, body, None, DEADLINE).unwrap_or_else(|e| (0, Value::String(e)))
 }
 
 fn get(url: &str) -> Value {

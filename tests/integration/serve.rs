@@ -4,10 +4,10 @@
 //! stream resumed with `Last-Event-ID`; `kill -9` of the server in the middle of runs.
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+use test_support::process::Proc;
 use test_support::temp::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchyard");
@@ -18,16 +18,8 @@ fn repo() -> PathBuf {
 
 /// A server process; killed (SIGKILL) when dropped.
 struct Server {
-    child: Child,
+    p: Proc,
     url: String,
-    stderr: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Server {
@@ -37,47 +29,24 @@ impl Server {
 
     fn try_start(agents: &Path, db: &Path, extra: &[&str]) -> Result<Server, String> {
         let stderr = db.with_extension(format!("stderr.{}", std::process::id() as u64 * 1000 + rand_suffix()));
-        let mut child = Command::new(BIN)
-            .args(["serve", "--agents"])
+        let mut c = Command::new(BIN);
+        c.args(["serve", "--agents"])
             .arg(agents)
             .args(["--listen", "127.0.0.1:0", "--db"])
             .arg(db)
             .args(extra)
-            .env("SWITCHYARD_KEYRING", "off")
-            .env("SWITCHYARD_PROVIDERS", db.with_file_name("no-providers.yaml"))
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(u) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(u.to_string());
-                }
-            }
-        });
+            .env("SWITCHYARD_PROVIDERS", db.with_file_name("no-providers.yaml"));
         // Generous: a loaded 2-core machine starts a debug binary slowly.
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(url) => Ok(Server { child, url, stderr }),
-            Err(_) => {
-                let _ = child.kill();
-                let status = child.wait().ok();
-                Err(format!(
-                    "the server did not say where it listens ({status:?}):\n{}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                ))
-            }
-        }
+        let (p, url) = test_support::process::spawn_until(c, stderr, "listening on ", Duration::from_secs(60))?;
+        Ok(Server { p, url })
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.p.pid()
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+        self.p.log()
     }
 }
 
@@ -89,21 +58,7 @@ fn rand_suffix() -> u64 {
 
 /// One HTTP request: (status, JSON body or the text as a JSON string).
 fn call(method: &str, url: &str, body: Option<Value>, token: Option<&str>) -> (u16, Value) {
-    let (method, url, token) = (method.to_string(), url.to_string(), token.map(str::to_string));
-    switchyard::rt::block_on(async move {
-        let c = reqwest::Client::new();
-        let mut r = c.request(method.parse().unwrap(), &url).timeout(Duration::from_secs(120));
-        if let Some(t) = token {
-            r = r.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            r = r.json(&b);
-        }
-        let resp = r.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
-    })
+    test_support::process::call(method, url, body, token, Duration::from_secs(120)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn get(url: &str) -> Value {

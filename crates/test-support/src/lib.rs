@@ -1,8 +1,8 @@
 //! What Switchyard's tests share, so that no test file writes it again: temp directories
 //! ([`temp`]), fake servers on 127.0.0.1 that speak the real wire formats ([`fake_llm`] for LLM
 //! providers and embeddings, [`http`] for any axum router, a static site and a port nobody
-//! listens on), assertions on runs and their events ([`run`]), and whether a process is gone
-//! ([`process_gone`]).
+//! listens on), assertions on runs and their events ([`run`]), processes the tests start and
+//! talk to over HTTP ([`process`]), and whether a process is gone ([`process_gone`]).
 //!
 //! A dev-dependency only (ARCHITECTURE.md, `## Crates`): the integration tests
 //! (`tests/integration/`), the benches and the unit tests of the crates above `connect`
@@ -11,6 +11,7 @@
 
 pub mod fake_llm;
 pub mod http;
+pub mod process;
 pub mod run;
 pub mod temp;
 
