@@ -6,8 +6,11 @@ import {
   emptyModel,
   foldEvents,
   loadedSkills,
+  lastDoneStep,
   ModelFolder,
+  PackedRow,
   routeLabel,
+  rowAt,
   type RunModel,
 } from '../debug/model';
 import type { DebugEvent } from '../debug/types';
@@ -615,5 +618,118 @@ describe('loadedSkills', () => {
     expect(loadedSkills({ __sherma__: { loaded_skills: { odd: 'x' } } })).toEqual([
       { id: 'odd', kind: 'skill', version: null, tools: [], scope: null, added: false },
     ]);
+  });
+});
+
+describe('packed timeline rows', () => {
+  const FIELDS = [
+    'step', 'nodes', 'kinds', 'status', 'startMs', 'durationMs', 'tokens', 'update', 'routes', 'calls',
+    'nested', 'edits', 'exited', 'updates', 'error', 'llmErrors', 'hooks',
+  ] as const;
+
+  /** `n` steps of a sherma loop (inc → check → inc ...), branch and default routes. */
+  function loop(n: number, from = 1, nodes = ['inc', 'check']): Body[] {
+    const out: Body[] = [];
+    for (let s = from; s < from + n; s++) {
+      const node = nodes[s % nodes.length];
+      const to = nodes[(s + 1) % nodes.length];
+      out.push({ event: 'node_enter', step: s, node, kind: s % 2 ? 'set_state' : 'data_transform' });
+      out.push({ event: 'node_exit', step: s, node, update: s % 2 ? { count: s } : { note: `checked ${s}`, messages: [{ type: 'ai', content: String(s) }] }, duration_ms: s % 3 });
+      out.push({ event: 'route', from: node, to, reason: s % 2 ? { type: 'static' } : { type: 'branch', index: 1, condition: `state.count < ${from + n}` } });
+    }
+    return out;
+  }
+
+  /** Steps that must stay plain rows: calls, tokens, hooks, errors, a Loki super-step of two
+   *  nodes, a non-object update, two routes, a step that never exited. */
+  function mixed(from: number): Body[] {
+    const s = from;
+    return [
+      { event: 'node_enter', step: s, node: 'answer', kind: 'call_llm' },
+      { event: 'llm_request', node: 'answer', messages: [{ role: 'user', content: 'hi' }], tools: [] },
+      { event: 'llm_response', node: 'answer', content: 'hello', tool_calls: [], usage: { input_tokens: 5, output_tokens: 2 } } as unknown as Body,
+      { event: 'node_exit', step: s, node: 'answer', update: { messages: [{ type: 'ai', content: 'hello' }] }, duration_ms: 7 },
+      { event: 'route', from: 'answer', to: 'tools', reason: { type: 'default' } },
+      { event: 'node_enter', step: s + 1, node: 'tools', kind: 'tool_node' },
+      { event: 'tool_call', node: 'tools', call: { id: 't1', name: 'x', args: {} } },
+      { event: 'tool_result', node: 'tools', id: 't1', name: 'x', result: 1 },
+      { event: 'hook', node: 'tools', point: 'after_node', executor: 'python:h.H', outcome: 'ok', duration_ms: 1, detail: null } as unknown as Body,
+      { event: 'node_exit', step: s + 1, node: 'tools', update: null, duration_ms: 1 },
+      { event: 'route', from: 'tools', to: 'a', reason: { type: '_next' } },
+      { event: 'route', from: 'tools', to: 'b', reason: { type: 'fallback' } },
+      { event: 'node_enter', step: s + 2, node: 'a', kind: 'script' },
+      { event: 'node_enter', step: s + 2, node: 'b', kind: 'script' },
+      { event: 'node_exit', step: s + 2, node: 'a', update: { x: 1 }, duration_ms: 2 },
+      { event: 'node_exit', step: s + 2, node: 'b', update: { y: 2, messages: ['m'] }, duration_ms: 3 },
+      { event: 'node_enter', step: s + 3, node: 'fail', kind: 'script' },
+      { event: 'error', node: 'fail', message: 'boom' },
+      { event: 'node_enter', step: s + 4, node: 'str', kind: 'script' },
+      { event: 'node_exit', step: s + 4, node: 'str', update: 'text', duration_ms: 0 },
+      { event: 'route', from: 'str', to: 'inc', reason: { type: 'route_option', option: 'go' } as never },
+    ];
+  }
+
+  type Case = { name: string; bodies: () => Body[]; chunk: number; packedAtLeast: number };
+  const cases: Case[] = [
+    { name: 'a 2,000-step loop in one batch', bodies: () => loop(2000), chunk: 1e9, packedAtLeast: 2000 - 64 },
+    { name: 'a 2,000-step loop in batches of 37 events', bodies: () => loop(2000), chunk: 37, packedAtLeast: 2000 - 64 },
+    { name: 'a loop, steps that stay plain, a loop', bodies: () => [...loop(300), ...mixed(301), ...loop(300, 306)], chunk: 50, packedAtLeast: 600 - 64 - 5 },
+    {
+      name: 'a loop, a pause with a state edit on an old step, rewound into the packed rows, then a fork',
+      bodies: () => [
+        ...loop(500),
+        { event: 'paused', reason: 'requested' },
+        { event: 'rewound', step: 200 },
+        { event: 'state_edited', key: 'count', value: 7 },
+        ...loop(300, 201, ['x', 'y', 'z']),
+        { event: 'run_finished', status: 'completed', state: {}, output: null },
+      ],
+      chunk: 64,
+      packedAtLeast: 500 - 64 - 1,
+    },
+    { name: 'a short run (nothing far enough back to pack)', bodies: () => [...loop(40), ...mixed(41)], chunk: 5, packedAtLeast: 0 },
+  ];
+
+  for (const c of cases) {
+    it(`gives the same rows as plain ones: ${c.name}`, () => {
+      const evs = events(R, [{ event: 'run_started', agent: 'loop', input: {} }, ...c.bodies()]);
+      const plain = foldEvents(emptyModel(), evs, { pack: false });
+      // As the store folds: chunk after chunk, a new model each time.
+      let m = emptyModel();
+      for (let i = 0; i < evs.length; i += c.chunk) m = foldEvents(m, evs.slice(i, i + c.chunk));
+      expect(plain.steps.some((r) => r instanceof PackedRow)).toBe(false);
+      const packed = m.steps.filter((r) => r instanceof PackedRow).length;
+      expect(packed).toBeGreaterThanOrEqual(c.packedAtLeast);
+      expect(m.steps).toHaveLength(plain.steps.length);
+      // Every field read through the row, as the timeline and the inspector read them.
+      for (let i = 0; i < plain.steps.length; i++) {
+        for (const f of FIELDS) expect([i, f, m.steps[i][f]]).toEqual([i, f, plain.steps[i][f]]);
+      }
+      // The whole model as the window sees it (the fold's own bookkeeping aside).
+      const shown = (x: RunModel) => JSON.parse(JSON.stringify({ ...x, internal: null }));
+      expect(shown(m)).toEqual(shown(plain));
+      for (const s of [1, 2, Math.floor(plain.steps.length / 2), plain.steps.length]) {
+        expect(JSON.stringify(rowAt(m, s))).toBe(JSON.stringify(rowAt(plain, s)));
+      }
+      expect(lastDoneStep(m)).toBe(lastDoneStep(plain));
+      expect(m.overlay).toEqual(plain.overlay);
+    });
+  }
+
+  it('a packed row shares its node, kind and route with the other rows; a change unpacks it, the model it came from keeps it', () => {
+    const evs = events(R, [{ event: 'run_started', agent: 'loop', input: {} }, ...loop(400)]);
+    const m = foldEvents(emptyModel(), evs);
+    const a = m.steps[10] as PackedRow;
+    const b = m.steps[12] as PackedRow;
+    expect(a).toBeInstanceOf(PackedRow);
+    expect(a.routes[0]).toBe(b.routes[0]);
+    expect(m.steps[399]).not.toBeInstanceOf(PackedRow);
+    // An edit made after a packed step (paused there after a rewind) lands on a plain copy.
+    const r = foldEvents(m, events(R, [{ event: 'rewound', step: 11 }, { event: 'state_edited', key: 'count', value: 1 }]));
+    expect(r.steps).toHaveLength(11);
+    expect(r.steps[10]).not.toBeInstanceOf(PackedRow);
+    expect(r.steps[10].edits).toEqual([{ key: 'count', value: 1 }]);
+    expect(m.steps[10]).toBe(a);
+    expect(a.edits).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import type { RunModel } from './fold';
 import type { NestedRunInfo } from './nested';
 import type { RunError } from './outcome';
 import type { CanvasOverlay, EdgeMark } from './overlay';
-import { findRow, newRow, type StateEdit, type StepRow } from './timeline';
+import { findRow, LIVE_ROWS, newRow, PackedRow, packRow, type StateEdit, type StepRow } from './timeline';
 
 /** A batch's mutable copy of a model: every container is copied once before its first change. */
 export class Draft {
@@ -40,8 +40,9 @@ export class Draft {
   /** A writable copy of row `i`. */
   row(i: number): StepRow {
     const steps = this.steps();
-    const r = steps[i];
-    if (this.isOwn(r)) return r;
+    const old = steps[i];
+    if (this.isOwn(old)) return old;
+    const r = old instanceof PackedRow ? old.unpack() : old;
     const c = this.own({
       ...r,
       nodes: r.nodes.slice(),
@@ -56,6 +57,28 @@ export class Draft {
     });
     steps[i] = c;
     return c;
+  }
+
+  /**
+   * Pack the rows this batch left behind (all but the newest `LIVE_ROWS`) that fit a
+   * `PackedRow`. Only the draft's own copy of the step list changes; a row unpacked later to be
+   * changed stays plain.
+   */
+  pack(): void {
+    if (!this.stepsCopied) return;
+    const steps = this.m.steps;
+    const int = this.m.internal;
+    const to = steps.length - LIVE_ROWS;
+    const from = Math.min(int.packed ?? 0, Math.max(0, to));
+    if (to <= from) return;
+    const pool = int.pool ?? (int.pool = new Map());
+    for (let i = from; i < to; i++) {
+      const r = steps[i];
+      if (r instanceof PackedRow) continue;
+      const p = packRow(r, pool);
+      if (p) steps[i] = p;
+    }
+    int.packed = to;
   }
 
   /** The index of the row of `step`, created (in order) when missing. */

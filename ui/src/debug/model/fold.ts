@@ -64,6 +64,10 @@ export interface FoldInternal {
   /** The latest nested pause, kept after it ended: the next pause of the same nested run
    *  diffs its state against it. */
   lastNested?: NestedPause | null;
+  /** Rows before this index were offered for packing (`Draft.pack`). */
+  packed?: number;
+  /** Node names, kinds and routes shared by the run's packed rows (`packRow`). */
+  pool?: Map<string, unknown>;
 }
 
 export function emptyModel(): RunModel {
@@ -94,7 +98,11 @@ export function emptyModel(): RunModel {
  */
 export class ModelFolder {
   private draft: Draft | null = null;
-  constructor(private readonly base: RunModel) {}
+  /** `pack: false` keeps every row a plain object (to compare with the packed rows). */
+  constructor(
+    private readonly base: RunModel,
+    private readonly opts: { pack?: boolean } = {},
+  ) {}
 
   add(events: DebugEvent[]): void {
     if (!events.length) return;
@@ -127,13 +135,16 @@ export class ModelFolder {
   }
 
   result(): RunModel {
-    return this.draft ? this.draft.m : this.base;
+    if (!this.draft) return this.base;
+    if (this.opts.pack !== false) this.draft.pack();
+    return this.draft.m;
   }
 }
 
-/** Fold `events` into `model`; returns a new model (the input is not changed). */
-export function foldEvents(model: RunModel, events: DebugEvent[]): RunModel {
-  const f = new ModelFolder(model);
+/** Fold `events` into `model`; returns a new model (the input is not changed). Rows further
+ *  back than the newest `LIVE_ROWS` are packed unless `opts.pack` is false. */
+export function foldEvents(model: RunModel, events: DebugEvent[], opts: { pack?: boolean } = {}): RunModel {
+  const f = new ModelFolder(model, opts);
   f.add(events);
   return f.result();
 }
@@ -194,6 +205,7 @@ function rewind(d: Draft, step: number): void {
   const m = d.m;
   const keep = m.steps.filter((r) => r.step <= step);
   d.setSteps(keep);
+  m.internal.packed = Math.min(m.internal.packed ?? 0, keep.length);
   m.pending = null;
   m.finished = null;
   m.paused = 'requested';

@@ -24,6 +24,8 @@ export {
   findRow,
   lastDoneStep,
   lastStep,
+  LIVE_ROWS,
+  PackedRow,
   routeLabel,
   rowAt,
   type HookRecord,

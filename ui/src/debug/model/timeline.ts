@@ -66,6 +66,148 @@ export interface StepRow {
   hooks: HookRecord[];
 }
 
+/**
+ * Rows further back than this from the newest are packed (`packRows`) once a batch is folded:
+ * events only ever reach back to the current step or the one before (`rowOfNode` looks back 64).
+ */
+export const LIVE_ROWS = 64;
+
+/**
+ * A finished row of one node with no calls, edits, hooks, error or nested events, and at most
+ * one route: what nearly every row of a long loop is. It keeps seven fields (the node, kind and
+ * route shared with the run's other rows, the `node_exit` update shared with the event) instead
+ * of a dozen small arrays and objects; the arrays a `StepRow` has are built when read. Packed
+ * rows are never changed: the draft unpacks one into a plain row before a change
+ * (`Draft.row`). `JSON.stringify` and `unpack` give exactly the plain row it replaced.
+ */
+export class PackedRow implements StepRow {
+  constructor(
+    readonly step: number,
+    private readonly n: string,
+    private readonly k: string,
+    readonly startMs: number,
+    readonly durationMs: number | null,
+    private readonly u: unknown,
+    private readonly r: RouteTaken | null,
+  ) {}
+  get status(): StepStatus {
+    return 'done';
+  }
+  get nodes(): string[] {
+    return [this.n];
+  }
+  get kinds(): string[] {
+    return [this.k];
+  }
+  get exited(): string[] {
+    return [this.n];
+  }
+  get tokens(): TokenUsage | null {
+    return null;
+  }
+  get update(): Record<string, unknown> | null {
+    return isObj(this.u) ? { ...this.u } : null;
+  }
+  get updates(): Record<string, unknown> {
+    return { [this.n]: this.u };
+  }
+  get routes(): RouteTaken[] {
+    return this.r ? [this.r] : [];
+  }
+  get calls(): CallRecord[] {
+    return [];
+  }
+  get nested(): number {
+    return 0;
+  }
+  get edits(): StateEdit[] {
+    return [];
+  }
+  get error(): string | null {
+    return null;
+  }
+  get llmErrors(): number {
+    return 0;
+  }
+  get hooks(): HookRecord[] {
+    return [];
+  }
+  /** The plain row, every container its own. */
+  unpack(): StepRow {
+    return {
+      step: this.step,
+      nodes: this.nodes,
+      kinds: this.kinds,
+      status: 'done',
+      startMs: this.startMs,
+      durationMs: this.durationMs,
+      tokens: null,
+      update: this.update,
+      routes: this.r ? [{ ...this.r }] : [],
+      calls: [],
+      nested: 0,
+      edits: [],
+      exited: this.exited,
+      updates: this.updates,
+      error: null,
+      llmErrors: 0,
+      hooks: [],
+    };
+  }
+  toJSON(): StepRow {
+    return this.unpack();
+  }
+}
+
+/** The shared copy of a string, a route or anything else keyed by `key` (one per run). */
+function interned<T>(pool: Map<string, unknown>, key: string, v: T): T {
+  const have = pool.get(key);
+  if (have !== undefined) return have as T;
+  pool.set(key, v);
+  return v;
+}
+
+/** `row` packed, or null when it holds more than a `PackedRow` keeps. */
+export function packRow(row: StepRow, pool: Map<string, unknown>): PackedRow | null {
+  if (row instanceof PackedRow) return row;
+  if (row.status !== 'done' || row.nodes.length !== 1 || row.kinds.length !== 1 || row.exited.length !== 1) return null;
+  const node = row.nodes[0];
+  if (row.exited[0] !== node || row.tokens || row.calls.length || row.nested || row.edits.length || row.error != null) return null;
+  if (row.llmErrors || (row.hooks && row.hooks.length) || row.routes.length > 1) return null;
+  const keys = Object.keys(row.updates);
+  if (keys.length !== 1 || keys[0] !== node) return null;
+  const u = row.updates[node];
+  // `update` must be what the one `node_exit` gave: the same fields, the same values.
+  if (isObj(u)) {
+    const m = row.update;
+    if (!m) return null;
+    const uk = Object.keys(u);
+    const mk = Object.keys(m);
+    if (uk.length !== mk.length || uk.some((k, i) => mk[i] !== k || m[k] !== u[k])) return null;
+  } else if (row.update !== null) return null;
+  let route: RouteTaken | null = null;
+  if (row.routes.length) {
+    const r = row.routes[0];
+    if (Object.keys(r).length !== 4) return null;
+    let reason: string;
+    try {
+      reason = JSON.stringify(r.reason);
+    } catch {
+      return null;
+    }
+    route = interned(pool, `r\0${r.from}\0${r.to}\0${r.label}\0${reason}`, r);
+  }
+  return new PackedRow(
+    row.step,
+    interned(pool, `s\0${node}`, node),
+    interned(pool, `s\0${row.kinds[0]}`, row.kinds[0]),
+    row.startMs,
+    row.durationMs,
+    u,
+    route,
+  );
+}
+
 /** The label of a route reason on the canvas: "" for an unconditional edge. */
 export function routeLabel(reason: RouteReason): string {
   switch (reason.type) {
