@@ -17,12 +17,15 @@
 //! - **checkpoints**: one after every step. A checkpoint is a fork of the machine, and machines
 //!   keep their state as `Arc`-shared values, so a checkpoint costs a few pointer copies, not a
 //!   deep copy of the state. [`RunSession::rewind`] goes back to any of them (a fork: the later
-//!   ones are dropped, the scripted provider rewinds too).
+//!   ones are dropped, the scripted provider rewinds too). All but the newest 64 are packed
+//!   into the machine's snapshot, deflated in blocks (`packed`): a long run costs tens of
+//!   bytes per step instead of a fork each.
 //!
 //! Every event goes to the session's log and, as it happens, to an optional listener (the
 //! desktop shell forwards them to the UI; the CLI narrates and writes the JSONL trace).
 
 pub mod nested;
+mod packed;
 
 use crate::events::{Event, EventBody, InterruptKind, PauseReason, RunStatus};
 use self::nested::{GateDecision, NestedGate};
@@ -585,10 +588,16 @@ pub fn new_run_id() -> String {
 /// One checkpoint: the machine as it was after `step` steps.
 struct Checkpoint {
     step: u64,
-    machine: Box<dyn Machine>,
     provider_mark: usize,
-    /// The node(s) the step that produced this checkpoint ran.
-    nodes: Vec<String>,
+    kept: Kept,
+}
+
+/// How a checkpoint is kept.
+enum Kept {
+    /// A fork of the machine, and the node(s) the step that produced it ran.
+    Full { machine: Box<dyn Machine>, nodes: Vec<String> },
+    /// `{"nodes", "machine": snapshot}` in the session's packed lines (see `packed`).
+    Packed(packed::At),
 }
 
 /// A summary of a checkpoint for a debugger's timeline.
@@ -614,6 +623,12 @@ pub struct RunSession {
     break_on_error: bool,
     checkpoints_on: bool,
     checkpoints: Vec<Checkpoint>,
+    /// Older checkpoints' snapshots (see `packed`); checkpoints before `pack_from` were
+    /// offered for packing; `pack_off` once this machine's snapshots proved unfit (none, or
+    /// one that restores to another state or other next nodes).
+    packed: packed::Packed,
+    pack_from: usize,
+    pack_off: bool,
     status: Status,
     step: u64,
     /// Set after pausing at a breakpoint so the next `run`/`step` does not stop there again.
@@ -691,6 +706,9 @@ impl RunSession {
             break_on_error: options.break_on_error,
             checkpoints_on: options.checkpoints,
             checkpoints: Vec::new(),
+            packed: packed::Packed::default(),
+            pack_from: 0,
+            pack_off: false,
             status: Status::Ready,
             step,
             resume_past_break: false,
@@ -864,7 +882,10 @@ impl RunSession {
         if self.checkpoints_on {
             if let Some(last) = self.checkpoints.last_mut() {
                 if last.step == self.step {
-                    last.machine = self.machine.fork();
+                    // The newest checkpoint is always a fork (`rewind` makes it one).
+                    if let Kept::Full { machine, .. } = &mut last.kept {
+                        *machine = self.machine.fork();
+                    }
                 }
             }
         }
@@ -876,13 +897,41 @@ impl RunSession {
     pub fn checkpoints(&self) -> Vec<CheckpointInfo> {
         self.checkpoints
             .iter()
-            .map(|c| CheckpointInfo { step: c.step, nodes: c.nodes.clone(), due: c.machine.due() })
+            .filter_map(|c| {
+                let (machine, nodes) = self.kept_at(c).ok()?;
+                Some(CheckpointInfo { step: c.step, due: machine.due(), nodes })
+            })
             .collect()
     }
 
     /// The state as it was after `step` steps.
     pub fn state_at(&self, step: u64) -> Option<Value> {
-        self.checkpoints.iter().find(|c| c.step == step).map(|c| c.machine.state())
+        let c = self.checkpoints.iter().find(|c| c.step == step)?;
+        match &c.kept {
+            Kept::Full { machine, .. } => Some(machine.state()),
+            Kept::Packed(_) => self.kept_at(c).ok().map(|(m, _)| m.state()),
+        }
+    }
+
+    /// A checkpoint's machine (a fork of it) and nodes; a packed one is restored into a fork of
+    /// the running machine.
+    fn kept_at(&self, c: &Checkpoint) -> Result<(Box<dyn Machine>, Vec<String>), String> {
+        match &c.kept {
+            Kept::Full { machine, nodes } => Ok((machine.fork(), nodes.clone())),
+            Kept::Packed(at) => {
+                let mut line: Value = serde_json::from_str(&self.packed.get(*at)?).map_err(|e| e.to_string())?;
+                let nodes: Vec<String> = serde_json::from_value(line["nodes"].take()).map_err(|e| e.to_string())?;
+                let mut machine = self.machine.fork();
+                machine.restore(&line["machine"])?;
+                Ok((machine, nodes))
+            }
+        }
+    }
+
+    /// Bytes held by packed checkpoints and how many checkpoints are packed (tests, benches).
+    pub fn packed_checkpoints(&self) -> (usize, usize) {
+        let n = self.checkpoints.iter().filter(|c| matches!(c.kept, Kept::Packed(_))).count();
+        (n, self.packed.bytes())
     }
 
     /// Go back to the checkpoint after `step` steps and continue from there (a fork: later
@@ -896,10 +945,20 @@ impl RunSession {
                 "this run keeps no checkpoints (checkpoints were turned off)".into()
             });
         };
+        let (machine, nodes) = self.kept_at(&self.checkpoints[pos])?;
         self.checkpoints.truncate(pos + 1);
-        let cp = &self.checkpoints[pos];
-        self.machine = cp.machine.fork();
-        self.provider.rewind_to(cp.provider_mark);
+        let cp = &mut self.checkpoints[pos];
+        // The newest checkpoint is a fork again (state edits replace it).
+        cp.kept = Kept::Full { machine: machine.fork(), nodes };
+        let mark = cp.provider_mark;
+        let last_packed = self.checkpoints.iter().rev().find_map(|c| match c.kept {
+            Kept::Packed(at) => Some(at),
+            Kept::Full { .. } => None,
+        });
+        self.packed.truncate(last_packed);
+        self.pack_from = self.pack_from.min(self.checkpoints.len());
+        self.machine = machine;
+        self.provider.rewind_to(mark);
         self.step = step;
         self.stop.store(false, Ordering::Relaxed);
         self.held_failure = None;
@@ -940,7 +999,40 @@ impl RunSession {
             return;
         }
         let provider_mark = self.provider.mark();
-        self.checkpoints.push(Checkpoint { step: self.step, machine: self.machine.fork(), provider_mark, nodes });
+        self.checkpoints.push(Checkpoint { step: self.step, provider_mark, kept: Kept::Full { machine: self.machine.fork(), nodes } });
+        self.pack_old();
+    }
+
+    /// Pack the checkpoints older than the newest `KEEP_FULL`, a block's worth at a time. Each
+    /// snapshot is restored and compared (state and next nodes) before its fork goes; a machine
+    /// without snapshots, or with one that does not restore to the same, keeps forks from
+    /// there on; so does a checkpoint whose snapshot is long (`MAX_LINE`).
+    fn pack_old(&mut self) {
+        let n = self.checkpoints.len();
+        if self.pack_off || n < self.pack_from + packed::KEEP_FULL + packed::BLOCK {
+            return;
+        }
+        let end = n - packed::KEEP_FULL;
+        for i in self.pack_from..end {
+            let Kept::Full { machine, nodes } = &self.checkpoints[i].kept else { continue };
+            let snapshot = machine.snapshot();
+            if snapshot.is_null() {
+                self.pack_off = true;
+                return;
+            }
+            let line = serde_json::json!({ "nodes": nodes, "machine": snapshot }).to_string();
+            if line.len() > packed::MAX_LINE {
+                continue;
+            }
+            let mut back = self.machine.fork();
+            if back.restore(&snapshot).is_err() || back.state() != machine.state() || back.due() != machine.due() {
+                self.pack_off = true;
+                return;
+            }
+            let at = self.packed.push(line);
+            self.checkpoints[i].kept = Kept::Packed(at);
+        }
+        self.pack_from = end;
     }
 
     fn pause(&mut self, reason: PauseReason) {
