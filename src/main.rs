@@ -1,7 +1,7 @@
 //! The `switchyard` command line: validate agent files, export their graphs, run agents.
 //! This is the only place in the engine crate that renders for a terminal.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,8 +10,13 @@ use switchyard::doc::{self, Document};
 use switchyard::graph::{self, export};
 use switchyard::validate;
 
+mod package_assets;
+
+/// `switchyard --version`: the package version, the commit and its date (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SWITCHYARD_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "switchyard", version, about = "Author, run and debug declarative LLM agent graphs (sherma and Loki)")]
+#[command(name = "switchyard", version = VERSION, about = "Author, run and debug declarative LLM agent graphs (sherma and Loki)")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -1260,6 +1265,12 @@ fn format_time(ms: i64) -> String {
 }
 
 fn main() -> ExitCode {
+    // `switchyard package-assets DIR` (`./dev package`) is no clap command: completions and man
+    // pages, which it writes, never offer it.
+    let args: Vec<_> = std::env::args_os().collect();
+    if args.len() == 3 && args[1] == "package-assets" {
+        return package_assets::run(Cli::command(), std::path::Path::new(&args[2]));
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -23,6 +23,7 @@ mod load;
 mod loki_tools;
 mod mcp;
 mod offline;
+mod package;
 mod prop_edit;
 mod prop_loader;
 mod rag;
