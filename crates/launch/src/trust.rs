@@ -43,22 +43,7 @@ pub fn trust_file_path() -> Option<PathBuf> {
 /// layout whose agent nodes name their sibling agents), the bundle folder; else the folder
 /// itself (a file's folder). Canonical when the path exists.
 pub fn project_root(path: &Path) -> PathBuf {
-    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| absolute(path));
-    let start = if abs.is_dir() { abs.clone() } else { abs.parent().map(Path::to_path_buf).unwrap_or(abs.clone()) };
-    let mut dir = Some(start.as_path());
-    while let Some(d) = dir {
-        if d.join(".git").exists() {
-            return d.to_path_buf();
-        }
-        dir = d.parent();
-    }
-    let is_loki_agent = start.join("graph.yaml").is_file() || start.join("config.yaml").is_file();
-    match start.parent() {
-        Some(agents) if is_loki_agent && agents.file_name().is_some_and(|n| n == "agents") => {
-            agents.parent().map(Path::to_path_buf).unwrap_or(start)
-        }
-        _ => start,
-    }
+    model::doc::project_root(path)
 }
 
 fn absolute(path: &Path) -> PathBuf {

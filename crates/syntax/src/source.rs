@@ -283,6 +283,39 @@ pub fn read_bounded(path: &Path, cap: u64, root: Option<&Path>) -> Result<Vec<u8
     Ok(out)
 }
 
+/// The refusal of a file that lies inside `root` by its path but is a symbolic link (or sits
+/// under one) leading out of `root`: what a cloned repository could plant to make an agent read
+/// `~/.aws/credentials` through an innocent-looking `prompts/p.txt`. `None` for a path outside
+/// `root` by its own name (named on purpose, which the trust rules and the run manifest judge),
+/// for a path that stays inside, and for one that does not exist.
+pub fn links_out(path: &Path, root: &Path) -> Option<ReadError> {
+    let lexical = lexical_absolute(path);
+    let root_lexical = lexical_absolute(root);
+    let root_real = std::fs::canonicalize(root).unwrap_or_else(|_| root_lexical.clone());
+    if !(lexical.starts_with(&root_lexical) || lexical.starts_with(&root_real)) {
+        return None;
+    }
+    let target = std::fs::canonicalize(path).ok()?;
+    (!target.starts_with(&root_real)).then(|| ReadError::OutsideRoot { path: path.to_path_buf(), target, root: root_real })
+}
+
+/// `path` made absolute with `.` and `..` removed by name (no symlink resolved).
+fn lexical_absolute(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// [`read_bounded`] as UTF-8 text (invalid bytes replaced).
 pub fn read_bounded_text(path: &Path, cap: u64, root: Option<&Path>) -> Result<String, ReadError> {
     read_bounded(path, cap, root).map(|b| match String::from_utf8(b) {
@@ -351,6 +384,29 @@ mod tests {
         assert!(matches!(e, ReadError::OutsideRoot { .. }) && e.to_string().contains("outside"), "{e}");
         assert_eq!(read_bounded(&d.join("root/link.txt"), 100, None).unwrap(), b"outside");
         assert!(read_bounded(&d.join("root/none"), 100, None).unwrap_err().is_not_found());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_link_out_of_the_root_is_refused_a_path_named_outside_is_not() {
+        let d = std::env::temp_dir().join(format!("switchyard-links-out-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("root/sub")).unwrap();
+        std::fs::create_dir_all(d.join("home")).unwrap();
+        std::fs::write(d.join("root/ok.txt"), "in").unwrap();
+        std::fs::write(d.join("home/secret"), "out").unwrap();
+        std::os::unix::fs::symlink(d.join("home/secret"), d.join("root/p.txt")).unwrap();
+        std::os::unix::fs::symlink(d.join("root/ok.txt"), d.join("root/sub/in.txt")).unwrap();
+        std::os::unix::fs::symlink(d.join("home"), d.join("root/linked-dir")).unwrap();
+        let root = d.join("root");
+        let e = links_out(&root.join("p.txt"), &root).expect("a link out is refused");
+        assert!(e.to_string().contains("outside"), "{e}");
+        assert!(links_out(&root.join("linked-dir/secret"), &root).is_some(), "under a linked folder");
+        assert!(links_out(&root.join("sub/../p.txt"), &root).is_some(), "by a roundabout name");
+        assert!(links_out(&root.join("sub/in.txt"), &root).is_none(), "a link that stays inside");
+        assert!(links_out(&root.join("ok.txt"), &root).is_none());
+        assert!(links_out(&d.join("home/secret"), &root).is_none(), "named outside on purpose: the trust rules judge it");
+        assert!(links_out(&root.join("missing"), &root).is_none());
         let _ = std::fs::remove_dir_all(&d);
     }
 }

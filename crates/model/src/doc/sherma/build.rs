@@ -196,7 +196,11 @@ pub fn build(
         if let Some(text) = p.get_str("instructions") {
             doc.prompt_texts.push((id.clone(), text.to_string()));
         } else if let Some(path) = &p.resolved_path {
-            match syntax::source::read_bounded_text(path, syntax::source::SIDE_FILE_CAP, None) {
+            let read = match syntax::source::links_out(path, &crate::doc::project_root(b.file.path())) {
+                Some(e) => Err(e),
+                None => syntax::source::read_bounded_text(path, syntax::source::SIDE_FILE_CAP, None),
+            };
+            match read {
                 Ok(text) => {
                     b.extra_files.push(SourceFile::new(path.clone(), text.clone()));
                     doc.prompt_texts.push((id.clone(), text));
@@ -207,7 +211,7 @@ pub fn build(
                         b.diags.push(
                             Diagnostic::error("prompt-file", format!("prompt `{id}`: {e}"))
                                 .at(b.file, v.span)
-                                .hint("`instructions_path` must name a regular text file"),
+                                .hint("`instructions_path` must name a regular text file of the project (not a link out of it)"),
                         );
                     }
                 }

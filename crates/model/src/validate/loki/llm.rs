@@ -73,9 +73,9 @@ impl V<'_> {
                 if let Some(why) = custom.catalog.not_a_tool(&t.value) {
                     // The interpreter refuses this call with the same words.
                     let d = self
-                        .err("loki-tool", format!("llm node references '{}', which is not a usable tool", t.value), t.span)
+                        .err("loki-tool", format!("llm node references '{}', which is not a usable tool ({why})", t.value), t.span)
                         .node(n.id.value.clone())
-                        .hint(why);
+                        .hint("define the tool with `# @cmd` in a tools.sh of the agent's own folder (a regular file, not a link out of the project), or name another tool");
                     self.push(d);
                     continue;
                 }

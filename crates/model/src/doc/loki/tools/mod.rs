@@ -198,7 +198,13 @@ pub fn agent_tools(agent_dir: &Path) -> Catalog {
         if !path.is_file() {
             continue;
         }
-        let text = match syntax::source::read_bounded_text(&path, syntax::source::SIDE_FILE_CAP, None) {
+        // A tool file that links out of the project is not read (nor run): a clone could
+        // plant it to run any file as the agent's tools.
+        let read = match syntax::source::links_out(&path, &crate::doc::project_root(agent_dir)) {
+            Some(e) => Err(e),
+            None => syntax::source::read_bounded_text(&path, syntax::source::SIDE_FILE_CAP, None),
+        };
+        let text = match read {
             Ok(t) => t,
             Err(e) => {
                 cat.problems
@@ -377,7 +383,8 @@ impl Catalog {
     /// Why `name`, a function the agent's tool files define, is not a tool: a `tools.sh`
     /// function without `# @cmd`, or a function of a file that does not parse (a file that
     /// does not parse answers only for the functions it defines, so that other tools of the
-    /// same name, such as MCP ones, still work). `None` when the files do not define `name`.
+    /// same name, such as MCP ones, still work), or a tool file that could not be read at all.
+    /// `None` when the files do not define `name`.
     pub fn not_a_tool(&self, name: &str) -> Option<String> {
         if self.plain_functions.iter().any(|f| f.replace('-', "_") == name) {
             return Some(format!(
@@ -386,10 +393,14 @@ impl Catalog {
                  `# @option` / `# @flag` lines)"
             ));
         }
+        if let Some((problem, _)) = self.problems.iter().find(|(_, defined)| defined.iter().any(|f| f == name)) {
+            return Some(format!("agent tool '{name}' cannot be used: {problem}"));
+        }
+        // A tool file that could not be read at all may be where `name` was meant to come from.
         self.problems
             .iter()
-            .find(|(_, defined)| defined.iter().any(|f| f == name))
-            .map(|(problem, _)| format!("agent tool '{name}' cannot be used: {problem}"))
+            .find(|(_, defined)| defined.is_empty())
+            .map(|(problem, _)| format!("no readable tool file defines '{name}': {problem}"))
     }
 }
 
