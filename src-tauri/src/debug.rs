@@ -327,6 +327,12 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     let dialect = match doc.dialect() {
         Some(Dialect::Sherma) => "sherma",
         Some(Dialect::Loki) => "loki",
+        Some(Dialect::Lllm) => {
+            return Err(CmdError::new(format!(
+                "{} is an LLLM config: running LLLM agents is not built yet (open, validate and the canvas work)",
+                path.display()
+            )));
+        }
         None => {
             return Err(CmdError::new(format!(
                 "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); see the Problems panel",

@@ -1046,3 +1046,255 @@ fn coyote_fields_edit_byte_exactly() {
     }
     assert!(bad.is_empty(), "edits:\n{}", bad.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// LLLM (EXPECTATIONS.md, section LLLM)
+// ---------------------------------------------------------------------------------------------
+
+/// What one kind of LLLM corpus file must give: the dialect it loads as, the diagnostic codes
+/// that must come, and the only error codes allowed (`None`: any, for files that are not LLLM).
+struct LllmCase {
+    what: &'static str,
+    applies: fn(&str) -> bool,
+    dialect: Option<Dialect>,
+    must: &'static [&'static str],
+    errors_allowed: Option<&'static [&'static str]>,
+}
+
+/// First match wins; every YAML file under `lllm/` must match one.
+const LLLM_CASES: &[LllmCase] = &[
+    LllmCase {
+        what: "an asset of a package, not a config",
+        applies: |p| p.ends_with("pkg_gamma/assets/models/config.yaml"),
+        dialect: None,
+        must: &[],
+        errors_allowed: None,
+    },
+    LllmCase {
+        what: "an unrendered project template",
+        applies: |p| p.contains("__project_name__"),
+        dialect: Some(Dialect::Lllm),
+        must: &["yaml-syntax", "template-placeholder", "lllm-old-shape"],
+        errors_allowed: Some(&["yaml-syntax", "template-placeholder", "lllm-old-shape", "wrong-type"]),
+    },
+    LllmCase {
+        what: "an older config shape",
+        applies: |p| p.starts_with("history/"),
+        dialect: Some(Dialect::Lllm),
+        must: &["lllm-old-shape"],
+        errors_allowed: Some(&["lllm-old-shape"]),
+    },
+    LllmCase {
+        what: "a current-shape config",
+        applies: |p| p.starts_with("main-6845bfa/") && p.contains("/configs/"),
+        dialect: Some(Dialect::Lllm),
+        must: &[],
+        // What the corpus lacks (prompt modules, packages not present) is a warning.
+        errors_allowed: Some(&[]),
+    },
+];
+
+fn lllm_files() -> Vec<PathBuf> {
+    let v = files_under(&corpus().join("lllm"), &|p| p.extension().is_some_and(|e| e == "yaml"));
+    assert!(v.len() >= 17, "expected the LLLM configs, found {v:?}");
+    v
+}
+
+fn lllm_rel(p: &Path) -> String {
+    p.strip_prefix(corpus().join("lllm")).unwrap_or(p).display().to_string()
+}
+
+#[test]
+fn lllm_configs_load_validate_and_draw_as_expected() {
+    let mut bad = Vec::new();
+    let mut seen = vec![0usize; LLLM_CASES.len()];
+    for f in lllm_files() {
+        let r = lllm_rel(&f);
+        let Some(i) = LLLM_CASES.iter().position(|c| (c.applies)(&r)) else {
+            bad.push(format!("{r}: no expectation covers this file"));
+            continue;
+        };
+        seen[i] += 1;
+        let case = &LLLM_CASES[i];
+        let d = doc::load_path(&f);
+        if d.dialect() != case.dialect {
+            bad.push(format!("{r} ({}): loads as {:?}, expected {:?}", case.what, d.dialect(), case.dialect));
+            continue;
+        }
+        let diags = validate::validate(&d, None);
+        for x in &diags {
+            if x.file.is_empty() || x.line == 0 || x.column == 0 {
+                bad.push(format!("{r}: a diagnostic without a position: {x:?}"));
+            }
+        }
+        for code in case.must {
+            if !diags.iter().any(|x| x.code == *code) {
+                bad.push(format!("{r} ({}): no `{code}` diagnostic in\n{}", case.what, show(&diags.iter().collect::<Vec<_>>())));
+            }
+        }
+        if let Some(allowed) = case.errors_allowed {
+            let errors: Vec<&Diagnostic> = diags.iter().filter(|x| x.is_error() && !allowed.contains(&x.code.as_str())).collect();
+            if !errors.is_empty() {
+                bad.push(format!("{r} ({}): errors:\n{}", case.what, show(&errors)));
+            }
+        }
+        if case.dialect == Some(Dialect::Lllm) {
+            let (g, gd) = graph::lower(&d, None);
+            match g {
+                Some(g) => {
+                    let agents = d.lllm().unwrap().effective.agents.len();
+                    let j = graph::export::to_json(&g);
+                    let drawn = j["nodes"].as_array().unwrap().iter().filter(|n| n["kind"] == "agent").count();
+                    if drawn != agents {
+                        bad.push(format!("{r}: {agents} agents, {drawn} agent nodes"));
+                    }
+                }
+                None => bad.push(format!("{r}: no graph: {gd:?}")),
+            }
+        }
+    }
+    for (c, n) in LLLM_CASES.iter().zip(&seen) {
+        if *n == 0 {
+            bad.push(format!("no file is {}", c.what));
+        }
+    }
+    assert!(bad.is_empty(), "LLLM corpus:\n{}", bad.join("\n"));
+}
+
+/// The older shapes' diagnostic names the shape and says how to migrate; an unrendered
+/// template's YAML error is on a line holding a placeholder.
+#[test]
+fn lllm_older_shapes_say_how_to_migrate_and_templates_fail_where_the_placeholder_is() {
+    for f in lllm_files().into_iter().filter(|f| lllm_rel(f).starts_with("history/")) {
+        let d = doc::load_path(&f);
+        let text = std::fs::read_to_string(&f).unwrap();
+        let old = d.diagnostics.iter().find(|x| x.code == "lllm-old-shape").unwrap_or_else(|| panic!("{}", rel(&f)));
+        assert!(old.message.contains("`agent_configs` is a mapping"), "{}: {}", rel(&f), old.message);
+        assert!(old.hint.as_deref().is_some_and(|h| h.starts_with("migrate:") && h.contains("- name: vanilla")), "{old:?}");
+        assert_eq!(text.lines().nth(old.line as usize - 1).unwrap().trim_end(), "agent_configs:", "{}", rel(&f));
+        if text.contains("{{project_name}}") {
+            let y = d.diagnostics.iter().find(|x| x.code == "yaml-syntax").unwrap_or_else(|| panic!("{}", rel(&f)));
+            let line = text.lines().nth(y.line as usize - 1).unwrap();
+            assert!(line.contains("{{project_name}}"), "{}: the YAML error is at {}:{} `{line}`", rel(&f), y.line, y.column);
+            let p = d.diagnostics.iter().find(|x| x.code == "template-placeholder").unwrap();
+            assert!(text.lines().nth(p.line as usize - 1).unwrap().contains("{{project_name}}"));
+        }
+    }
+    let d = doc::load_str(Path::new("/x/research_writer.yaml"), "agent_group_configs:\n  researcher:\n    model_name: gpt-4o\n    system_prompt: hi\n");
+    assert_eq!(d.dialect(), Some(Dialect::Lllm));
+    let old = d.diagnostics.iter().find(|x| x.code == "lllm-old-shape").unwrap();
+    assert!(old.message.contains("`agent_group_configs`") && old.hint.as_deref().unwrap().contains("rename `agent_group_configs` to `agent_configs`"));
+    assert_eq!(d.lllm().unwrap().effective.agents[0].name, "researcher");
+}
+
+/// LLLM's merge, computed here from the files with serde_yaml (independently of the engine):
+/// `base` (same folder) under the file, mappings merged, lists and scalars replaced, then
+/// `global` under each agent entry.
+fn lllm_merge(a: &mut Yaml, b: Yaml) {
+    match (a, b) {
+        (Yaml::Mapping(a), Yaml::Mapping(b)) => {
+            for (k, v) in b {
+                match a.get_mut(&k) {
+                    Some(old) => lllm_merge(old, v),
+                    None => {
+                        a.insert(k, v);
+                    }
+                }
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+fn lllm_resolved(f: &Path) -> Yaml {
+    let mut y = yaml_of(f);
+    let base = ystr(&y, "base").map(str::to_string);
+    if let Yaml::Mapping(m) = &mut y {
+        m.remove("base");
+    }
+    match base {
+        Some(b) => {
+            let mut under = lllm_resolved(&f.with_file_name(format!("{b}.yaml")));
+            lllm_merge(&mut under, y);
+            under
+        }
+        None => y,
+    }
+}
+
+#[test]
+fn lllm_effective_configs_match_the_merge_of_the_files() {
+    const KNOWN: &[&str] = &["name", "model_name", "system_prompt", "system_prompt_path", "api_type", "model_args", "max_exception_retry", "max_interrupt_steps", "max_llm_recall", "extra_settings", "proxy", "context_manager", "skills", "tools"];
+    let mut checked = 0;
+    for f in lllm_files().into_iter().filter(|f| { let r = lllm_rel(f); r.starts_with("main-6845bfa/") && r.contains("/configs/") }) {
+        let d = doc::load_path(&f);
+        let l = d.lllm().unwrap_or_else(|| panic!("{}", rel(&f)));
+        let y = lllm_resolved(&f);
+        let global = y.get("global").cloned().unwrap_or(Yaml::Mapping(Default::default()));
+        let entries = seq(y.get("agent_configs"));
+        assert_eq!(l.effective.agents.len(), entries.len(), "{}", rel(&f));
+        for (a, entry) in l.effective.agents.iter().zip(entries) {
+            assert_eq!(Some(a.name.as_str()), ystr(entry, "name"), "{}", rel(&f));
+            let mut merged = global.clone();
+            lllm_merge(&mut merged, entry.clone());
+            let mut args = merged.get("model_args").cloned().unwrap_or(Yaml::Mapping(Default::default()));
+            for (k, v) in merged.as_mapping().unwrap() {
+                if !KNOWN.contains(&k.as_str().unwrap()) {
+                    args.as_mapping_mut().unwrap().insert(k.clone(), v.clone());
+                }
+            }
+            let want: Json = serde_json::to_value(&args).unwrap();
+            let got = Json::Object(a.model_args.iter().map(|(k, v)| (k.clone(), v.to_json())).collect());
+            assert_eq!(got, want, "{}: model_args of `{}`", rel(&f), a.name);
+            assert_eq!(a.str("model_name"), ystr(&merged, "model_name"), "{}: `{}`", rel(&f), a.name);
+            for k in ["max_exception_retry", "max_interrupt_steps"] {
+                if let Some(v) = merged.get(k) {
+                    assert_eq!(a.get(k).unwrap().to_json(), serde_json::to_value(v).unwrap(), "{}: {k}", rel(&f));
+                }
+            }
+            // Every value says where it came from, a line in one of the chain's files.
+            for v in a.config.values().chain(a.model_args.values()) {
+                let o = v.from();
+                assert!(o.section == switchyard::doc::lllm::Section::Default || (o.line > 0 && o.file.ends_with(".yaml")), "{o:?}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked}");
+    // pro.yaml inherits default.yaml: a value it does not override says so.
+    let pro = doc::load_path(&corpus().join("lllm/main-6845bfa/examples/code_review_service/configs/pro.yaml"));
+    let l = pro.lllm().unwrap();
+    assert_eq!(l.layers.len(), 2);
+    let dev = doc::load_path(&corpus().join("lllm/main-6845bfa/tests/test_cases/packages/pkg_alpha/configs/development.yaml"));
+    let a = &dev.lllm().unwrap().effective.agents[0];
+    let m = a.get("model_name").unwrap().from();
+    assert!(m.file.ends_with("pkg_alpha/configs/default.yaml") && m.line == 2, "{m:?}");
+    let r = a.get("max_exception_retry").unwrap();
+    assert_eq!((r.to_json(), r.from().file.ends_with("development.yaml")), (serde_json::json!(1), true));
+    assert_eq!(a.get("max_interrupt_steps").unwrap().from().line, 7);
+}
+
+#[test]
+fn lllm_cli_validates_and_draws_configs() {
+    let pro = p("lllm/main-6845bfa/examples/code_review_service/configs/pro.yaml");
+    let o = run(&["validate", &pro]);
+    assert_eq!(o.code, Some(0), "{}{}", o.stdout, o.stderr);
+    let o = run(&["graph", &pro, "--format", "json"]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let j: Json = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(j["dialect"], "lllm");
+    let edges: BTreeSet<(String, String)> = j["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["from"].as_str().unwrap().to_string(), e["to"].as_str().unwrap().to_string()))
+        .collect();
+    let want: BTreeSet<(String, String)> = [("base:default", "global"), ("global", "analyzer"), ("global", "synthesizer")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(edges, want);
+    let o = run(&["validate", &p("lllm/history/2025-11-25_ba58ecd/template/default.yaml")]);
+    assert_eq!(o.code, Some(1));
+    assert!(o.stdout.contains("lllm-old-shape"), "{}", o.stdout);
+}

@@ -275,13 +275,16 @@ fn dialect_of(p: &Plan<'_>, doc: Option<&Document>) -> Dialect {
     if let Some(Value::Object(s)) = p.started.as_ref().and_then(|s| s.state) {
         return if s.contains_key("initial_prompt") { Dialect::Loki } else { Dialect::Sherma };
     }
-    doc.and_then(Document::dialect).unwrap_or(Dialect::Sherma)
+    // LLLM agents do not run yet, so no trace is of an LLLM run: an LLLM file beside a trace
+    // says nothing about it.
+    doc.and_then(Document::dialect).filter(|d| *d != Dialect::Lllm).unwrap_or(Dialect::Sherma)
 }
 
 fn dialect_name(d: Dialect) -> &'static str {
     match d {
         Dialect::Sherma => "sherma",
         Dialect::Loki => "Loki",
+        Dialect::Lllm => "LLLM",
     }
 }
 
@@ -310,6 +313,7 @@ fn fits(doc: &Document, dialect: Dialect, p: &Plan<'_>) -> Result<(), String> {
             }
             Ok(())
         }
+        (Some(Dialect::Lllm), _) => Err(format!("{path} is an LLLM config; running LLLM agents is not built yet, so no trace is of one")),
         (Some(Dialect::Sherma), _) => {
             let s = doc.sherma().expect("a sherma document");
             match p.started.as_ref().map(|s| s.agent) {
@@ -380,7 +384,8 @@ fn initial(p: &Plan<'_>, rules: &Rules<'_>) -> (Fold, Option<String>) {
     // declared defaults (sherma) or its `initial_state` (Loki).
     let (text, state) = request_of(started.input);
     match rules.dialect {
-        Dialect::Sherma => {
+        // `dialect_of` never gives LLLM (no LLLM run traces exist).
+        Dialect::Sherma | Dialect::Lllm => {
             let input = crate::sherma_input(text.as_deref(), state).unwrap_or(Value::Null);
             let agent = rules.doc.and_then(Document::sherma).and_then(|s| s.agent(started.agent));
             if let Some(agent) = agent
@@ -416,14 +421,14 @@ fn initial(p: &Plan<'_>, rules: &Rules<'_>) -> (Fold, Option<String>) {
 
 fn empty(d: Dialect) -> Fold {
     match d {
-        Dialect::Sherma => Fold::Sherma(State::new()),
+        Dialect::Sherma | Dialect::Lllm => Fold::Sherma(State::new()),
         Dialect::Loki => Fold::Loki(LokiState::new()),
     }
 }
 
 fn from_object(d: Dialect, m: &Map<String, Value>) -> Fold {
     match d {
-        Dialect::Sherma => {
+        Dialect::Sherma | Dialect::Lllm => {
             let mut st = State::new();
             for (k, v) in m {
                 st.replace(k, v.clone());

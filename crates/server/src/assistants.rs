@@ -171,7 +171,8 @@ fn load(file: &Path, base: String) -> Vec<Assistant> {
                 })
                 .collect()
         }
-        Model::Unknown => Vec::new(),
+        // LLLM agents cannot run yet, so a config is no assistant.
+        Model::Lllm(_) | Model::Unknown => Vec::new(),
     }
 }
 

@@ -34,7 +34,7 @@ export type ViewEdge = { id: string, from: string, to: string,
 /**
  * `model::graph::EdgeKind` (`as_str`): a closed set.
  */
-kind: "entry" | "static" | "branch" | "default" | "next" | "route" | "on_other" | "fallback" | "map_branch" | "dynamic", label: string | null, derived: boolean, dynamic: boolean, fanout: boolean, order: number, 
+kind: "entry" | "static" | "branch" | "default" | "next" | "route" | "on_other" | "fallback" | "map_branch" | "dynamic" | "inherits", label: string | null, derived: boolean, dynamic: boolean, fanout: boolean, order: number, 
 /**
  * Position of the branch / route inside its source, for branch ops.
  */

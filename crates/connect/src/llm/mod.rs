@@ -232,6 +232,17 @@ pub fn models_used(doc: &Document) -> Vec<(ModelRef, String)> {
                 }
             }
         }
+        // LLLM: each agent's effective `model_name` (LLLM runs are not built yet; listed for
+        // the checks that read every model a file names).
+        Some(Dialect::Lllm) => {
+            if let Some(l) = doc.lllm() {
+                for a in &l.effective.agents {
+                    if let Some(m) = a.str("model_name") {
+                        out.push((ModelRef::parse(m), format!("{file}: agent `{}` `model_name`", a.name)));
+                    }
+                }
+            }
+        }
         None => {}
     }
     out

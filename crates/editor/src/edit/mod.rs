@@ -194,6 +194,11 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
     let select = match doc.dialect() {
         Some(Dialect::Sherma) => sherma::apply(&mut work, doc, agent, op)?,
         Some(Dialect::Loki) => loki::apply(&mut work, doc, op)?,
+        Some(Dialect::Lllm) => {
+            return Err(EditError::new(
+                "editing LLLM configs from the canvas is not built yet; edit the file in the source view",
+            ));
+        }
         None => {
             return Err(EditError::new(
                 "this file is not a sherma or Loki agent Switchyard can edit; fix the problems listed first",
@@ -219,6 +224,7 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
         let name = |d: Option<Dialect>| match d {
             Some(Dialect::Sherma) => "a sherma agent",
             Some(Dialect::Loki) => "a Loki graph",
+            Some(Dialect::Lllm) => "an LLLM config",
             None => "no kind of agent Switchyard knows",
         };
         return Err(EditError::new(format!(

@@ -102,6 +102,7 @@ mod tests {
             EdgeKind::Fallback,
             EdgeKind::MapBranch,
             EdgeKind::Dynamic,
+            EdgeKind::Inherits,
         ];
         for k in all {
             // No wildcard: a new edge kind stops this compiling until it is listed above.
@@ -115,7 +116,8 @@ mod tests {
                 | EdgeKind::OnOther
                 | EdgeKind::Fallback
                 | EdgeKind::MapBranch
-                | EdgeKind::Dynamic => {}
+                | EdgeKind::Dynamic
+                | EdgeKind::Inherits => {}
             }
         }
         let ts = declaration::<ViewEdge>(&config());

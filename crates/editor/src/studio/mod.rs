@@ -8,6 +8,7 @@
 
 pub mod contract;
 mod disk;
+mod lllm_view;
 pub mod recovery;
 mod view;
 

@@ -79,7 +79,7 @@ pub struct ViewEdge {
     pub from: String,
     pub to: String,
     /// `model::graph::EdgeKind` (`as_str`): a closed set.
-    #[ts(type = r#""entry" | "static" | "branch" | "default" | "next" | "route" | "on_other" | "fallback" | "map_branch" | "dynamic""#)]
+    #[ts(type = r#""entry" | "static" | "branch" | "default" | "next" | "route" | "on_other" | "fallback" | "map_branch" | "dynamic" | "inherits""#)]
     pub kind: &'static str,
     pub label: Option<String>,
     pub derived: bool,
@@ -99,6 +99,7 @@ pub struct ViewEdge {
 const SHERMA_KINDS: &[&str] =
     &["call_llm", "tool_node", "call_agent", "data_transform", "set_state", "interrupt", "load_skills", "custom"];
 const LOKI_KINDS: &[&str] = &["agent", "script", "approval", "input", "llm", "rag", "map", "end"];
+const LLLM_KINDS: &[&str] = &["global", "agent", "base"];
 
 pub(super) fn build(s: &Session) -> View {
     let doc_arc = s.document();
@@ -111,6 +112,7 @@ pub(super) fn build(s: &Session) -> View {
     let (node_kinds, schema) = match &doc.model {
         Model::Sherma(_) => (SHERMA_KINDS.to_vec(), sherma_schema()),
         Model::Loki(_) => (LOKI_KINDS.to_vec(), loki_schema()),
+        Model::Lllm(_) => (LLLM_KINDS.to_vec(), lllm_schema()),
         Model::Unknown => (Vec::new(), serde_json::Map::new()),
     };
     let mut v = View {
@@ -168,13 +170,13 @@ fn fill_graph(v: &mut View, s: &Session, doc: &Document, g: &Graph) {
             y = p.y;
         }
         let d = if n.derived { None } else { decl.get(n.id.as_str()) };
-        let (line, end_line) = match (d, file) {
-            (Some(d), Some(f)) => {
-                let a = f.line_col(d.span.0).line as usize;
+        let (line, end_line) = match (d.and_then(|d| d.span), file) {
+            (Some(span), Some(f)) => {
+                let a = f.line_col(span.0).line as usize;
                 // A mapping's span may run into the blank and comment lines before the next
                 // entry: the node ends on its last line of content.
                 let text = f.text();
-                let (s0, s1) = (d.span.0.min(text.len()), d.span.1.min(text.len()).max(d.span.0.min(text.len())));
+                let (s0, s1) = (span.0.min(text.len()), span.1.min(text.len()).max(span.0.min(text.len())));
                 let body = text.get(s0..s1).unwrap_or("");
                 let kept = body.lines().count().saturating_sub(
                     body.lines().rev().take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#')).count(),
@@ -246,14 +248,15 @@ fn fill_graph(v: &mut View, s: &Session, doc: &Document, g: &Graph) {
     v.edges = edges;
 }
 
-struct Decl {
-    /// Byte range of the whole entry (from the name/key to the end of its mapping).
-    span: (usize, usize),
-    data: Value,
-    sub_agent: Option<String>,
+pub(super) struct Decl {
+    /// Byte range of the whole entry (from the name/key to the end of its mapping); `None` when
+    /// it is not in this file (an LLLM agent or base from the `base` chain).
+    pub(super) span: Option<(usize, usize)>,
+    pub(super) data: Value,
+    pub(super) sub_agent: Option<String>,
 }
 
-fn declarations<'a>(doc: &'a Document, agent: Option<&str>) -> HashMap<&'a str, Decl> {
+fn declarations(doc: &Document, agent: Option<&str>) -> HashMap<String, Decl> {
     let mut out = HashMap::new();
     match &doc.model {
         Model::Sherma(s) => {
@@ -280,7 +283,7 @@ fn declarations<'a>(doc: &'a Document, agent: Option<&str>) -> HashMap<&'a str, 
                 // document's root is the file's own). Otherwise an edit in the inspector could
                 // write a secret from the environment into the file.
                 let raw = doc.root.as_ref().and_then(|r| r.at_span(n.node.span)).unwrap_or(&n.node);
-                out.insert(n.name.value.as_str(), Decl { span: (start, n.span.end as usize), data: raw.to_json(), sub_agent });
+                out.insert(n.name.value.clone(), Decl { span: Some((start, n.span.end as usize)), data: raw.to_json(), sub_agent });
             }
         }
         Model::Loki(l) => {
@@ -290,11 +293,12 @@ fn declarations<'a>(doc: &'a Document, agent: Option<&str>) -> HashMap<&'a str, 
                     _ => None,
                 };
                 out.insert(
-                    n.id.value.as_str(),
-                    Decl { span: (n.id.span.start as usize, n.span.end as usize), data: n.node.to_json(), sub_agent },
+                    n.id.value.clone(),
+                    Decl { span: Some((n.id.span.start as usize, n.span.end as usize)), data: n.node.to_json(), sub_agent },
                 );
             }
         }
+        Model::Lllm(l) => return super::lllm_view::declarations(doc, l),
         Model::Unknown => {}
     }
     out
@@ -331,6 +335,13 @@ fn sherma_schema() -> serde_json::Map<String, Value> {
             m.insert((*k).to_string(), json!(o));
         }
     }
+    m
+}
+
+fn lllm_schema() -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("global".into(), json!(&model::doc::lllm::schema::GLOBAL));
+    m.insert("agent".into(), json!(&model::doc::lllm::schema::AGENT));
     m
 }
 

@@ -5,6 +5,7 @@
 
 pub mod bundle;
 pub mod env;
+pub mod lllm;
 pub mod loki;
 pub mod schema;
 pub mod sherma;
@@ -42,6 +43,7 @@ impl Sp<String> {
 pub enum Dialect {
     Sherma,
     Loki,
+    Lllm,
 }
 
 impl Dialect {
@@ -49,6 +51,7 @@ impl Dialect {
         match self {
             Dialect::Sherma => "sherma",
             Dialect::Loki => "loki",
+            Dialect::Lllm => "lllm",
         }
     }
 }
@@ -57,6 +60,7 @@ impl Dialect {
 pub enum Model {
     Sherma(sherma::ShermaDoc),
     Loki(loki::LokiDoc),
+    Lllm(lllm::LllmDoc),
     /// Not an agent file we understand (or not readable at all).
     Unknown,
 }
@@ -86,6 +90,7 @@ impl Document {
         match self.model {
             Model::Sherma(_) => Some(Dialect::Sherma),
             Model::Loki(_) => Some(Dialect::Loki),
+            Model::Lllm(_) => Some(Dialect::Lllm),
             Model::Unknown => None,
         }
     }
@@ -98,6 +103,12 @@ impl Document {
     pub fn loki(&self) -> Option<&loki::LokiDoc> {
         match &self.model {
             Model::Loki(d) => Some(d),
+            _ => None,
+        }
+    }
+    pub fn lllm(&self) -> Option<&lllm::LllmDoc> {
+        match &self.model {
+            Model::Lllm(d) => Some(d),
             _ => None,
         }
     }
@@ -254,6 +265,9 @@ pub fn load_str(path: &Path, text: &str) -> Document {
             Model::Sherma(sherma::build(&file, root.as_ref(), &base_dir, &mut diags, &mut extra_files))
         }
         Some(Dialect::Loki) => Model::Loki(loki::build(&file, root.as_ref(), &base_dir, &mut diags)),
+        Some(Dialect::Lllm) => {
+            Model::Lllm(lllm::build(&file, root.as_ref(), &base_dir, &mut diags, &mut extra_files))
+        }
         None => {
             if path.file_name().is_some_and(|n| n == "config.yaml")
                 && root.as_ref().is_some_and(|r| r.get("nodes").is_none())
@@ -274,13 +288,13 @@ pub fn load_str(path: &Path, text: &str) -> Document {
                 diags.push(
                     Diagnostic::error("root-not-mapping", format!("the document must be a mapping, found {}", r.describe()))
                         .at(&file, schema::head_span(&file, r))
-                        .hint("an agent file is a mapping of keys such as `manifest_version`, `agents` (sherma) or `name`, `start`, `nodes` (Loki)"),
+                        .hint("an agent file is a mapping of keys such as `manifest_version`, `agents` (sherma) or `name`, `start`, `nodes` (Loki), or `global`, `agent_configs` (LLLM)"),
                 );
             } else if root.is_some() {
                 diags.push(
                     Diagnostic::error("unknown-dialect", "cannot tell which kind of agent file this is")
                         .at(&file, Span::at(0))
-                        .hint("a sherma agent has `manifest_version: 1` and `agents:`; a Loki graph agent (graph.yaml) has `version: \"1.0\"`, `start:` and `nodes:`"),
+                        .hint("a sherma agent has `manifest_version: 1` and `agents:`; a Loki graph agent (graph.yaml) has `version: \"1.0\"`, `start:` and `nodes:`; an LLLM config has `global:` and `agent_configs:`"),
                 );
             }
             Model::Unknown
@@ -311,6 +325,12 @@ pub fn detect(path: &Path, root: Option<&YNode>) -> Option<Dialect> {
     }
     if has("agents") || has("llms") || has("prompts") {
         return Some(Dialect::Sherma);
+    }
+    // LLLM: an agent list in any of its shapes, or `global` defaults (a config that only sets
+    // defaults for the configs inheriting from it). Checked after sherma and Loki, whose files
+    // never hold these keys, so their detection is unchanged.
+    if has("agent_configs") || has("agent_group_configs") || root.get("global").is_some_and(|g| g.as_map().is_some()) {
+        return Some(Dialect::Lllm);
     }
     if path.file_name().is_some_and(|n| n == "graph.yaml") {
         return Some(Dialect::Loki);

@@ -6,6 +6,7 @@
 //! `fallback` and script `_next` (dynamic) edges.
 
 pub mod export;
+pub mod lower_lllm;
 pub mod lower_loki;
 pub mod lower_sherma;
 
@@ -43,6 +44,8 @@ pub enum EdgeKind {
     MapBranch,
     /// Loki script `_next`: decided at run time by the script's output.
     Dynamic,
+    /// LLLM: a config inherits from its `base`; an agent takes `global`'s defaults.
+    Inherits,
 }
 
 impl EdgeKind {
@@ -58,6 +61,7 @@ impl EdgeKind {
             EdgeKind::Fallback => "fallback",
             EdgeKind::MapBranch => "map_branch",
             EdgeKind::Dynamic => "dynamic",
+            EdgeKind::Inherits => "inherits",
         }
     }
 }
@@ -188,11 +192,14 @@ impl Graph {
     }
 }
 
-/// Names of the agents a document defines (sherma: every key of `agents`; Loki: the graph).
+/// Names of the agents a document defines (sherma: every key of `agents`; Loki: the graph;
+/// LLLM: the config, drawn whole).
 pub fn agent_names(doc: &Document) -> Vec<String> {
     match &doc.model {
         Model::Sherma(s) => s.agents.iter().map(|a| a.name.value.clone()).collect(),
         Model::Loki(l) => vec![l.name.clone().unwrap_or_else(|| "graph".into())],
+        // One graph per config, named after the file.
+        Model::Lllm(_) => vec![lower_lllm::graph_name(doc)],
         Model::Unknown => Vec::new(),
     }
 }
@@ -204,6 +211,7 @@ pub fn lower(doc: &Document, agent: Option<&str>) -> (Option<Graph>, Vec<syntax:
     match &doc.model {
         Model::Sherma(s) => lower_sherma::lower(doc, s, agent),
         Model::Loki(l) => (Some(lower_loki::lower(doc, l)), Vec::new()),
+        Model::Lllm(l) => lower_lllm::lower(doc, l, agent),
         Model::Unknown => (None, Vec::new()),
     }
 }

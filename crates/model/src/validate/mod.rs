@@ -1,5 +1,6 @@
 //! Validation: load diagnostics plus the semantic checks of each agent.
 
+pub mod lllm;
 pub mod loki;
 pub mod sherma;
 
@@ -33,6 +34,7 @@ pub fn validate(doc: &Document, agent: Option<&str>) -> Vec<Diagnostic> {
             let g = graph::lower_loki::lower(doc, l);
             loki::validate(doc, l, &g, &mut diags);
         }
+        Model::Lllm(l) => lllm::validate(l, &mut diags),
         Model::Unknown => {}
     }
     sort_and_dedup(&mut diags);

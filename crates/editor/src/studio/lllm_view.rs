@@ -1,0 +1,82 @@
+//! What the canvas' nodes of an LLLM config carry (`ViewNode::data`): for `global`, its entry
+//! as written and its values after the `base` chain; for each agent, its entry as written, its
+//! effective config (after `base` and `global`) with the origin of every value, its prompt as
+//! resolved and its skills classified; for each base, its file.
+
+use super::view::Decl;
+use model::doc::lllm::{EffectiveAgent, LllmDoc, PVal};
+use model::doc::Document;
+use model::graph::lower_lllm::{agent_id, base_id, GLOBAL};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+pub(super) fn declarations(doc: &Document, l: &LllmDoc) -> HashMap<String, Decl> {
+    let mut out = HashMap::new();
+    let own = doc.file.as_ref().map(|f| f.path().display().to_string()).unwrap_or_default();
+    let root = doc.root.as_ref();
+    let global_entry = root.and_then(|r| r.entry("global"));
+    out.insert(
+        GLOBAL.to_string(),
+        Decl {
+            span: global_entry.map(|e| (e.key.span.start as usize, e.value.span.end as usize)),
+            data: json!({
+                "config": global_entry.map(|e| e.value.to_json()).unwrap_or(Value::Null),
+                "effective": l.effective.global,
+                "shape": l.shape,
+            }),
+            sub_agent: None,
+        },
+    );
+    for a in &l.effective.agents {
+        let here = a.from.file == own;
+        let span = here.then_some(a.from.span).flatten();
+        let raw = span.and_then(|s| root.and_then(|r| r.at_span(s))).map(|n| n.to_json()).unwrap_or(Value::Null);
+        out.insert(
+            agent_id(&a.name),
+            Decl { span: span.map(|s| (s.start as usize, s.end as usize)), data: agent_data(l, a, raw), sub_agent: None },
+        );
+    }
+    let n = l.layers.len();
+    for b in l.layers.iter().take(n.saturating_sub(1)) {
+        out.insert(
+            base_id(&b.name),
+            Decl {
+                span: None,
+                data: json!({ "config": b.name, "file": b.file.path().display().to_string() }),
+                sub_agent: Some(b.file.path().display().to_string()),
+            },
+        );
+    }
+    out
+}
+
+/// A skills entry's kind, as LLLM tells them apart.
+fn skill_kind(s: &str) -> &'static str {
+    if s == "*" {
+        "all_local"
+    } else if s.starts_with("skill_") {
+        "anthropic_id"
+    } else if s.starts_with("http://") || s.starts_with("https://") {
+        "url"
+    } else {
+        "local"
+    }
+}
+
+fn agent_data(l: &LllmDoc, a: &EffectiveAgent, raw: Value) -> Value {
+    let skills: Vec<Value> = match a.get("skills").map(PVal::to_json) {
+        Some(Value::String(s)) => vec![json!({"entry": s, "kind": skill_kind(&s)})],
+        Some(Value::Array(v)) => v.iter().filter_map(|x| x.as_str()).map(|s| json!({"entry": s, "kind": skill_kind(s)})).collect(),
+        _ => Vec::new(),
+    };
+    let prompt = l.prompt_of(&a.name).map(|p| json!({"path": p.path, "resolved": p.location()}));
+    json!({
+        "config": raw,
+        "from": a.from,
+        "effective": { "config": a.config, "model_args": a.model_args },
+        "moved_to_model_args": a.moved_to_model_args,
+        "replaced_lists": a.replaced_lists,
+        "prompt": prompt,
+        "skills": skills,
+    })
+}
