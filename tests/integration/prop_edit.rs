@@ -164,10 +164,14 @@ fn every_file_mixed_sequence() {
         ok += run(&steps, i, &all).unwrap_or_else(|e| panic!("{e}"));
     }
     // the sequence must mostly succeed on agent files, or this test would prove nothing (the
-    // corpus also holds YAML that is no agent of ours, e.g. LLLM configs, where ops are refused)
+    // corpus also holds YAML that is no agent of ours, and LLLM configs, whose canvas edits are
+    // refused with a message until they are built)
     let agents = all
         .iter()
-        .filter(|(p, t)| switchyard::doc::load_str(p, t).dialect().is_some())
+        .filter(|(p, t)| {
+            let d = switchyard::doc::load_str(p, t).dialect();
+            d.is_some() && d != Some(switchyard::doc::Dialect::Lllm)
+        })
         .count();
     assert!(agents >= 20, "{agents} agent files");
     assert!(ok >= agents * 5, "only {ok} ops succeeded on {agents} agent files ({} files)", all.len());
