@@ -2,9 +2,9 @@
 //! prompt and config folders, its dependencies), the configs `base` names, and the prompts
 //! `system_prompt_path` names.
 //!
-//! `lllm.toml` is read for those keys only (section headers, `key = "text"`,
-//! `key = ["a", "b"]`; older manifests' `folders` for `paths`); a line that is none of those, outside a section's other keys, makes the
-//! file unreadable and is reported.
+//! `lllm.toml` is read with the `toml` crate, for those keys only (`[package] name`, `[prompts]`
+//! and `[configs] paths` — older manifests' `folders` —, `[dependencies] packages`); a file that
+//! is not TOML, or gives one of them the wrong type, is reported at its line.
 
 use std::path::{Path, PathBuf};
 
@@ -63,78 +63,62 @@ pub fn read(manifest: &Path) -> Result<Package, ManifestError> {
     parse(manifest, &text)
 }
 
+/// The keys of `lllm.toml` a config needs (others are ignored).
+#[derive(serde::Deserialize, Default)]
+struct Manifest {
+    #[serde(default)]
+    package: Option<PackageSection>,
+    #[serde(default)]
+    prompts: Option<FolderSection>,
+    #[serde(default)]
+    configs: Option<FolderSection>,
+    #[serde(default)]
+    dependencies: Option<DependencySection>,
+}
+
+#[derive(serde::Deserialize)]
+struct PackageSection {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct FolderSection {
+    #[serde(default)]
+    paths: Option<Vec<String>>,
+    /// What older LLLM manifests call `paths`.
+    #[serde(default)]
+    folders: Option<Vec<String>>,
+}
+
+#[derive(serde::Deserialize)]
+struct DependencySection {
+    #[serde(default)]
+    packages: Vec<String>,
+}
+
 /// Parse the keys a config needs from the text of `lllm.toml` at `manifest`.
 pub fn parse(manifest: &Path, text: &str) -> Result<Package, ManifestError> {
     let root = manifest.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut pkg = Package { root: root.clone(), manifest: manifest.to_path_buf(), name: None, prompts: Vec::new(), configs: Vec::new(), dependencies: Vec::new() };
-    let (mut prompts, mut configs) = (None, None);
-    let mut section = String::new();
-    for (i, raw) in text.lines().enumerate() {
-        let err = |message: String| ManifestError { manifest: manifest.to_path_buf(), line: i as u32 + 1, message };
-        let line = strip_comment(raw).trim();
-        if line.is_empty() {
-            continue;
+    let m: Manifest = toml::from_str(text).map_err(|e| ManifestError {
+        manifest: manifest.to_path_buf(),
+        line: e.span().map_or(1, |s| text[..s.start.min(text.len())].matches('\n').count() as u32 + 1),
+        message: e.message().to_string(),
+    })?;
+    let folders = |sec: Option<FolderSection>, default: &str| -> Vec<Folder> {
+        match sec.and_then(|f| f.paths.or(f.folders)) {
+            Some(list) => list.iter().map(|s| folder(&root, s)).collect(),
+            None => vec![Folder { path: root.join(default), prefix: None }],
         }
-        if let Some(h) = line.strip_prefix('[') {
-            let Some(name) = h.strip_suffix(']') else { return Err(err(format!("`{line}` is not a section header"))) };
-            let name = name.trim();
-            if name.is_empty() || name.contains(['[', ']']) {
-                return Err(err(format!("`{line}` is not a section header")));
-            }
-            section = name.to_string();
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            return Err(err(format!("`{line}` is neither a section header nor `key = value`")));
-        };
-        let (key, value) = (key.trim(), value.trim());
-        match (section.as_str(), key) {
-            ("package", "name") => pkg.name = Some(string(value).ok_or_else(|| err(format!("`name` must be a string, found `{value}`")))?),
-            // `folders` is what older LLLM manifests call `paths`.
-            ("prompts" | "configs", "paths" | "folders") | ("dependencies", "packages") => {
-                let list = strings(value).ok_or_else(|| err(format!("`{key}` must be a list of strings, found `{value}`")))?;
-                match section.as_str() {
-                    "prompts" => prompts = Some(list.iter().map(|s| folder(&root, s)).collect::<Vec<_>>()),
-                    "configs" => configs = Some(list.iter().map(|s| folder(&root, s)).collect::<Vec<_>>()),
-                    _ => pkg.dependencies = list,
-                }
-            }
-            _ => {}
-        }
-    }
-    pkg.prompts = prompts.unwrap_or_else(|| vec![Folder { path: root.join("prompts"), prefix: None }]);
-    pkg.configs = configs.unwrap_or_else(|| vec![Folder { path: root.join("configs"), prefix: None }]);
-    Ok(pkg)
-}
-
-fn strip_comment(line: &str) -> &str {
-    let mut in_str = None;
-    for (i, c) in line.char_indices() {
-        match (in_str, c) {
-            (None, '"' | '\'') => in_str = Some(c),
-            (Some(q), c) if c == q => in_str = None,
-            (None, '#') => return &line[..i],
-            _ => {}
-        }
-    }
-    line
-}
-
-fn string(v: &str) -> Option<String> {
-    let v = v.trim();
-    for q in ['"', '\''] {
-        if let Some(inner) = v.strip_prefix(q).and_then(|s| s.strip_suffix(q)) {
-            if !inner.contains(q) {
-                return Some(inner.to_string());
-            }
-        }
-    }
-    None
-}
-
-fn strings(v: &str) -> Option<Vec<String>> {
-    let inner = v.trim().strip_prefix('[')?.strip_suffix(']')?;
-    inner.split(',').map(str::trim).filter(|s| !s.is_empty()).map(string).collect()
+    };
+    Ok(Package {
+        root: root.clone(),
+        manifest: manifest.to_path_buf(),
+        name: m.package.and_then(|p| p.name),
+        prompts: folders(m.prompts, "prompts"),
+        configs: folders(m.configs, "configs"),
+        dependencies: m.dependencies.map(|d| d.packages).unwrap_or_default(),
+    })
 }
 
 fn folder(root: &Path, entry: &str) -> Folder {
@@ -344,6 +328,11 @@ mod tests {
         assert_eq!(p.dependencies, vec!["../a".to_string()]);
         let bad = parse(m, "[package]\nname = \"x\"\nthis is not valid toml [[[\n").unwrap_err();
         assert_eq!(bad.line, 3);
+        let wrong = parse(m, "[package]\nversion = \"1\"\nname = 3\n").unwrap_err();
+        assert_eq!(wrong.line, 3, "{wrong:?}");
+        assert!(wrong.message.contains("string"), "{wrong:?}");
+        let old = parse(m, "[configs]\nfolders = [\"cfg\"]\n").unwrap();
+        assert_eq!(old.configs, vec![Folder { path: "/p/cfg".into(), prefix: None }]);
     }
 
     #[test]
