@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { APP, E2E, launch, preflight, sleep, startDriver, tmpDir } from '../e2e/lib.mjs';
+import { APP, E2E, launch, preflight, sleep, startDriver, tmpDir, writeTrust } from '../e2e/lib.mjs';
 
 // BENCH_STEPS=100000 for the 100,000-step run of issue 8 (default 10,001 steps).
 const STEPS = Number(process.env.BENCH_STEPS || 10001);
@@ -78,6 +78,8 @@ async function main() {
   try {
     // 1. 10,001 steps (or BENCH_STEPS) streamed to the window.
     const small = loopFile(dir, LIMIT);
+    // Runs need the folder trusted and the run manifest confirmed, as a user would have it.
+    writeTrust(driver.trustFile, { folders: [dir], agents: [small] });
     let b = await launch([small]);
     await b.setTimeout({ script: Math.max(300000, LIMIT * 60 + 20000) });
     await ready(b);
@@ -107,6 +109,7 @@ async function main() {
 
     // 2. Pause latency on a run that goes on and on.
     const big = loopFile(dir, 100000000);
+    writeTrust(driver.trustFile, { folders: [dir], agents: [small, big] });
     b = await launch([big]);
     await b.setTimeout({ script: 60000 });
     await ready(b);
