@@ -413,33 +413,14 @@ fn runs_waiting_at_approvals_survive_a_restate_restart() {
     }
 }
 
-/// A Loki agent `steady`: two script steps (each sleeping `secs` and counting in `n`), an
-/// approval `ask`, and an end saying the choice and the count.
-fn steady(agents: &Path, secs: &str) {
-    let agent = agents.join("steady");
-    std::fs::create_dir_all(agent.join("scripts")).unwrap();
-    std::fs::write(
-        agent.join("graph.yaml"),
-        "name: steady\nversion: \"1.0\"\nstart: work\ninitial_state:\n  n: 0\nnodes:\n  work:\n    type: script\n    script: scripts/work.sh\n    next: more\n  more:\n    type: script\n    script: scripts/work.sh\n    next: ask\n  ask:\n    type: approval\n    question: \"Go on after {{n}} steps?\"\n    options: [\"go\", \"stop\"]\n    routes:\n      go: done\n      stop: done\n    on_other: done\n    state_updates:\n      choice: \"{{choice}}\"\n  done:\n    type: end\n    output: \"{{choice}} after {{n}}\"\n",
-    )
-    .unwrap();
-    let script = agent.join("scripts/work.sh");
-    std::fs::write(
-        &script,
-        format!("#!/usr/bin/env bash\nsleep {secs}\nn=$(printf '%s' \"$GRAPH_STATE\" | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"n\"])')\necho \"{{\\\"n\\\": $((n + 1))}}\"\n"),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 #[test]
 fn a_run_on_restate_is_debugged_from_afar_and_read_with_no_worker_up() {
     let Some(bin) = restate_server() else { return };
     let t = TempDir::new("restate-debug");
     let r = Restate::start(&bin, t.path());
-    let agents = t.join("agents");
-    steady(&agents, "0.1");
+    // Two script steps (0.1 s each, counting in `n`), the approval `ask`, an end saying both:
+    // the agent the embedded engine's debugging test uses.
+    let agents = crate::serve::slow_gate(t.path(), "0.1");
     let listen = format!("127.0.0.1:{}", free_port());
     let mut w1 = r.worker(&agents, &listen, t.join("w1.log"));
     let (_s, url) = r.server(&agents, &t.join("server.sqlite"));
@@ -456,11 +437,11 @@ fn a_run_on_restate_is_debugged_from_afar_and_read_with_no_worker_up() {
         }
     };
     // Unknown breakpoint nodes are refused before anything runs.
-    let (code, body) = call("POST", &format!("{url}/runs"), Some(json!({"assistant_id": "steady", "breakpoints": [{"node": "nope"}]})));
+    let (code, body) = call("POST", &format!("{url}/runs"), Some(json!({"assistant_id": "gate", "breakpoints": [{"node": "nope"}]})));
     assert_eq!(code, 422, "{body}");
     // Started held: nothing runs until it is stepped; one step, then held again.
     let thread = post(&format!("{url}/threads"), json!({}))["thread_id"].as_str().unwrap().to_string();
-    let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "steady", "paused": true}))["run_id"].as_str().unwrap().to_string();
+    let run = post(&format!("{url}/threads/{thread}/runs"), json!({"assistant_id": "gate", "paused": true}))["run_id"].as_str().unwrap().to_string();
     assert_eq!(settled(&run, "paused")["step"], 0);
     post(&format!("{}/step", run_url(&run)), json!({}));
     let got = settled(&run, "paused");
@@ -498,7 +479,7 @@ fn a_run_on_restate_is_debugged_from_afar_and_read_with_no_worker_up() {
     let got = settled(&run, "completed");
     assert_eq!(got["output"], "go after 2");
     // Pause while it runs: it stops before its next step, then goes on.
-    let slow = post(&format!("{url}/runs"), json!({"assistant_id": "steady"}))["run_id"].as_str().unwrap().to_string();
+    let slow = post(&format!("{url}/runs"), json!({"assistant_id": "gate"}))["run_id"].as_str().unwrap().to_string();
     let (code, _) = call("POST", &format!("{}/pause", run_url(&slow)), Some(json!({})));
     assert!(code == 202 || code == 409, "{code}");
     if code == 202 {

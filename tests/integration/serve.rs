@@ -208,7 +208,7 @@ fn tokens_guard_every_request_and_name_who_answered() {
 }
 
 /// A Loki agent that works a while (a script sleeping `secs`), then asks for approval.
-fn slow_gate(dir: &Path, secs: &str) -> PathBuf {
+pub(crate) fn slow_gate(dir: &Path, secs: &str) -> PathBuf {
     let agent = dir.join("agents/gate");
     std::fs::create_dir_all(agent.join("scripts")).unwrap();
     std::fs::write(
