@@ -9,8 +9,11 @@
 //! Under `cargo test --all-targets` it does nothing.
 
 
+#[path = "llm_chain.rs"]
+mod llm_chain;
 #[path = "peer.rs"]
 mod peer;
+use llm_chain::chain_yaml;
 use peer::sherma_python;
 use test_support::fake_llm::{FakeLlm, Reply};
 use std::collections::BTreeMap;
@@ -31,22 +34,6 @@ const WARMUP: usize = 2;
 const RUNS: usize = 7;
 const TARGET_OVERHEAD: f64 = 0.05;
 
-fn chain_yaml(calls: usize) -> String {
-    let mut s = String::from(
-        "manifest_version: 1\nllms:\n  - id: gpt\n    provider: openai\n    model_name: gpt-4o-mini\ndefault_llm: {id: gpt}\ncheckpointer: {type: memory}\nagents:\n  chain:\n    state:\n      fields:\n        - {name: messages, type: list, default: []}\n    graph:\n      entry_point: c1\n      nodes:\n",
-    );
-    for i in 1..=calls {
-        s.push_str(&format!(
-            "        - name: c{i}\n          type: call_llm\n          args:\n            prompt:\n              - {{role: system, content: '\"Answer briefly.\"'}}\n              - {{role: messages, content: state.messages}}\n            state_updates:\n              messages: '[llm_response]'\n"
-        ));
-    }
-    s.push_str("      edges:\n");
-    for i in 1..calls {
-        s.push_str(&format!("        - {{source: c{i}, target: c{}}}\n", i + 1));
-    }
-    s.push_str(&format!("        - {{source: c{calls}, target: __end__}}\n"));
-    s
-}
 
 
 fn main() {

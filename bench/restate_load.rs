@@ -18,6 +18,9 @@
 //! restate_load`). Under `cargo test --all-targets` it does nothing. Measured numbers are in
 //! docs/performance.md.
 
+#[path = "llm_chain.rs"]
+mod llm_chain;
+
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -148,23 +151,10 @@ async fn llm_chain(c: &reqwest::Client, url: &str) -> (f64, f64) {
     (median(own), median(waited))
 }
 
-/// A sherma agent `chain` of `calls` sequential `call_llm` nodes (as bench/llm_calls.rs).
+/// The sherma chain of bench/llm_chain.rs as the agent `chain`.
 fn llm_agent(agents: &Path, calls: usize) {
-    let mut s = String::from(
-        "manifest_version: 1\nllms:\n  - id: gpt\n    provider: openai\n    model_name: gpt-4o-mini\ndefault_llm: {id: gpt}\nagents:\n  chain:\n    state:\n      fields:\n        - {name: messages, type: list, default: []}\n    graph:\n      entry_point: c1\n      nodes:\n",
-    );
-    for i in 1..=calls {
-        s.push_str(&format!(
-            "        - name: c{i}\n          type: call_llm\n          args:\n            prompt:\n              - {{role: system, content: '\"Answer briefly.\"'}}\n              - {{role: messages, content: state.messages}}\n            state_updates:\n              messages: '[llm_response]'\n"
-        ));
-    }
-    s.push_str("      edges:\n");
-    for i in 1..calls {
-        s.push_str(&format!("        - {{source: c{i}, target: c{}}}\n", i + 1));
-    }
-    s.push_str(&format!("        - {{source: c{calls}, target: __end__}}\n"));
     std::fs::create_dir_all(agents.join("chain")).unwrap();
-    std::fs::write(agents.join("chain/agent.yaml"), s).unwrap();
+    std::fs::write(agents.join("chain/agent.yaml"), llm_chain::chain_yaml(calls)).unwrap();
 }
 
 /// Everything measured on one server.

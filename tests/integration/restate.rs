@@ -274,28 +274,31 @@ fn runs_on_restate_match_the_embedded_engine() {
     assert!(got[0].0.len() > 20 && got[1].0.len() > 10, "{got:?}");
 }
 
-/// A Loki agent of `steps` script steps (each sleeping `secs`, counting in `n` and appending
-/// its name to `executions.log` beside the agent), ending with `n`.
-fn counter(agents: &Path, steps: usize, secs: &str) {
-    let agent = agents.join("counter");
+/// A Loki agent `name` of `steps` nodes that each run `scripts/step.sh` (`script`), counting
+/// in `n` and ending with `counted {{n}}`.
+fn script_chain(agents: &Path, name: &str, steps: usize, script: &str) {
+    let agent = agents.join(name);
     std::fs::create_dir_all(agent.join("scripts")).unwrap();
-    let mut yaml = String::from("name: counter\nversion: \"1.0\"\nstart: s1\ninitial_state:\n  n: 0\nnodes:\n");
+    let mut yaml = format!("name: {name}\nversion: \"1.0\"\nstart: s1\ninitial_state:\n  n: 0\nnodes:\n");
     for i in 1..=steps {
         let next = if i == steps { "done".to_string() } else { format!("s{}", i + 1) };
         yaml.push_str(&format!("  s{i}:\n    type: script\n    script: scripts/step.sh\n    next: {next}\n"));
     }
     yaml.push_str("  done:\n    type: end\n    output: \"counted {{n}}\"\n");
     std::fs::write(agent.join("graph.yaml"), yaml).unwrap();
-    let script = agent.join("scripts/step.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/usr/bin/env bash\nn=$(printf '%s' \"$GRAPH_STATE\" | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"n\"])')\necho \"step $((n + 1))\" >> executions.log\nsleep {secs}\necho \"{{\\\"n\\\": $((n + 1))}}\"\n"
-        ),
-    )
-    .unwrap();
+    let path = agent.join("scripts/step.sh");
+    std::fs::write(&path, script).unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A Loki agent of `steps` script steps (each sleeping `secs`, counting in `n` and appending
+/// its name to `executions.log` beside the agent), ending with `n`.
+fn counter(agents: &Path, steps: usize, secs: &str) {
+    let script = format!(
+        "#!/usr/bin/env bash\nn=$(printf '%s' \"$GRAPH_STATE\" | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"n\"])')\necho \"step $((n + 1))\" >> executions.log\nsleep {secs}\necho \"{{\\\"n\\\": $((n + 1))}}\"\n"
+    );
+    script_chain(agents, "counter", steps, &script);
 }
 
 /// Start a counter run on a thread and return its id and thread id.
@@ -493,16 +496,6 @@ fn a_run_on_restate_is_debugged_from_afar_and_read_with_no_worker_up() {
 /// A Loki agent `tally` of `steps` script steps, each appending `<input> <step>` to
 /// `executions.log` beside the agent (the input names the run), then sleeping `secs`.
 fn tally(agents: &Path, steps: usize, secs: &str) {
-    let agent = agents.join("tally");
-    std::fs::create_dir_all(agent.join("scripts")).unwrap();
-    let mut yaml = String::from("name: tally\nversion: \"1.0\"\nstart: s1\ninitial_state:\n  n: 0\nnodes:\n");
-    for i in 1..=steps {
-        let next = if i == steps { "done".to_string() } else { format!("s{}", i + 1) };
-        yaml.push_str(&format!("  s{i}:\n    type: script\n    script: scripts/step.sh\n    next: {next}\n"));
-    }
-    yaml.push_str("  done:\n    type: end\n    output: \"counted {{n}}\"\n");
-    std::fs::write(agent.join("graph.yaml"), yaml).unwrap();
-    let script = agent.join("scripts/step.sh");
     // Bash alone reads the state (no Python start-up per step: 200 runs' steps at once on a
     // 2-core machine).
     let body = r#"#!/usr/bin/env bash
@@ -514,9 +507,7 @@ echo "$run $((n + 1))" >> executions.log
 sleep SECS
 echo "{\"n\": $((n + 1))}"
 "#;
-    std::fs::write(&script, body.replace("SECS", secs)).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script_chain(agents, "tally", steps, &body.replace("SECS", secs));
 }
 
 /// Many runs while workers are killed with `kill -9` at random moments (a new one started on
