@@ -12,7 +12,6 @@
 //    run (target 500 MB), summed RSS and PSS (shared pages counted once).
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { APP, E2E, launch, preflight, sleep, startDriver, tmpDir, writeTrust } from '../e2e/lib.mjs';
 
 // BENCH_STEPS=100000 for the 100,000-step run of issue 8 (default 10,001 steps).
@@ -31,38 +30,35 @@ function loopFile(dir, limit) {
   return f;
 }
 
-/** RSS in MB of the processes whose command line mentions `pattern` (pgrep + /proc). */
-function rssMb(pattern) {
-  const r = spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' });
-  let kb = 0;
-  for (const pid of (r.stdout || '').split('\n').filter(Boolean)) {
+/**
+ * Memory in MB of this bench's own app: the `switchyard-app` process and its WebKit web process,
+ * found through the driver (`appProcesses`: the processes carrying its tag), so that other apps,
+ * web processes or builds on the machine are never counted. `rss` sums VmRSS (shared libraries
+ * counted in both processes); `pss` sums PSS from /proc/<pid>/smaps_rollup (pages shared between
+ * them, such as the WebKit and GTK libraries both map, counted once).
+ */
+function memoryOf(driver) {
+  const read = (pid, file, re) => {
     try {
-      const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) kb += Number(m[1]);
-    } catch { /* gone */ }
+      const m = re.exec(fs.readFileSync(`/proc/${pid}/${file}`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : 0;
+    } catch {
+      return 0; // gone
+    }
+  };
+  const out = { rss: 0, pss: 0, appPss: 0, webPss: 0 };
+  for (const p of driver.appProcesses()) {
+    const web = p.comm.startsWith('WebKitWebProces');
+    if (!web && p.comm !== 'switchyard-app') continue;
+    const pss = read(p.pid, 'smaps_rollup', /^Pss:\s+(\d+)/m);
+    out.rss += read(p.pid, 'status', /VmRSS:\s+(\d+)/);
+    out.pss += pss;
+    if (web) out.webPss += pss;
+    else out.appPss += pss;
   }
-  return kb / 1024;
+  if (!out.appPss || !out.webPss) throw new Error(`the app's processes were not found (${driver.appProcesses().map((p) => p.comm).join(', ') || 'none'})`);
+  return out;
 }
-
-/** PSS in MB of the same processes (/proc/<pid>/smaps_rollup): pages shared between them,
- *  such as the WebKit and GTK libraries both map, are counted once instead of once each. */
-function pssMb(pattern) {
-  const r = spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' });
-  let kb = 0;
-  for (const pid of (r.stdout || '').split('\n').filter(Boolean)) {
-    try {
-      const m = /^Pss:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-      if (m) kb += Number(m[1]);
-    } catch { /* gone */ }
-  }
-  return kb / 1024;
-}
-
-const memory = () => {
-  const app = pssMb('switchyard-app');
-  const web = pssMb('WebKitWebProcess');
-  return { rss: rssMb('switchyard-app') + rssMb('WebKitWebProcess'), pss: app + web, appPss: app, webPss: web };
-};
 
 async function ready(b) {
   await b.waitUntil(async () => b.execute(() => !!(window.__switchyard && window.__switchyard.ready && window.__switchyard.view &&
@@ -84,7 +80,7 @@ async function main() {
     await b.setTimeout({ script: Math.max(300000, LIMIT * 60 + 20000) });
     await ready(b);
     await sleep(1000);
-    out.memoryIdle = memory();
+    out.memoryIdle = memoryOf(driver);
     out.run = await b.executeAsync((steps, timeout, done) => {
       const t0 = performance.now();
       let last = t0, maxGap = 0, frames = 0;
@@ -103,7 +99,7 @@ async function main() {
     }, 2 * LIMIT + 1, Math.max(280000, LIMIT * 60));
     if (!out.run) throw new Error(`the ${2 * LIMIT + 1}-step run did not finish in the window`);
     await sleep(1000);
-    out.memory = memory();
+    out.memory = memoryOf(driver);
     await b.deleteSession();
     await sleep(500);
 
@@ -141,7 +137,7 @@ async function main() {
       out.pauses.push(r.ms);
       out.pausedAt = r.step;
     }
-    out.memoryLong = memory();
+    out.memoryLong = memoryOf(driver);
     await b.deleteSession();
   } finally {
     await driver.stop();
