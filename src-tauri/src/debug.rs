@@ -401,7 +401,7 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     let db = config.durable.then(store::default_db_path);
     let db2 = db.clone();
     let d = blocking(move || {
-        let driver = DriverOptions { trace: trace2, start: None, ..Default::default() };
+        let driver = DriverOptions { trace: trace2, start: None, window: Some(EVENTS_WINDOW), ..Default::default() };
         let build = move |mut opts: RunOptions| match &db2 {
             Some(db) => {
                 let provider = std::mem::replace(&mut opts.provider, Box::new(NoProvider));
@@ -528,7 +528,7 @@ pub async fn run_resume(
         let mut options = RunOptions::new(Box::new(NoProvider));
         options.run_id = Some(id2.clone());
         let trace = runs.map(|r| r.join(format!("resumed-{}-{}.jsonl", safe_name(&id2), switchyard::run::events::now_ms())));
-        let driver = DriverOptions { trace, start: None, ..Default::default() };
+        let driver = DriverOptions { trace, start: None, window: Some(EVENTS_WINDOW), ..Default::default() };
         let drv = Driver::start(build, options, driver, sink)?;
         drv.set_breakpoints(breakpoints.unwrap_or_default(), break_on_error.unwrap_or(false))?;
         let rec = info.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or("the run did not start")?;
@@ -560,6 +560,20 @@ pub async fn run_resume(
 
 fn remote(app: &AppHandle) -> Option<Arc<crate::remote::RemoteRun>> {
     app.state::<crate::remote::Remote>().current()
+}
+
+/// Flow control of a local run's `run-events` (`DriverOptions::window`): the events the window may
+/// have received and not yet folded (`run_events_ack`) before the run waits for it. About a
+/// third of a second of a fast loop; the page folds that in a few frames.
+const EVENTS_WINDOW: u64 = 10_000;
+
+/// The window folded `events` more events of `run` (flow control; see `EVENTS_WINDOW`).
+/// Acknowledgements of a run that is not the current one are ignored.
+#[tauri::command]
+pub fn run_events_ack(app: AppHandle, run: String, events: u64) {
+    if let Some(d) = app.state::<Debugger>().current().filter(|d| d.run_id() == run) {
+        d.ack(events);
+    }
 }
 
 #[tauri::command]

@@ -240,6 +240,7 @@ fn main() {
             recovery::recovery_discard,
             debug::run_start,
             debug::run_control,
+            debug::run_events_ack,
             debug::run_breakpoints,
             debug::run_answer,
             debug::run_edit_state,

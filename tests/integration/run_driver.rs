@@ -69,6 +69,10 @@ impl Seen {
 }
 
 fn drive(yaml: &str, start: Option<Control>, bps: Vec<Breakpoint>, trace: Option<std::path::PathBuf>) -> (Driver, Arc<Seen>) {
+    drive_with(yaml, bps, DriverOptions { start, trace, ..Default::default() })
+}
+
+fn drive_with(yaml: &str, bps: Vec<Breakpoint>, driver: DriverOptions) -> (Driver, Arc<Seen>) {
     let seen = Arc::new(Seen { batches: Mutex::new(Vec::new()) });
     let s2 = seen.clone();
     let doc = Arc::new(load_str(Path::new("/virtual/agent.yaml"), yaml));
@@ -80,7 +84,7 @@ fn drive(yaml: &str, start: Option<Control>, bps: Vec<Breakpoint>, trace: Option
             Ok(RunSession::new(Box::new(m), Value::Null, opts))
         },
         options,
-        DriverOptions { start, trace, ..Default::default() },
+        driver,
         Arc::new(move |b| s2.batches.lock().unwrap().push(b)),
     )
     .expect("driver");
@@ -210,6 +214,59 @@ fn pause_from_another_thread_stops_a_long_run_quickly_and_batches_stay_few() {
     d.control(Control::Stop);
     let st = wait_state(&seen, "finished");
     assert_eq!(st.status, Some(switchyard::run::events::RunStatus::Stopped));
+}
+
+/// The highest step any event sent so far names.
+fn top_step(seen: &Seen) -> u64 {
+    seen.events().iter().filter_map(|e| e["step"].as_u64()).max().unwrap_or(0)
+}
+
+#[test]
+fn flow_control_holds_a_run_back_while_the_window_has_not_folded_its_events() {
+    // A window of 300 events that never stalls within the test; 1 ms slices, so the worker
+    // looks at the window often.
+    let options = DriverOptions {
+        start: Some(Control::Continue),
+        window: Some(300),
+        stall: Duration::from_secs(600),
+        slice: Duration::from_millis(1),
+        ..Default::default()
+    };
+    let (d, seen) = drive_with(&counter(100_000_000), vec![], options);
+    assert!(wait_for(Duration::from_secs(20), || seen.events().len() >= 300), "the first events never came");
+    // Nothing acknowledged: once the window is full the run makes no progress.
+    assert!(wait_for(Duration::from_secs(20), || {
+        let before = top_step(&seen);
+        std::thread::sleep(Duration::from_millis(300));
+        top_step(&seen) == before
+    }));
+    let held = seen.events().len();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(seen.events().len(), held, "events kept coming while the window was full");
+    assert_eq!(seen.last().map(|s| s.state), Some("running".to_string()));
+    // Acknowledging what was sent lets it go on.
+    let step = top_step(&seen);
+    d.ack(held as u64);
+    assert!(wait_for(Duration::from_secs(20), || top_step(&seen) > step), "acknowledged events did not let the run go on");
+    // A pause acts at once while the run is held back.
+    d.control(Control::Pause);
+    let st = wait_state(&seen, "paused");
+    assert!(st.step > 0);
+}
+
+#[test]
+fn a_window_that_stops_acknowledging_does_not_stop_the_run() {
+    let options = DriverOptions {
+        start: Some(Control::Continue),
+        window: Some(100),
+        stall: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let (_d, seen) = drive_with(&counter(2000), vec![], options);
+    let st = wait_state(&seen, "finished");
+    assert_eq!(st.step, 4000);
+    assert!(wait_for(Duration::from_secs(5), || seen.kinds("run_finished") == 1));
+    assert_eq!(seen.kinds("node_enter"), 4000);
 }
 
 #[test]

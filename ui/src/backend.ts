@@ -55,6 +55,9 @@ export interface Backend {
   /** Start a run of the open document's current text (stops any earlier run). */
   runStart(config: RunConfig): Promise<RunInfo>;
   runControl(action: RunAction): Promise<null>;
+  /** The window folded `events` more `run-events` events of `run` (flow control: a local run
+   *  waits while the window is far behind). Fire and forget. */
+  runEventsAck(run: string, events: number): void;
   /** Replace the breakpoints; a bad condition is refused (works while running). */
   runBreakpoints(bps: Breakpoint[], breakOnError: boolean): Promise<null>;
   /** Answer the pending interrupt `id`; refused answers leave it pending. */
@@ -205,6 +208,9 @@ export function createTauriBackend(): Backend {
     },
     runStart: (config) => call('run_start', { config }),
     runControl: (action) => call('run_control', { action }),
+    runEventsAck: (run, events) => {
+      call('run_events_ack', { run, events }).catch(() => {});
+    },
     runBreakpoints: (breakpoints, breakOnError) => call('run_breakpoints', { breakpoints, breakOnError }),
     runAnswer: (id, value) => call('run_answer', { id, value }),
     runEditState: (key, value) => call('run_edit_state', { key, value }),

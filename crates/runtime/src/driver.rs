@@ -9,6 +9,14 @@
 //!
 //! Pause and stop do not wait for the worker: they set the session's flags, which the session
 //! checks before every step (and a stop also inside long steps: scripts, LLM calls).
+//!
+//! Flow control ([`DriverOptions::window`]): a window that folds events slower than the run makes
+//! them tells the driver what it has folded ([`Driver::ack`]); while more than `window` events are
+//! sent and not folded, or waiting to be sent, the worker waits between slices instead of running
+//! ahead. So a fast run of 100,000 steps never piles its events up in the webview faster than the
+//! page takes them (a backlog the page held as parsed batches, and WebKit's allocators kept long
+//! after). A window that stops acknowledging (closed, reloaded) does not stop the run: after
+//! [`DriverOptions::stall`] (default [`STALL`]) without an acknowledgement the worker goes on unthrottled until the next one.
 
 use crate::events::{Event, PauseReason, RunStatus};
 use crate::session::{Breakpoint, CheckpointInfo, Pending, RunOptions, RunSession, Status};
@@ -101,6 +109,12 @@ pub struct DriverOptions {
     pub slice: Duration,
     /// How long a request waits for the worker (a long step, such as an LLM call, holds it).
     pub request_timeout: Duration,
+    /// Flow control: at most this many events sent and not yet acknowledged ([`Driver::ack`]),
+    /// plus waiting to be sent, before the worker waits between slices. `None`: no flow control.
+    pub window: Option<u64>,
+    /// With a window: how long the worker waits for an acknowledgement before it runs on
+    /// unthrottled (until the next one comes).
+    pub stall: Duration,
 }
 
 impl Default for DriverOptions {
@@ -111,6 +125,8 @@ impl Default for DriverOptions {
             flush_every: Duration::from_millis(33),
             slice: Duration::from_millis(15),
             request_timeout: Duration::from_secs(5),
+            window: None,
+            stall: STALL,
         }
     }
 }
@@ -128,10 +144,28 @@ enum Msg {
     Status(Reply<StatusInfo>),
 }
 
+/// How long the worker waits, by default, for a window that acknowledges nothing before it runs
+/// on anyway.
+pub const STALL: Duration = Duration::from_secs(2);
+
+/// Events sent to the window and acknowledged by it (flow control).
+#[derive(Default)]
+struct Flow {
+    counts: Mutex<FlowCounts>,
+    acked: std::sync::Condvar,
+}
+
+#[derive(Default, Clone, Copy)]
+struct FlowCounts {
+    sent: u64,
+    acked: u64,
+}
+
 /// Events waiting to be sent, and the trace file. One lock, so batches leave in order.
 struct Outbox {
     run: String,
     events: Vec<Value>,
+    flow: Arc<Flow>,
     trace: Option<std::io::BufWriter<std::fs::File>>,
     trace_error: Option<String>,
     sink: Sink,
@@ -161,6 +195,7 @@ impl Outbox {
             }
         }
         let events = std::mem::take(&mut self.events);
+        lock(&self.flow.counts).sent += events.len() as u64;
         (self.sink)(Batch { run: self.run.clone(), events, status });
     }
 }
@@ -186,6 +221,7 @@ pub struct Driver {
     durable: bool,
     /// Where a nested run waits while the user is stepped into it (`run::nested`).
     gate: Arc<NestedGate>,
+    flow: Arc<Flow>,
 }
 
 impl Driver {
@@ -223,7 +259,8 @@ impl Driver {
             }
             None => None,
         };
-        let outbox = Arc::new(Mutex::new(Outbox { run: run.clone(), events: Vec::new(), trace, trace_error: None, sink }));
+        let flow = Arc::new(Flow::default());
+        let outbox = Arc::new(Mutex::new(Outbox { run: run.clone(), events: Vec::new(), flow: flow.clone(), trace, trace_error: None, sink }));
         let ob = outbox.clone();
         options.listener = Some(Arc::new(move |ev: &Event| lock(&ob).push(ev)));
         let gate = Arc::new(NestedGate::new());
@@ -258,10 +295,11 @@ impl Driver {
             let outbox = outbox.clone();
             let alive = alive.clone();
             let gate = gate.clone();
+            let window = driver.window.map(|w| (flow.clone(), w, driver.stall));
             std::thread::Builder::new()
                 .name(format!("run-{run}"))
                 .spawn(move || {
-                    Worker { session, rx, outbox, running, slice, last: None, go: false, stepping: false, gate }.serve(start);
+                    Worker { session, rx, outbox, running, slice, last: None, go: false, stepping: false, gate, window, stalled: None }.serve(start);
                     alive.store(false, Ordering::Relaxed);
                 })
                 .map_err(|e| format!("cannot start the run's thread: {e}"))?
@@ -280,7 +318,16 @@ impl Driver {
             persist_off,
             durable,
             gate,
+            flow,
         })
+    }
+
+    /// The window has folded `events` more of this run's events (flow control).
+    pub fn ack(&self, events: u64) {
+        let mut c = lock(&self.flow.counts);
+        c.acked = (c.acked + events).min(c.sent);
+        drop(c);
+        self.flow.acked.notify_all();
     }
 
     pub fn run_id(&self) -> &str {
@@ -438,6 +485,11 @@ struct Worker {
     /// Inside a single step that may pause in a nested run (step into): shown as running.
     stepping: bool,
     gate: Arc<NestedGate>,
+    /// Flow control: the counts and the most events unacknowledged (`DriverOptions::window`).
+    window: Option<(Arc<Flow>, u64, Duration)>,
+    /// The acknowledged count when the window stalled (no acknowledgement for `STALL`): no
+    /// waiting until it changes.
+    stalled: Option<u64>,
 }
 
 impl Worker {
@@ -520,6 +572,9 @@ impl Worker {
                 if !self.go {
                     continue;
                 }
+                if !self.wait_for_window() {
+                    continue;
+                }
                 let st = self.session.run_for(self.slice).clone();
                 if !matches!(st, Status::Ready) {
                     self.gate.reset();
@@ -532,6 +587,49 @@ impl Worker {
                     Err(_) => return self.shut_down(),
                 }
             }
+        }
+    }
+
+    /// Flow control: wait while the window is more than `window` events behind, serving
+    /// requests meanwhile. False when a request stopped the run (`go` is off).
+    fn wait_for_window(&mut self) -> bool {
+        let Some((flow, window, stall)) = self.window.clone() else { return true };
+        let pause = self.session.pause_handle();
+        let stop = self.session.stop_handle();
+        let mut since = Instant::now();
+        let mut seen = lock(&flow.counts).acked;
+        loop {
+            let pending = lock(&self.outbox).events.len() as u64;
+            let c = *lock(&flow.counts);
+            if self.stalled.is_some_and(|a| a != c.acked) {
+                self.stalled = None;
+            }
+            // A pause or stop acts now (the session sees its flag before the next step).
+            if c.sent - c.acked + pending <= window || self.stalled.is_some() || pause.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
+                return true;
+            }
+            if c.acked != seen {
+                seen = c.acked;
+                since = Instant::now();
+            } else if since.elapsed() >= stall {
+                tracing::debug!("the window acknowledged no events for {} ms: running on", stall.as_millis());
+                self.stalled = Some(c.acked);
+                return true;
+            }
+            match self.rx.try_recv() {
+                Ok(m) => {
+                    self.handle(m);
+                    if !self.go {
+                        return false;
+                    }
+                    continue;
+                }
+                Err(mpsc::TryRecvError::Empty) => {}
+                // The driver is gone: run_for sees the stop flag Drop set.
+                Err(mpsc::TryRecvError::Disconnected) => return true,
+            }
+            let g = lock(&flow.counts);
+            let _ = flow.acked.wait_timeout(g, Duration::from_millis(10));
         }
     }
 

@@ -17,6 +17,8 @@ export interface FakeCall {
 
 export interface FakeBackend extends Backend {
   calls: FakeCall[];
+  /** `runEventsAck`: the events acknowledged so far, by run. */
+  acked: Record<string, number>;
   view: View | null;
   /** Bundle folders `bundleOpen` knows, by path; `openPath` of one refuses with code `bundle`. */
   bundles: Record<string, BundleView>;
@@ -240,6 +242,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
 
   const fake: FakeBackend = {
     calls: [],
+    acked: {},
     bundles: {},
     bundle: null,
     view: initial ? clone(initial) : null,
@@ -484,6 +487,10 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         return info;
       }),
     runControl: (action) => run('run_control', { action }, () => null),
+    runEventsAck: (run, events) => {
+      // Kept apart from `calls`: one comes after every fold.
+      fake.acked[run] = (fake.acked[run] ?? 0) + events;
+    },
     runsList: () => run('runs_list', undefined, () => ({ db: '/fake/runs.sqlite', runs: fake.durableRuns })),
     runsDelete: (ids) =>
       run('runs_delete', { ids }, () => {

@@ -52,6 +52,21 @@ async function runTo(ctx: Ctx, n: number) {
 }
 
 describe('debug store: starting and receiving', () => {
+  it('acknowledges every event it folds, so the engine can hold a fast run back (flow control)', async () => {
+    const ctx = await setup();
+    const run = await runTo(ctx, 3);
+    // run_started + 3 steps of three events each.
+    expect(ctx.backend.acked[run]).toBe(10);
+    // A batch bigger than a fold's chunk is acknowledged as far as it was folded, then in full.
+    ctx.backend.emitRun({ run, events: steps(run, 4, 503), status: paused(503) });
+    ctx.dbg.getState().flush();
+    expect(ctx.backend.acked[run]).toBe(10 + 1500);
+    // A batch of another run is not folded, so not acknowledged either.
+    ctx.backend.emitRun({ run: 'other', events: steps('other', 1, 2), status: null });
+    ctx.dbg.getState().flush();
+    expect(ctx.backend.acked.other).toBeUndefined();
+  });
+
   it('start sends the config with the breakpoints and break-on-error, in the mode asked', async () => {
     const { backend, dbg } = await setup();
     await dbg.getState().toggleBreakpoint('classify');

@@ -65,15 +65,23 @@ function foldFor(k: Kit, budgetMs: number): void {
   const folder = k.unshown?.folder ?? new ModelFolder(st.model);
   let status: RunStatusInfo | null = k.unshown?.status ?? null;
   k.unshown = null;
+  // Events folded now, by run: the engine holds a fast run back while the window is far behind
+  // (flow control, `runEventsAck`), so each fold says how far it got.
+  const folded = new Map<string, number>();
+  const count = (run: string, n: number) => {
+    if (n) folded.set(run, (folded.get(run) ?? 0) + n);
+  };
   while (queue.length) {
     const b = queue[0];
     const evs = Array.isArray(b.events) ? b.events : [];
     if (evs.length > FOLD_CHUNK && budgetMs !== Infinity) {
       // A big batch is folded in chunks, so the budget can be checked between them.
       folder.add(evs.slice(0, FOLD_CHUNK));
+      count(b.run, FOLD_CHUNK);
       queue[0] = { ...b, events: evs.slice(FOLD_CHUNK) };
     } else {
       folder.add(evs);
+      count(b.run, evs.length);
       if (b.status) {
         status = b.status;
         folder.status(b.status);
@@ -82,6 +90,7 @@ function foldFor(k: Kit, budgetMs: number): void {
     }
     if (now() - t0 >= budgetMs) break;
   }
+  for (const [run, n] of folded) k.backend.runEventsAck(run, n);
   // A pause inside a nested run that is not shown yet.
   const nestedNew = folder.nested != null && folder.nested !== st.model.nested;
   // Still behind: keep what was folded for a later frame, unless it is time to show it or
