@@ -54,12 +54,7 @@ fn prepare(
     let dialect = match doc.dialect() {
         Some(Dialect::Sherma) => "sherma",
         Some(Dialect::Loki) => "loki",
-        Some(Dialect::Lllm) => {
-            return Err(format!(
-                "{} is an LLLM config: running LLLM agents is not built yet (open, validate and graph work)",
-                doc.path.display()
-            ));
-        }
+        Some(Dialect::Lllm) => "lllm",
         None => {
             return Err(format!(
                 "{} is neither a sherma agent nor a Loki graph; `switchyard validate` says why",

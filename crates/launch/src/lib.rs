@@ -50,10 +50,15 @@ pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) 
             let m = loki::LokiMachine::new(doc, req.input.as_deref().unwrap_or(""), req.state.clone())?;
             Ok(Box::new(m.with_child_env(env)))
         }
-        Some(Dialect::Lllm) => Err(format!(
-            "{} is an LLLM config: running LLLM agents is not built yet (open, validate and graph work)",
-            doc.path.display()
-        )),
+        Some(Dialect::Lllm) => {
+            let opts = lllm::LllmOptions {
+                network: sherma.network,
+                python_path: req.python_path.clone(),
+                child_env: child_env(&doc),
+                ..lllm::LllmOptions::default()
+            };
+            Ok(Box::new(lllm::LllmMachine::new(doc, req.agent.as_deref(), req.input.as_deref(), req.state.clone(), opts)?))
+        }
         None => Err(format!(
             "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); \
              `switchyard validate` says why",

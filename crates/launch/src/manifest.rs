@@ -316,9 +316,39 @@ impl Builder {
             self.sherma(doc, s);
         } else if let Some(l) = doc.loki() {
             self.loki(doc, l);
+        } else if let Some(l) = doc.lllm() {
+            self.lllm(l);
         }
         if self.providers {
             self.providers(doc);
+        }
+    }
+
+    /// An LLLM config: each agent's Python tools (`tools`), URL skills and prompt files.
+    fn lllm(&mut self, l: &model::doc::lllm::LllmDoc) {
+        for a in &l.effective.agents {
+            let at_of = |v: &model::doc::lllm::PVal| {
+                let o = v.from();
+                Origin { file: PathBuf::from(&o.file), line: o.line, column: o.column }
+            };
+            if let Some(v) = a.get("tools") {
+                for t in v.to_json().as_array().into_iter().flatten().filter_map(|t| t.as_str()) {
+                    if let Some(path) = lllm::tools::import_path(t) {
+                        self.exec("python import", path, Some(format!("tool of agent {}", a.name)), at_of(v));
+                    }
+                }
+            }
+            if let Some(v) = a.get("skills") {
+                for u in lllm::tools::classify(Some(&v.to_json())).urls {
+                    self.host("skill URL", &u, at_of(v));
+                }
+            }
+            if let Some(p) = l.prompt_of(&a.name)
+                && let Some(model::doc::lllm::package::PromptHit::File(f)) = &p.hit
+            {
+                let at = a.get("system_prompt_path").map(at_of).unwrap_or(Origin { file: PathBuf::new(), line: 0, column: 0 });
+                self.read_file("prompt", f, at);
+            }
         }
     }
 

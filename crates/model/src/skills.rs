@@ -564,6 +564,46 @@ pub fn load_agent_skills(
     out
 }
 
+/// Local Agent Skills by name (LLLM's `skills:` list at run time): each name looked up in
+/// [`skill_roots`] of `agent_dir` (first front-matter name wins), `all` adding every skill found.
+/// Returns the skills (those without a description left out) and the names not found.
+pub fn find_agent_skills(names: &[String], all: bool, agent_dir: &Path, home: Option<&Path>) -> (Vec<AgentSkill>, Vec<String>) {
+    let found = scan_roots(&skill_roots(agent_dir, home));
+    let mut wanted: Vec<String> = Vec::new();
+    for n in names {
+        if !wanted.contains(n) {
+            wanted.push(n.clone());
+        }
+    }
+    if all {
+        for f in &found {
+            if !wanted.contains(&f.name) {
+                wanted.push(f.name.clone());
+            }
+        }
+    }
+    let (mut out, mut missing) = (Vec::new(), Vec::new());
+    for name in wanted {
+        let Some(first) = found.iter().find(|f| f.name == name) else {
+            missing.push(name);
+            continue;
+        };
+        let description = first.md.front.as_ref().and_then(|f| f.description.clone()).unwrap_or_default();
+        if description.trim().is_empty() {
+            continue;
+        }
+        out.push(AgentSkill {
+            name,
+            description,
+            scope: first.scope,
+            location: first.md_file.path().display().to_string(),
+            dir: first.md_file.path().parent().map(Path::to_path_buf),
+            text: None,
+        });
+    }
+    (out, missing)
+}
+
 /// The catalogue of `skills`, for the `activate_skill` tool's description.
 pub fn catalogue(skills: &[AgentSkill]) -> String {
     let mut s = String::from(

@@ -1,0 +1,391 @@
+//! An LLLM agent's system prompt at run time, and what its replies must look like.
+//!
+//! Upstream, a prompt is a Python `Prompt` object (template, parser, tools, handlers) registered
+//! by a prompt module. Switchyard does not run prompt modules: a run reads the prompt **file**
+//! `system_prompt_path` names (`<prompt folder>/<key>.md` or `.txt`: the package's prompt folders
+//! from `lllm.toml`, else `prompts/` beside the config or beside its folder), or the inline
+//! `system_prompt`. A prompt a Python module declares is refused with the module and line.
+//!
+//! A prompt file may start with a YAML front matter (a Switchyard extension) carrying what the
+//! Python object would: the parser's tags (`xml_tags`, `md_tags`, `signal_tags`,
+//! `required_xml_tags`, `required_md_tags`, as upstream's `DefaultTagParser`), `format: json` or
+//! a JSON Schema (structured output: the reply must be JSON with the schema's required keys),
+//! and the handler messages `on_exception` (`{error_message}`), `on_interrupt`
+//! (`{call_results}`) and `on_interrupt_final`, LLLM's defaults otherwise.
+//!
+//! Templates render as Python's `str.format` does for plain fields: `{name}` takes the prompt
+//! argument, `{{` / `}}` are braces; a template without fields is used as written; a missing
+//! argument is an error naming it (upstream's `ValueError`).
+
+use model::doc::lllm::package::PromptHit;
+use model::doc::lllm::{LllmDoc, PVal};
+use model::doc::Document;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// LLLM's default handler messages (`DefaultSimpleHandler`).
+pub const ON_EXCEPTION: &str = "Error: {error_message}. Please fix.";
+pub const ON_INTERRUPT: &str = "{call_results}";
+pub const ON_INTERRUPT_FINAL: &str = "You are reaching the limit of tool calls. Provide the final response.";
+
+/// The largest prompt file read.
+const PROMPT_CAP: u64 = 4 << 20;
+
+/// The front matter of a prompt file (see the module docs).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Front {
+    #[serde(default)]
+    pub xml_tags: Vec<String>,
+    #[serde(default)]
+    pub md_tags: Vec<String>,
+    #[serde(default)]
+    pub signal_tags: Vec<String>,
+    #[serde(default)]
+    pub required_xml_tags: Vec<String>,
+    #[serde(default)]
+    pub required_md_tags: Vec<String>,
+    /// `json`, or a JSON Schema object.
+    #[serde(default)]
+    pub format: Option<Value>,
+    #[serde(default)]
+    pub on_exception: Option<String>,
+    #[serde(default)]
+    pub on_interrupt: Option<String>,
+    #[serde(default)]
+    pub on_interrupt_final: Option<String>,
+}
+
+/// An agent's prompt: the template, where it came from, its parser and handlers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prompt {
+    /// `system_prompt_path` as written, or `inline`.
+    pub path: String,
+    /// The prompt file (`None` for an inline prompt).
+    pub file: Option<PathBuf>,
+    pub template: String,
+    pub front: Front,
+}
+
+impl Prompt {
+    /// The handler messages, LLLM's defaults where the front matter sets none.
+    pub fn on_exception(&self) -> &str {
+        self.front.on_exception.as_deref().unwrap_or(ON_EXCEPTION)
+    }
+    pub fn on_interrupt(&self) -> &str {
+        self.front.on_interrupt.as_deref().unwrap_or(ON_INTERRUPT)
+    }
+    pub fn on_interrupt_final(&self) -> &str {
+        self.front.on_interrupt_final.as_deref().unwrap_or(ON_INTERRUPT_FINAL)
+    }
+
+    /// The structured-output request (`response_format`) when `format` is a JSON Schema.
+    pub fn response_format(&self) -> Option<Value> {
+        match &self.front.format {
+            Some(schema @ Value::Object(_)) => Some(serde_json::json!({"name": "response", "schema": schema})),
+            _ => None,
+        }
+    }
+
+    /// What is wrong with a final reply's text (upstream's parser errors), empty when it parses.
+    pub fn check(&self, content: &str) -> Vec<String> {
+        let f = &self.front;
+        let mut errors = Vec::new();
+        for tag in &f.xml_tags {
+            if xml_blocks(content, tag).is_empty() {
+                errors.push(format!("No {tag} tags found, it should be provided as <{tag}>...</{tag}>"));
+            }
+        }
+        for tag in &f.md_tags {
+            if md_blocks(content, tag).is_empty() {
+                errors.push(format!("No {tag} tags found, it should be provided as ```{tag} ... ```"));
+            }
+        }
+        for tag in &f.required_xml_tags {
+            if !f.xml_tags.contains(tag) && xml_blocks(content, tag).is_empty() {
+                errors.push(format!("Missing required XML tag: <{tag}>"));
+            }
+        }
+        for tag in &f.required_md_tags {
+            if !f.md_tags.contains(tag) && md_blocks(content, tag).is_empty() {
+                errors.push(format!("Missing required markdown section: {tag}"));
+            }
+        }
+        if let Some(format) = &f.format {
+            match serde_json::from_str::<Value>(content.trim()) {
+                Err(e) => errors.push(format!("the reply is not JSON: {e}")),
+                Ok(v) => {
+                    let required = format.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+                    for k in required.iter().filter_map(Value::as_str) {
+                        if v.get(k).is_none() {
+                            errors.push(format!("the JSON reply has no `{k}` (the format requires it)"));
+                        }
+                    }
+                }
+            }
+        }
+        if errors.is_empty() { errors } else { vec![format!("Parsing errors:\n{}", errors.join("\n"))] }
+    }
+
+    /// What a parsed reply holds (upstream's parse result): the tag blocks, signal tags, or the
+    /// JSON value of a structured reply.
+    pub fn parse(&self, content: &str) -> Value {
+        let f = &self.front;
+        if f.format.is_some() {
+            return serde_json::from_str(content.trim()).unwrap_or(Value::Null);
+        }
+        if f.xml_tags.is_empty() && f.md_tags.is_empty() && f.signal_tags.is_empty() {
+            return Value::Null;
+        }
+        let map = |tags: &[String], find: fn(&str, &str) -> Vec<String>| -> Map<String, Value> {
+            tags.iter().map(|t| (t.clone(), Value::from(find(content, t)))).collect()
+        };
+        serde_json::json!({
+            "xml_tags": map(&f.xml_tags, xml_blocks),
+            "md_tags": map(&f.md_tags, md_blocks),
+            "signal_tags": f.signal_tags.iter().map(|t| (t.clone(), Value::Bool(content.contains(&format!("<{t}>"))))).collect::<Map<_, _>>(),
+        })
+    }
+}
+
+/// The contents of every `<tag>…</tag>` block.
+pub fn xml_blocks(content: &str, tag: &str) -> Vec<String> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    let mut out = Vec::new();
+    let mut rest = content;
+    while let Some(a) = rest.find(&open) {
+        let after = &rest[a + open.len()..];
+        let Some(b) = after.find(&close) else { break };
+        out.push(after[..b].trim().to_string());
+        rest = &after[b + close.len()..];
+    }
+    out
+}
+
+/// The contents of every ```` ```tag … ``` ```` block.
+pub fn md_blocks(content: &str, tag: &str) -> Vec<String> {
+    let open = format!("```{tag}");
+    let mut out = Vec::new();
+    let mut rest = content;
+    while let Some(a) = rest.find(&open) {
+        let after = &rest[a + open.len()..];
+        let Some(b) = after.find("```") else { break };
+        out.push(after[..b].trim().to_string());
+        rest = &after[b + 3..];
+    }
+    out
+}
+
+/// Render a template as Python's `str.format` with `args` (see the module docs).
+pub fn render(template: &str, args: &Map<String, Value>) -> Result<String, String> {
+    let fields = fields(template);
+    if fields.is_empty() {
+        return Ok(template.to_string());
+    }
+    let missing: Vec<&String> = fields.iter().filter(|f| !args.contains_key(f.as_str())).collect();
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|m| format!("'{m}'")).collect();
+        return Err(format!("missing prompt arguments: [{}] (give them as a JSON object: --state '{{\"{}\": \"…\"}}')", names.join(", "), missing[0]));
+    }
+    let mut out = String::with_capacity(template.len());
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                let mut field = String::new();
+                for d in chars.by_ref() {
+                    if d == '}' {
+                        break;
+                    }
+                    field.push(d);
+                }
+                let name = field_name(&field);
+                match args.get(name) {
+                    Some(Value::String(s)) => out.push_str(s),
+                    Some(v) => out.push_str(&v.to_string()),
+                    None => {}
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+/// `name` of a field `name.attr`, `name[0]`, `name:spec`, `name!r`.
+fn field_name(field: &str) -> &str {
+    let end = field.find(['.', '[', ':', '!']).unwrap_or(field.len());
+    field[..end].trim()
+}
+
+/// The field names of a template, in order, once each.
+pub fn fields(template: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+            }
+            '{' => {
+                let mut field = String::new();
+                for d in chars.by_ref() {
+                    if d == '}' {
+                        break;
+                    }
+                    field.push(d);
+                }
+                let name = field_name(&field).to_string();
+                if !name.is_empty() && !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Split a prompt file's text into its front matter and its template.
+pub fn split_front(file: &Path, text: &str) -> Result<(Front, String), String> {
+    let t = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = t.strip_prefix("---\n").or_else(|| t.strip_prefix("---\r\n")) else {
+        return Ok((Front::default(), text.to_string()));
+    };
+    let end = rest.find("\n---\n").map(|i| (i, i + 5)).or_else(|| rest.find("\n---\r\n").map(|i| (i, i + 6))).or_else(|| {
+        rest.strip_suffix("\n---").map(|r| (r.len(), rest.len())).or_else(|| rest.ends_with("\n---\n").then(|| (rest.len() - 5, rest.len())))
+    });
+    let Some((yaml_end, body_start)) = end else {
+        return Err(format!("{}: the front matter opened by `---` on line 1 is never closed by a `---` line", file.display()));
+    };
+    let front: Front = if rest[..yaml_end].trim().is_empty() {
+        Front::default()
+    } else {
+        serde_yaml::from_str(&rest[..yaml_end]).map_err(|e| {
+            format!(
+                "{}: front matter: {e} (the keys are xml_tags, md_tags, signal_tags, required_xml_tags, required_md_tags, format, on_exception, on_interrupt, on_interrupt_final)",
+                file.display()
+            )
+        })?
+    };
+    if let Some(f) = &front.format
+        && !(f.as_str() == Some("json") || f.is_object())
+    {
+        return Err(format!("{}: front matter: `format` must be `json` or a JSON Schema object", file.display()));
+    }
+    Ok((front, rest[body_start.min(rest.len())..].to_string()))
+}
+
+/// The prompt of agent `agent` of an LLLM config: inline `system_prompt`, or the prompt file
+/// `system_prompt_path` names (see the module docs). Errors say what to do.
+pub fn load(doc: &Document, l: &LllmDoc, agent: &str) -> Result<Prompt, String> {
+    let a = l.agent(agent).ok_or_else(|| format!("no agent named `{agent}` in {}", doc.path.display()))?;
+    let text_of = |k: &str| match a.get(k) {
+        Some(PVal::Value { value: Value::String(s), .. }) => Some(s.clone()),
+        _ => None,
+    };
+    if let Some(path) = text_of("system_prompt_path") {
+        let key = path.split_once(':').map_or(path.as_str(), |(_, k)| k);
+        let hit = l.prompt_of(agent).and_then(|p| p.hit.clone());
+        let file = match hit {
+            Some(PromptHit::File(f)) => f,
+            Some(PromptHit::Module(m, line)) => {
+                return Err(format!(
+                    "prompt `{path}` of agent `{agent}` is a Python prompt module's ({}:{line}); Switchyard does not run prompt modules: \
+                     put its text in a prompt file `{key}.md` in the prompt folder, or inline as `system_prompt`",
+                    m.display()
+                ));
+            }
+            None => {
+                let folders = fallback_folders(doc);
+                find_in(&folders, key).ok_or_else(|| {
+                    let list: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
+                    format!(
+                        "prompt `{path}` of agent `{agent}` was not found: no `{key}.md` or `{key}.txt` in {} (prompt modules need Python, which Switchyard does not run for prompts)",
+                        if list.is_empty() { "any prompt folder".into() } else { list.join(", ") }
+                    )
+                })?
+            }
+        };
+        let text = syntax::source::read_bounded_text(&file, PROMPT_CAP, None).map_err(|e| format!("cannot read prompt file {}: {e}", file.display()))?;
+        let (front, template) = split_front(&file, &text)?;
+        return Ok(Prompt { path, file: Some(file), template, front });
+    }
+    if let Some(t) = text_of("system_prompt") {
+        return Ok(Prompt { path: "inline".into(), file: None, template: t, front: Front::default() });
+    }
+    Err(format!("agent `{agent}` has no system prompt: set `system_prompt_path` (a prompt file) or `system_prompt`"))
+}
+
+/// The prompt folders of a config outside a package: `prompts/` beside it and beside its folder.
+fn fallback_folders(doc: &Document) -> Vec<PathBuf> {
+    let mut out = vec![doc.base_dir.join("prompts")];
+    if let Some(parent) = doc.base_dir.parent() {
+        out.push(parent.join("prompts"));
+    }
+    out.retain(|p| p.is_dir());
+    out
+}
+
+fn find_in(folders: &[PathBuf], key: &str) -> Option<PathBuf> {
+    if key.split('/').any(|s| s.is_empty() || s == ".." || s == ".") {
+        return None;
+    }
+    folders.iter().flat_map(|f| ["md", "txt"].map(|ext| f.join(format!("{key}.{ext}")))).find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders_like_str_format() {
+        let args = json!({"topic": "rust", "n": 3}).as_object().unwrap().clone();
+        assert_eq!(render("About {topic} ({n}) {{x}}", &args).unwrap(), "About rust (3) {x}");
+        assert_eq!(render("no fields {{x}}", &Map::new()).unwrap(), "no fields {{x}}", "used as written");
+        let e = render("Hi {who} {topic}", &args).unwrap_err();
+        assert!(e.contains("'who'"), "{e}");
+        assert_eq!(fields("{a} {b.c} {a:>3} {{d}}"), ["a", "b"]);
+    }
+
+    #[test]
+    fn front_matter_and_checks() {
+        let (f, body) = split_front(Path::new("p.md"), "---\nxml_tags: [answer]\non_exception: 'Bad: {error_message}'\n---\nYou help.\n").unwrap();
+        assert_eq!(f.xml_tags, ["answer"]);
+        assert_eq!(body, "You help.\n");
+        let p = Prompt { path: "x".into(), file: None, template: body, front: f };
+        assert_eq!(p.check("<answer>42</answer>"), Vec::<String>::new());
+        let e = p.check("42");
+        assert!(e[0].contains("No answer tags found"), "{e:?}");
+        assert_eq!(p.parse("<answer> 42 </answer>")["xml_tags"]["answer"], json!(["42"]));
+        assert_eq!(p.on_exception(), "Bad: {error_message}");
+        assert_eq!(p.on_interrupt(), ON_INTERRUPT);
+        assert!(split_front(Path::new("p.md"), "---\nparser: x\n---\nhi").unwrap_err().contains("unknown field"));
+        assert!(split_front(Path::new("p.md"), "---\nxml_tags: [a]\nhi").unwrap_err().contains("never closed"));
+        let (plain, t) = split_front(Path::new("p.md"), "just text").unwrap();
+        assert_eq!((plain, t.as_str()), (Front::default(), "just text"));
+        let js = Prompt {
+            path: "x".into(),
+            file: None,
+            template: String::new(),
+            front: Front { format: Some(json!({"type": "object", "required": ["verdict"]})), ..Front::default() },
+        };
+        assert!(js.check("{\"verdict\": 1}").is_empty());
+        assert!(js.check("{\"v\": 1}")[0].contains("`verdict`"));
+        assert!(js.check("nope")[0].contains("not JSON"));
+        assert_eq!(md_blocks("a ```py\nx=1\n``` b", "py"), ["x=1"]);
+    }
+}
