@@ -31,6 +31,7 @@ mod run_coyote;
 mod run_coyote_supervisor;
 mod run_driver;
 mod run_golden;
+mod run_lllm;
 mod run_loki;
 mod run_session;
 mod run_sherma;

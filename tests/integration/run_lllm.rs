@@ -1,0 +1,237 @@
+//! LLLM agent runs (issue 32 items 3-4), data-driven: each folder of `tests/lllm_runs/` is a case
+//! (`case.yaml`, see `tests/lllm_runs/README.md`), run end to end through `launch` and
+//! `RunSession` with its scripted replies, or with the fake HTTP model server behind the live
+//! provider. Each case checks the call loop's node sequence and what the run shows of it.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use switchyard::run::events::{Event, EventBody, RunStatus};
+use switchyard::run::launch::{self, RunRequest};
+use switchyard::run::provider::NoProvider;
+use switchyard::run::session::{RunOptions, RunSession, Status};
+use test_support::fake_llm::{FakeLlm, Reply, status};
+use test_support::run::{dump, nodes_of};
+
+fn cases_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/lllm_runs")
+}
+
+fn strs(v: &Value) -> Vec<String> {
+    v.as_array().into_iter().flatten().map(|x| x.as_str().unwrap_or_else(|| panic!("not text: {x}")).to_string()).collect()
+}
+
+/// `want` is contained in `got`: mappings key by key, anything else equal.
+fn subset(want: &Value, got: &Value, at: &str) -> Result<(), String> {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, v) in w {
+                subset(v, g.get(k).unwrap_or(&Value::Null), &format!("{at}.{k}"))?;
+            }
+            Ok(())
+        }
+        _ if want == got => Ok(()),
+        _ => Err(format!("{at}: expected {want}, got {got}")),
+    }
+}
+
+fn requests(events: &[Event]) -> Vec<(Value, Value)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::LlmRequest { messages, tools, .. } => Some((messages.clone(), tools.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn tool_texts(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ToolResult { result, error, .. } => Some(match (error, result) {
+                (Some(e), _) => format!("Error: {e}"),
+                (None, Value::String(s)) => s.clone(),
+                (None, v) => v.to_string(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Run one case folder; the problems found, empty when it passes.
+fn run_case(dir: &Path) -> Vec<String> {
+    let case: Value = serde_yaml::from_str(&std::fs::read_to_string(dir.join("case.yaml")).unwrap()).unwrap();
+    let doc = Arc::new(switchyard::doc::load_path(&dir.join("config.yaml")));
+    let req = RunRequest {
+        agent: case["agent"].as_str().map(str::to_string),
+        input: case["input"].as_str().map(str::to_string),
+        state: case.get("state").cloned(),
+        ..Default::default()
+    };
+    let fake = case.get("http").map(|replies| {
+        let fake = FakeLlm::start();
+        for r in replies.as_array().unwrap() {
+            fake.push(match (r.get("status"), r.get("text")) {
+                (Some(code), _) => status(code.as_u64().unwrap() as u16, json!({"error": {"message": "the fake server is down"}})),
+                (_, Some(t)) => Reply::Text(t.as_str().unwrap().to_string()),
+                _ => panic!("{}: an http reply is `status: N` or `text: ...`", dir.display()),
+            });
+        }
+        fake
+    });
+    let mut s: RunSession = match &fake {
+        Some(f) => {
+            let live = switchyard::llm::LiveProvider::new(f.config("sk-lllm-test", 30.0));
+            launch::session(doc, &req, RunOptions::new(Box::new(live)))
+        }
+        None => launch::start(doc, &req, RunOptions::new(Box::new(NoProvider))),
+    }
+    .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    s.run();
+    let events = s.events();
+    let state = s.state();
+    let want = &case["expect"];
+    let mut bad = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            bad.push(what);
+        }
+    };
+    // Status, output, error.
+    let (status, output) = match s.status() {
+        Status::Finished { status, output } => (*status, output.clone()),
+        other => panic!("{}: the run did not finish: {other:?}\n{}", dir.display(), dump(&s)),
+    };
+    let want_status = want["status"].as_str().unwrap_or("completed");
+    let got_status = match status {
+        RunStatus::Completed => "completed",
+        RunStatus::Failed => "failed",
+        _ => "other",
+    };
+    check(got_status == want_status, format!("status: expected {want_status}, got {got_status} ({:?})", s.failure()));
+    if let Some(o) = want.get("output") {
+        check(&output == o, format!("output: expected {o}, got {output}"));
+    }
+    if let Some(e) = want["error_contains"].as_str() {
+        let msg = s.failure().map(|(_, m)| m.clone()).unwrap_or_default();
+        check(msg.contains(e), format!("error: expected `{e}` in `{msg}`"));
+    }
+    // The call loop's steps.
+    if let Some(n) = want.get("nodes") {
+        let got = nodes_of(&events, &events[0].run);
+        check(got == strs(n), format!("nodes: expected {:?}, got {got:?}", strs(n)));
+    }
+    // What the model was sent.
+    let reqs = requests(&events);
+    let system = reqs.first().and_then(|(m, _)| m[0]["content"].as_str().map(str::to_string)).unwrap_or_default();
+    for t in strs(&want["system_contains"]) {
+        check(system.contains(&t), format!("system prompt: expected `{t}` in:\n{system}"));
+    }
+    for t in strs(&want["system_lacks"]) {
+        check(!system.contains(&t), format!("system prompt: `{t}` should not be in:\n{system}"));
+    }
+    if let Some(offered) = want.get("tools_offered") {
+        let got: Vec<Vec<String>> =
+            reqs.iter().map(|(_, t)| t.as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap().to_string()).collect()).collect();
+        let exp: Vec<Vec<String>> = offered.as_array().unwrap().iter().map(strs).collect();
+        check(got == exp, format!("tools offered: expected {exp:?}, got {got:?}"));
+    }
+    if let Some(t) = want["last_request_ends_with"].as_str() {
+        let last = reqs.last().map(|(m, _)| m.as_array().unwrap().last().cloned().unwrap_or_default()).unwrap_or_default();
+        check(last["content"].as_str().is_some_and(|c| c.ends_with(t)) && last["role"] == "user", format!("last message sent: expected a user message ending `{t}`, got {last}"));
+    }
+    // Tools.
+    let results = tool_texts(&events);
+    if let Some(r) = want.get("tool_results") {
+        let exp = strs(r);
+        let ok = exp.len() == results.len() && exp.iter().zip(&results).all(|(e, g)| g.starts_with(e.as_str()));
+        check(ok, format!("tool results: expected ones starting {exp:?}, got {results:?}"));
+    }
+    for t in strs(&want["tool_results_contain"]) {
+        check(results.iter().any(|r| r.contains(&t)), format!("tool results: expected `{t}` in {results:?}"));
+    }
+    // Errors of the model calls and requests to the fake server.
+    if let Some(n) = want["llm_errors"].as_u64() {
+        let got = events.iter().filter(|e| matches!(e.body, EventBody::LlmError { .. })).count() as u64;
+        check(got == n, format!("llm_error events: expected {n}, got {got}"));
+    }
+    if let (Some(n), Some(f)) = (want["http_requests"].as_u64(), &fake) {
+        check(f.requests().len() as u64 == n, format!("requests to the fake server: expected {n}, got {}", f.requests().len()));
+    }
+    // The dialog tree.
+    let dialogs = state["dialogs"].as_array().cloned().unwrap_or_default();
+    if let Some(Value::Object(d)) = want.get("dialogs") {
+        let got: Vec<(String, Value)> = dialogs.iter().map(|x| (x["id"].as_str().unwrap().to_string(), x["parent"].clone())).collect();
+        let exp: Vec<(String, Value)> = d.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        check(got == exp, format!("dialogs (id, parent): expected {exp:?}, got {got:?}"));
+    }
+    if let Some(roles) = want.get("main_roles") {
+        let got: Vec<String> = dialogs[0]["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap().to_string()).collect();
+        check(got == strs(roles), format!("the canonical dialog's roles: expected {:?}, got {got:?}", strs(roles)));
+    }
+    for t in strs(&want["fork_last"]) {
+        let last = dialogs.last().and_then(|d| d["messages"].as_array()?.last()?.get("content")?.as_str().map(str::to_string)).unwrap_or_default();
+        check(last.contains(&t), format!("the last fork's last message: expected `{t}` in `{last}`"));
+    }
+    if let Some(st) = want.get("state")
+        && let Err(e) = subset(st, &state, "state")
+    {
+        check(false, e);
+    }
+    if let Some(f) = fake {
+        f.stop();
+    }
+    if !bad.is_empty() {
+        bad.push(format!("events:\n{}", dump(&s)));
+    }
+    bad
+}
+
+#[test]
+fn lllm_run_cases() {
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(cases_dir()).unwrap().flatten().map(|e| e.path()).filter(|p| p.join("case.yaml").is_file()).collect();
+    dirs.sort();
+    assert!(dirs.len() >= 6, "the LLLM run cases are missing: {dirs:?}");
+    let mut failed = Vec::new();
+    for d in &dirs {
+        let problems = run_case(d);
+        if !problems.is_empty() {
+            failed.push(format!("== {}\n{}", d.file_name().unwrap().to_string_lossy(), problems.join("\n")));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+#[test]
+fn the_cli_runs_an_lllm_agent_offline() {
+    let exe = env!("CARGO_BIN_EXE_switchyard");
+    let cfg = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("agents/research-desk/configs/default.yaml");
+    let out = std::process::Command::new(exe)
+        .args(["run", cfg.to_str().unwrap(), "--agent", "researcher", "--input", "How tall is Mont Blanc?", "--state", "{\"audience\": \"hikers\"}", "--trust"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(stdout.trim(), "<answer>Mont Blanc is 4,806 m high (2021 survey) [reference notes].</answer>");
+    for step in ["invoke (call_llm)", "interrupt (tool_node)", "exception (lllm_exception)", "success (lllm_success)"] {
+        assert!(stderr.contains(step), "narration lacks `{step}`:\n{stderr}");
+    }
+    // A missing user message and an unknown agent are clear errors.
+    let out = std::process::Command::new(exe).args(["run", cfg.to_str().unwrap(), "--agent", "nobody", "--input", "x", "--trust"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no agent named `nobody`") && err.contains("researcher, writer"), "{err}");
+    let out = std::process::Command::new(exe).args(["run", cfg.to_str().unwrap(), "--agent", "writer", "--trust"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("needs a user message"), "{err}");
+}
+
+#[test]
+fn a_python_prompt_module_is_refused_with_its_place() {
+    let cfg = switchyard::testdata::conformance_dir().join("lllm/main-6845bfa/examples/code_review_service/configs/default.yaml");
+    let doc = Arc::new(switchyard::doc::load_path(&cfg));
+    let req = RunRequest { agent: Some("analyzer".into()), input: Some("review this".into()), ..Default::default() };
+    let err = launch::start(doc, &req, RunOptions::new(Box::new(NoProvider))).err().expect("refused");
+    assert!(err.contains("prompts/system.py:") && err.contains("does not run prompt modules"), "{err}");
+}
