@@ -13,6 +13,7 @@ mod cases;
 mod child_env;
 mod conformance;
 mod durable;
+mod edit_lllm;
 mod edit_ops;
 mod faults;
 mod hooks;

@@ -54,7 +54,14 @@ fn names(d: &doc::Document, agent: Option<&str>) -> Vec<String> {
             .map(|a| a.nodes.iter().map(|n| n.name.value.clone()).collect())
             .unwrap_or_default(),
         (_, Some(l)) => l.nodes.iter().map(|n| n.id.value.clone()).collect(),
-        _ => vec![],
+        _ => match d.lllm() {
+            // The canvas' ids: `global`, each agent, the bases of the chain.
+            Some(l) => std::iter::once("global".to_string())
+                .chain(l.effective.agents.iter().map(|a| switchyard::graph::lower_lllm::agent_id(&a.name)))
+                .chain(l.layers.iter().rev().skip(1).map(|b| switchyard::graph::lower_lllm::base_id(&b.name)))
+                .collect(),
+            None => vec![],
+        },
     }
 }
 
@@ -77,8 +84,13 @@ fn build(st: &Step, d: &doc::Document, agent: Option<&str>) -> Json {
     let tricky = TRICKY[st.s % TRICKY.len()].to_string();
     let new_name = if st.c % 3 == 0 { tricky.clone() } else { st.name.clone() };
     let sherma = d.sherma().is_some();
-    let kinds: &[&str] = if sherma { switchyard::doc::sherma::NODE_TYPES } else { switchyard::doc::loki::NODE_TYPES };
-    let paths: &[&[&str]] = &[&["args", "prompt"], &["model"], &["args", "values", "k"], &["x"], &["on_error", "fallback"], &["next"], &["state_updates", "k"], &["args"]];
+    let lllm = d.lllm().is_some();
+    let kinds: &[&str] = if sherma { switchyard::doc::sherma::NODE_TYPES } else if lllm { &["agent", "global"] } else { switchyard::doc::loki::NODE_TYPES };
+    let paths: &[&[&str]] = if lllm {
+        &[&["model_args", "temperature"], &["model_name"], &["skills"], &["x"], &["max_llm_recall"], &["name"], &["model_args"], &["system_prompt"]]
+    } else {
+        &[&["args", "prompt"], &["model"], &["args", "values", "k"], &["x"], &["on_error", "fallback"], &["next"], &["state_updates", "k"], &["args"]]
+    };
     let path: Vec<Json> = paths[st.c % paths.len()].iter().map(|p| json!(p)).collect();
     let idx = st.c % 4;
     match st.kind {
@@ -87,7 +99,7 @@ fn build(st: &Step, d: &doc::Document, agent: Option<&str>) -> Json {
         2 => json!({"op": "rename_node", "from": x, "to": new_name}),
         3 => json!({"op": "set_field", "node": x, "path": path, "value": value(st)}),
         4 => {
-            let k = ["description", "data", "settings", "llms"][st.b % 4];
+            let k = if lllm { ["base", "global", "tactic_type", "agent_configs"][st.b % 4] } else { ["description", "data", "settings", "llms"][st.b % 4] };
             json!({"op": "set_doc_field", "path": [k], "value": value(st)})
         }
         5 => json!({"op": "add_edge", "from": x, "to": if st.c % 5 == 0 { "__end__".into() } else { y }}),
@@ -163,16 +175,9 @@ fn every_file_mixed_sequence() {
             .collect();
         ok += run(&steps, i, &all).unwrap_or_else(|e| panic!("{e}"));
     }
-    // the sequence must mostly succeed on agent files, or this test would prove nothing (the
-    // corpus also holds YAML that is no agent of ours, and LLLM configs, whose canvas edits are
-    // refused with a message until they are built)
-    let agents = all
-        .iter()
-        .filter(|(p, t)| {
-            let d = switchyard::doc::load_str(p, t).dialect();
-            d.is_some() && d != Some(switchyard::doc::Dialect::Lllm)
-        })
-        .count();
+    // the sequence must mostly succeed on agent files (LLLM configs included), or this test
+    // would prove nothing (the corpus also holds YAML that is no agent of ours)
+    let agents = all.iter().filter(|(p, t)| switchyard::doc::load_str(p, t).dialect().is_some()).count();
     assert!(agents >= 20, "{agents} agent files");
     assert!(ok >= agents * 5, "only {ok} ops succeeded on {agents} agent files ({} files)", all.len());
 }

@@ -1,5 +1,6 @@
 //! Edit ops: every change to a document is a text edit computed here (docs/app-contract.md §1).
 
+mod lllm;
 mod loki;
 mod sherma;
 pub(crate) mod text;
@@ -194,11 +195,7 @@ pub fn apply_doc(doc: &doc::Document, text: &str, agent: Option<&str>, op: &Edit
     let select = match doc.dialect() {
         Some(Dialect::Sherma) => sherma::apply(&mut work, doc, agent, op)?,
         Some(Dialect::Loki) => loki::apply(&mut work, doc, op)?,
-        Some(Dialect::Lllm) => {
-            return Err(EditError::new(
-                "editing LLLM configs from the canvas is not built yet; edit the file in the source view",
-            ));
-        }
+        Some(Dialect::Lllm) => lllm::apply(&mut work, doc, op)?,
         None => {
             return Err(EditError::new(
                 "this file is not a sherma or Loki agent Switchyard can edit; fix the problems listed first",

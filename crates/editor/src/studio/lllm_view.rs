@@ -1,13 +1,15 @@
 //! What the canvas' nodes of an LLLM config carry (`ViewNode::data`): for `global`, its entry
 //! as written and its values after the `base` chain; for each agent, its entry as written, its
 //! effective config (after `base` and `global`) with the origin of every value, its prompt as
-//! resolved and its skills classified; for each base, its file.
+//! resolved and its skills classified; for each base, its file. `file` (this config's path) lets
+//! the inspector tell values written here from values of a base.
 
 use super::view::Decl;
 use model::doc::lllm::{EffectiveAgent, LllmDoc, PVal};
 use model::doc::Document;
 use model::graph::lower_lllm::{agent_id, base_id, GLOBAL};
 use serde_json::{json, Value};
+use syntax::yaml::YNode;
 use std::collections::HashMap;
 
 pub(super) fn declarations(doc: &Document, l: &LllmDoc) -> HashMap<String, Decl> {
@@ -23,6 +25,9 @@ pub(super) fn declarations(doc: &Document, l: &LllmDoc) -> HashMap<String, Decl>
                 "config": global_entry.map(|e| e.value.to_json()).unwrap_or(Value::Null),
                 "effective": l.effective.global,
                 "shape": l.shape,
+                "file": own,
+                "base": l.base.as_ref().map(|b| b.value.clone()),
+                "agents_from": l.effective.agents_from,
             }),
             sub_agent: None,
         },
@@ -30,10 +35,10 @@ pub(super) fn declarations(doc: &Document, l: &LllmDoc) -> HashMap<String, Decl>
     for a in &l.effective.agents {
         let here = a.from.file == own;
         let span = here.then_some(a.from.span).flatten();
-        let raw = span.and_then(|s| root.and_then(|r| r.at_span(s))).map(|n| n.to_json()).unwrap_or(Value::Null);
+        let raw = span.and_then(|_| root.and_then(|r| entry_of(r, &a.name))).map(|n| n.to_json()).unwrap_or(Value::Null);
         out.insert(
             agent_id(&a.name),
-            Decl { span: span.map(|s| (s.start as usize, s.end as usize)), data: agent_data(l, a, raw), sub_agent: None },
+            Decl { span: span.map(|s| (s.start as usize, s.end as usize)), data: agent_data(l, a, raw, &own), sub_agent: None },
         );
     }
     let n = l.layers.len();
@@ -50,6 +55,16 @@ pub(super) fn declarations(doc: &Document, l: &LllmDoc) -> HashMap<String, Decl>
     out
 }
 
+/// An agent's entry as written: the last item of the `agent_configs` list with its name (the one
+/// LLLM keeps), or the value under its name in the older mapping shapes.
+fn entry_of<'a>(root: &'a YNode, name: &str) -> Option<&'a YNode> {
+    let list = ["agent_configs", "agent_group_configs"].iter().find_map(|k| root.get(k))?;
+    match list.as_seq() {
+        Some(items) => items.iter().rev().find(|it| it.get("name").and_then(|n| n.scalar_text()) == Some(name)),
+        None => list.get(name),
+    }
+}
+
 /// A skills entry's kind, as LLLM tells them apart.
 fn skill_kind(s: &str) -> &'static str {
     if s == "*" {
@@ -63,7 +78,7 @@ fn skill_kind(s: &str) -> &'static str {
     }
 }
 
-fn agent_data(l: &LllmDoc, a: &EffectiveAgent, raw: Value) -> Value {
+fn agent_data(l: &LllmDoc, a: &EffectiveAgent, raw: Value, own: &str) -> Value {
     let skills: Vec<Value> = match a.get("skills").map(PVal::to_json) {
         Some(Value::String(s)) => vec![json!({"entry": s, "kind": skill_kind(&s)})],
         Some(Value::Array(v)) => v.iter().filter_map(|x| x.as_str()).map(|s| json!({"entry": s, "kind": skill_kind(s)})).collect(),
@@ -72,6 +87,7 @@ fn agent_data(l: &LllmDoc, a: &EffectiveAgent, raw: Value) -> Value {
     let prompt = l.prompt_of(&a.name).map(|p| json!({"path": p.path, "resolved": p.location()}));
     json!({
         "config": raw,
+        "file": own,
         "from": a.from,
         "effective": { "config": a.config, "model_args": a.model_args },
         "moved_to_model_args": a.moved_to_model_args,
