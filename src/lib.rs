@@ -3,6 +3,8 @@
 
 pub use syntax::diag;
 pub use model::doc;
+/// Graph diffs of two versions of an agent file (`switchyard diff`).
+pub use model::diff;
 pub use editor::edit;
 pub use expr;
 pub use model::graph;

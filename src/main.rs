@@ -10,6 +10,7 @@ use switchyard::doc::{self, Document};
 use switchyard::graph::{self, export};
 use switchyard::validate;
 
+mod diff_cmd;
 mod package_assets;
 
 /// `switchyard --version`: the package version, the commit and its date (build.rs).
@@ -65,6 +66,18 @@ enum Cmd {
         agent: AgentArg,
         #[arg(long, value_enum, default_value = "mermaid")]
         format: GraphFormat,
+    },
+    /// Compare two versions of an agent file as graphs: nodes and edges added, removed,
+    /// changed or renamed, changed fields with old and new values, reordered branches; comments
+    /// and formatting are no change. `--rev [REV]` compares a file with its git revision
+    /// (default HEAD).
+    ///
+    /// Exit status: 0 the same graph, 1 different, 2 usage or I/O problems.
+    Diff(diff_cmd::DiffArgs),
+    /// Recorded runs (JSONL traces of `run --trace`).
+    Trace {
+        #[command(subcommand)]
+        action: TraceAction,
     },
     /// Run an agent. Narration (`▸` lines) and the performance summary go to stderr, the final
     /// output to stdout.
@@ -200,6 +213,14 @@ struct ServerDbArg {
     /// The server's store (default: server.sqlite beside the default run store).
     #[arg(long, value_name = "FILE.sqlite", global = true)]
     db: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum TraceAction {
+    /// Compare two runs step by step (an original and its fork, or two runs of one agent):
+    /// the first divergence (node, LLM request or reply, state value, route), then the steps
+    /// side by side. Exit status: 0 the same run, 1 they diverge, 2 usage or I/O problems.
+    Diff(diff_cmd::TraceDiffArgs),
 }
 
 #[derive(Subcommand)]
@@ -1298,6 +1319,8 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Validate { paths, agent, format, quiet } => cmd_validate(&paths, agent.agent.as_deref(), format, quiet.quiet),
         Cmd::Graph { path, agent, format } => cmd_graph(&path, agent.agent.as_deref(), format),
+        Cmd::Diff(args) => diff_cmd::cmd_diff(args),
+        Cmd::Trace { action: TraceAction::Diff(args) } => diff_cmd::cmd_trace_diff(args),
         Cmd::Run(args) => cmd_run(args),
         Cmd::Resume(args) => cmd_resume(args),
         Cmd::Runs { db, server, action } => match server.client() {

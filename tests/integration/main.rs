@@ -12,6 +12,7 @@ mod bundle;
 mod cases;
 mod child_env;
 mod conformance;
+mod diff;
 mod durable;
 mod edit_lllm;
 mod edit_ops;

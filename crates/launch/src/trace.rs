@@ -614,5 +614,7 @@ fn capitalise(s: &str) -> String {
     }
 }
 
+pub mod diff;
+
 #[cfg(test)]
 mod tests;

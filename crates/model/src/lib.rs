@@ -5,6 +5,7 @@
 //! Pure code over text and files: no async runtime, no network, no subprocess. Loading never
 //! fails and never panics; every problem is a positioned [`syntax::diag::Diagnostic`].
 
+pub mod diff;
 pub mod doc;
 pub mod graph;
 pub mod layout;
