@@ -64,6 +64,9 @@ const KIND_STYLES: Record<string, KindStyle> = {
   rag: { icon: '⌕', color: '#0891b2', label: 'RAG' },
   end: { icon: '■', color: '#dc2626', label: 'end' },
   map: { icon: '⇶', color: '#c2410c', label: 'map' },
+  // LLLM configs (`agent` is Loki's above)
+  global: { icon: '◎', color: '#0f9f8f', label: 'global' },
+  base: { icon: '⤒', color: '#b7791f', label: 'base config' },
   // markers
   __start__: { icon: '▶', color: '#16a34a', label: 'start' },
   __end__: { icon: '■', color: '#dc2626', label: 'end' },

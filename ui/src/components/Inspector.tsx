@@ -4,11 +4,12 @@ import { removeEdgeOp, selectSelectedEdge, selectSelectedNode, useApp, useAppSto
 import type { JsonValue, PathSeg, SchemaField, ViewNode } from '../types';
 import { BranchEditor } from './BranchEditor';
 import { FieldEditor } from './FieldEditor';
+import { LllmInspector } from './LllmInspector';
 
 /** Loki fields that are not edited as plain fields (the key is the id; the type is fixed). */
 const HIDDEN_FIELDS = new Set(['id', 'type']);
 
-function NameInput({ node }: { node: ViewNode }) {
+export function NameInput({ node }: { node: ViewNode }) {
   const store = useAppStore();
   const [text, setText] = useState(node.id);
   return (
@@ -154,11 +155,14 @@ function NodeInspector({ node }: { node: ViewNode }) {
 export function Inspector() {
   const node = useApp(selectSelectedNode);
   const edge = useApp(selectSelectedEdge);
+  const dialect = useApp((s) => s.view?.dialect ?? null);
   const store = useAppStore();
   return (
     <aside className="inspector" data-testid="inspector">
       <div className="pane-title">Inspector</div>
-      {node ? (
+      {node && dialect === 'lllm' ? (
+        <LllmInspector key={node.id} node={node} />
+      ) : node ? (
         <NodeInspector key={node.id} node={node} />
       ) : edge ? (
         <div className="inspector-body">
