@@ -18,6 +18,8 @@ pub use connect::rt;
 pub use runtime::secrets;
 pub mod run;
 pub use model::skills;
+/// Agent test suites and routing coverage (`switchyard test`).
+pub use ::suite;
 pub use syntax::source;
 /// `switchyard serve` (the LangGraph API, the embedded engine, tokens).
 pub use server as serve;

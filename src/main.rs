@@ -12,6 +12,7 @@ use switchyard::validate;
 
 mod diff_cmd;
 mod package_assets;
+mod test_cmd;
 
 /// `switchyard --version`: the package version, the commit and its date (build.rs).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("SWITCHYARD_COMMIT"), ")");
@@ -89,6 +90,15 @@ enum Cmd {
     /// process that died). The agent file is read again; a changed file is refused unless
     /// --force. Exit status as for `run`.
     Resume(ResumeArgs),
+    /// Run agent test suites: every `*.tests.yaml` under the paths (default: the current
+    /// folder), their cases in parallel, each a run of the agent with scripted replies, a
+    /// cassette or a live model and queued answers, checked against its expectations (nodes,
+    /// edges, status, state, output, budgets). Running a suite runs its agent: the agent's
+    /// folder must be trusted (or pass --trust).
+    ///
+    /// Exit status: 0 every case passed, 1 a case failed or could not run, 2 no suite found,
+    /// a suite file with errors, an untrusted agent, or an I/O problem.
+    Test(test_cmd::TestArgs),
     /// Trust a folder, so that `run` and `resume` may execute what its agent files name
     /// (scripts, tools, MCP commands, Python imports, hooks) and contact their hosts. A
     /// file's folder is its project root: the nearest folder holding `.git`, else the agent's
@@ -1309,6 +1319,7 @@ fn main() -> ExitCode {
     let once = match &cli.cmd {
         Cmd::Run(a) => Some(a.trust.trust),
         Cmd::Resume(a) => Some(a.trust.trust),
+        Cmd::Test(a) => Some(a.trust),
         _ => None,
     };
     if let Some(once) = once {
@@ -1323,6 +1334,7 @@ fn main() -> ExitCode {
         Cmd::Trace { action: TraceAction::Diff(args) } => diff_cmd::cmd_trace_diff(args),
         Cmd::Run(args) => cmd_run(args),
         Cmd::Resume(args) => cmd_resume(args),
+        Cmd::Test(args) => test_cmd::cmd_test(args),
         Cmd::Runs { db, server, action } => match server.client() {
             Ok(Some(c)) => cmd_remote_runs(&c, action),
             Ok(None) => cmd_runs(db, action),

@@ -43,5 +43,6 @@ mod restate;
 mod security;
 mod serve;
 mod sherma_fidelity;
+mod suite;
 mod tidy;
 mod trust;

@@ -381,6 +381,24 @@ impl ScriptedProvider {
         }
     }
 
+    /// Replies written inside another file (a test suite's case: `replies: [...]`), checked
+    /// like a script's `replies:` list; errors are positioned in that file.
+    pub fn from_list(file: &SourceFile, list: &YNode) -> Result<ScriptedProvider, Vec<Diagnostic>> {
+        let mut diags = Vec::new();
+        let replies: Vec<ScriptedReply> = match list.as_seq() {
+            Some(items) => items.iter().filter_map(|r| check_reply(file, r, &mut diags)).collect(),
+            None => {
+                diags.push(err_at(file, list, "wrong-type", format!("`replies` must be a list, found {}", list.describe())));
+                Vec::new()
+            }
+        };
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        let cursor = Cursor { used: vec![false; replies.len()], ..Cursor::default() };
+        Ok(ScriptedProvider { path: file.path().to_path_buf(), replies, cursor: Mutex::new(cursor) })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
