@@ -92,41 +92,6 @@ fn load_side(d: Document) -> Option<Document> {
     Some(d)
 }
 
-/// The file at `rev` in git: `git -C <its folder> show <rev>:./<name>`, no shell.
-fn git_show(rev: &str, file: &Path) -> Result<Vec<u8>, String> {
-    if rev.is_empty()
-        || rev.starts_with('-')
-        || rev.contains(':')
-        || rev.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
-        return Err(format!(
-            "`{rev}` is not a revision (a commit, branch or tag such as HEAD~1)"
-        ));
-    }
-    let dir = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = file
-        .file_name()
-        .ok_or_else(|| format!("{}: not a file", file.display()))?;
-    let mut spec = std::ffi::OsString::from(format!("{rev}:./"));
-    spec.push(name);
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .arg("show")
-        .arg(&spec)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("git show {rev}:{}: {}", file.display(), err.trim()));
-    }
-    Ok(out.stdout)
-}
-
 pub fn cmd_diff(mut args: DiffArgs) -> ExitCode {
     let paint = Paint { on: color() };
     // `diff --rev FILE`: clap reads FILE as the revision.
@@ -162,7 +127,7 @@ pub fn cmd_diff(mut args: DiffArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let blob = match git_show(rev, &file) {
+            let blob = match switchyard::run::launch::worktree::show(rev, &file) {
                 Ok(b) => b,
                 Err(e) => return fail(e),
             };

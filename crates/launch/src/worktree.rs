@@ -173,6 +173,36 @@ pub fn add_to_gitignore(root: &Path, path: &Path) -> Result<Added, String> {
     Ok(Added { gitignore, pattern, written: true })
 }
 
+/// The bytes of `file` as committed at `rev` (`switchyard diff --rev`, the app's diff against
+/// HEAD): `git -C <its folder> show <rev>:./<name>`, a fixed argv and no shell; a revision that
+/// could be read as an option or a path (`-…`, `:`, spaces) is refused. The error quotes git.
+pub fn show(rev: &str, file: &Path) -> Result<Vec<u8>, String> {
+    if rev.is_empty() || rev.starts_with('-') || rev.contains(':') || rev.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("`{rev}` is not a revision (a commit, branch or tag such as HEAD~1)"));
+    }
+    let dir = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = file.file_name().ok_or_else(|| format!("{}: not a file", file.display()))?;
+    let mut spec = std::ffi::OsString::from(format!("{rev}:./"));
+    spec.push(name);
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .arg("show")
+        .arg(&spec)
+        // The repository is the one holding the file, not one the environment names.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("git show {rev}:{}: {}", file.display(), err.trim()));
+    }
+    Ok(out.stdout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
