@@ -158,7 +158,7 @@ pub struct RunInfo {
     /// Where the JSONL trace is written (null when it could not be created).
     trace: Option<String>,
     agent: String,
-    #[ts(type = r#""sherma" | "loki""#)]
+    #[ts(type = r#""sherma" | "loki" | "lllm""#)]
     dialect: &'static str,
     /// What answers LLM calls, for the status line: "scripted: replies.yaml (3 replies)".
     llm: String,
@@ -327,12 +327,7 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
     let dialect = match doc.dialect() {
         Some(Dialect::Sherma) => "sherma",
         Some(Dialect::Loki) => "loki",
-        Some(Dialect::Lllm) => {
-            return Err(CmdError::new(format!(
-                "{} is an LLLM config: running LLLM agents is not built yet (open, validate and the canvas work)",
-                path.display()
-            )));
-        }
+        Some(Dialect::Lllm) => "lllm",
         None => {
             return Err(CmdError::new(format!(
                 "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); see the Problems panel",
@@ -549,7 +544,11 @@ pub async fn run_resume(
         run: driver.run_id().to_string(),
         trace: driver.trace().map(|p| p.display().to_string()),
         agent: rec.agent.clone(),
-        dialect: if rec.dialect == "loki" { "loki" } else { "sherma" },
+        dialect: match rec.dialect.as_str() {
+            "loki" => "loki",
+            "lllm" => "lllm",
+            _ => "sherma",
+        },
         llm: llm_text,
         durable: Some(db.display().to_string()),
         record: None,

@@ -264,6 +264,11 @@ fn step_effect(effects: &mut Vec<Effect<'_>>, open: &mut Option<usize>, step: u6
 /// The dialect of the traced run: from the kinds of the nodes it ran, else from its initial
 /// state (`initial_prompt` is Loki's), else from the agent file, else sherma.
 fn dialect_of(p: &Plan<'_>, doc: Option<&Document>) -> Dialect {
+    // An LLLM call loop: its own node kinds, or its state (the dialog tree).
+    let lllm_state = matches!(p.started.as_ref().and_then(|s| s.state), Some(Value::Object(s)) if s.contains_key("active_dialog"));
+    if lllm_state || p.nodes.values().any(|k| k.starts_with("lllm_")) {
+        return Dialect::Lllm;
+    }
     for kind in p.nodes.values() {
         if model::doc::sherma::NODE_TYPES.contains(kind) {
             return Dialect::Sherma;
@@ -275,8 +280,7 @@ fn dialect_of(p: &Plan<'_>, doc: Option<&Document>) -> Dialect {
     if let Some(Value::Object(s)) = p.started.as_ref().and_then(|s| s.state) {
         return if s.contains_key("initial_prompt") { Dialect::Loki } else { Dialect::Sherma };
     }
-    // LLLM agents do not run yet, so no trace is of an LLLM run: an LLLM file beside a trace
-    // says nothing about it.
+    // A trace without an LLLM state is not of an LLLM run, whatever file is beside it.
     doc.and_then(Document::dialect).filter(|d| *d != Dialect::Lllm).unwrap_or(Dialect::Sherma)
 }
 
@@ -313,7 +317,13 @@ fn fits(doc: &Document, dialect: Dialect, p: &Plan<'_>) -> Result<(), String> {
             }
             Ok(())
         }
-        (Some(Dialect::Lllm), _) => Err(format!("{path} is an LLLM config; running LLLM agents is not built yet, so no trace is of one")),
+        (Some(Dialect::Lllm), _) => {
+            let l = doc.lllm().expect("an LLLM document");
+            match p.started.as_ref().map(|s| s.agent) {
+                Some(agent) if l.agent(agent).is_none() => Err(format!("agent `{agent}` of the trace is not in {path}")),
+                _ => Ok(()),
+            }
+        }
         (Some(Dialect::Sherma), _) => {
             let s = doc.sherma().expect("a sherma document");
             match p.started.as_ref().map(|s| s.agent) {
@@ -384,7 +394,7 @@ fn initial(p: &Plan<'_>, rules: &Rules<'_>) -> (Fold, Option<String>) {
     // declared defaults (sherma) or its `initial_state` (Loki).
     let (text, state) = request_of(started.input);
     match rules.dialect {
-        // `dialect_of` never gives LLLM (no LLLM run traces exist).
+        // LLLM runs record their state in `run_started`; this is the fallback of older traces.
         Dialect::Sherma | Dialect::Lllm => {
             let input = crate::sherma_input(text.as_deref(), state).unwrap_or(Value::Null);
             let agent = rules.doc.and_then(Document::sherma).and_then(|s| s.agent(started.agent));

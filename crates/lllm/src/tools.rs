@@ -200,7 +200,7 @@ mod tests {
     fn tool_references_and_models() {
         assert_eq!(import_path("pkg.tools:search").as_deref(), Some("pkg.tools.search"));
         assert_eq!(import_path("tools.add").as_deref(), Some("tools.add"));
-        assert_eq!(import_path("pkg:proxy"), None);
+        assert_eq!(import_path("pkg:search/web"), None, "a package-qualified resource, not a module");
         assert_eq!(import_path("bad name"), None);
         assert_eq!(model_ref("claude-sonnet-4-6").provider, "anthropic");
         assert_eq!(model_ref("gpt-4o").to_string(), "openai:gpt-4o");

@@ -8,7 +8,7 @@ export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in
 /**
  * What the UI draws for one document (docs/app-contract.md §2).
  */
-export type View = { path: string, file_name: string, dialect: "sherma" | "loki" | null, text: string, dirty: boolean, conflict: boolean, can_undo: boolean, can_redo: boolean, revision: number, agents: Array<string>, agent: string | null, nodes: Array<ViewNode>, edges: Array<ViewEdge>, diagnostics: Array<Diagnostic>, node_kinds: Array<string>, 
+export type View = { path: string, file_name: string, dialect: "sherma" | "loki" | "lllm" | null, text: string, dirty: boolean, conflict: boolean, can_undo: boolean, can_redo: boolean, revision: number, agents: Array<string>, agent: string | null, nodes: Array<ViewNode>, edges: Array<ViewEdge>, diagnostics: Array<Diagnostic>, node_kinds: Array<string>, 
 /**
  * The inspector's schema of each node kind (sherma: its `args`; Loki: the node mapping).
  */

@@ -64,7 +64,7 @@ export type RunInfo = { run: string,
 /**
  * Where the JSONL trace is written (null when it could not be created).
  */
-trace: string | null, agent: string, dialect: "sherma" | "loki", 
+trace: string | null, agent: string, dialect: "sherma" | "loki" | "lllm", 
 /**
  * What answers LLM calls, for the status line: "scripted: replies.yaml (3 replies)".
  */

@@ -14,7 +14,7 @@ use ts_rs::TS;
 pub struct View {
     pub path: String,
     pub file_name: String,
-    #[ts(type = r#""sherma" | "loki" | null"#)]
+    #[ts(type = r#""sherma" | "loki" | "lllm" | null"#)]
     pub dialect: Option<&'static str>,
     pub text: String,
     pub dirty: bool,

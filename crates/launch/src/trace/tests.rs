@@ -359,3 +359,18 @@ agents:
     assert_eq!(contents(&at2), ["hi", "Ada"]);
     assert_eq!(state_at(&s.events(), 3, None).state["n"], json!(15));
 }
+
+#[test]
+fn lllm_call_loop_states_are_rebuilt_from_the_trace() {
+    // Two parse failures (two forked dialogs) then success: every step's state comes back.
+    let dir = model::testdata::workspace_root().join("tests/lllm_runs/parse_retry");
+    let doc = Arc::new(load_path(&dir.join("config.yaml")));
+    let req = RunRequest { agent: Some("answerer".into()), input: Some("Capital of France?".into()), ..RunRequest::default() };
+    let mut s = crate::start(doc.clone(), &req, RunOptions::new(Box::new(NoProvider))).unwrap_or_else(|e| panic!("{e}"));
+    s.run();
+    assert!(matches!(s.status(), Status::Finished { .. }), "{:?}", s.status());
+    assert_checkpoints(&s, Some(&doc));
+    let last = state_at(&s.events(), s.checkpoints().last().unwrap().step, Some(&doc));
+    assert_eq!(last.state["dialogs"].as_array().unwrap().len(), 3);
+    assert_eq!(last.state["active_dialog"], "main");
+}

@@ -89,6 +89,12 @@ function RunConfigForm() {
   const dialect = useApp((s) => s.view?.dialect ?? null);
   const fileName = useApp((s) => s.view?.file_name ?? '');
   const app = useAppStore();
+  // An LLLM config is drawn whole; the agent a run calls is one of its agent nodes.
+  const nodes = useApp((s) => s.view?.nodes);
+  const lllmAgents = useMemo(
+    () => (dialect === 'lllm' ? (nodes ?? []).filter((n) => n.kind === 'agent').map((n) => n.id.replace(/^agent:/, '')) : null),
+    [dialect, nodes],
+  );
 
   // The JSON texts are edited locally and pushed to the configuration whenever they are valid.
   const [stateSrc, setStateSrc] = useState(() => stateText(config.state));
@@ -140,7 +146,8 @@ function RunConfigForm() {
   };
 
   const error = parsedState.error ?? configError;
-  const multi = !!agents && agents.length > 1;
+  const choices = lllmAgents ?? agents ?? [];
+  const multi = lllmAgents ? lllmAgents.length > 0 : choices.length > 1;
 
   return (
     <div
@@ -208,8 +215,13 @@ function RunConfigForm() {
         {multi ? (
           <label className="rc-field">
             <span className="rc-label">Agent</span>
-            <select className="input" data-testid="run-agent" value={config.agent ?? viewAgent ?? ''} onChange={(e) => set({ agent: e.target.value || null })}>
-              {agents!.map((a) => (
+            <select
+              className="input"
+              data-testid="run-agent"
+              value={config.agent ?? (lllmAgents ? lllmAgents[0] : viewAgent) ?? ''}
+              onChange={(e) => set({ agent: e.target.value || null })}
+            >
+              {choices.map((a) => (
                 <option key={a} value={a}>
                   {a}
                   {a === viewAgent ? ' (shown)' : ''}
