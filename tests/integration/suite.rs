@@ -84,7 +84,13 @@ fn running_a_suite_needs_its_agents_folder_trusted() {
 #[test]
 fn passing_suites_pass_in_both_dialects() {
     let tmp = TempDir::new("suite-pass");
-    for suite in ["tests/suites/sherma/router.tests.yaml", "tests/suites/loki/triage/triage.tests.yaml"] {
+    for suite in [
+        "tests/suites/sherma/router.tests.yaml",
+        "tests/suites/sherma/router-replies.tests.yaml",
+        "tests/suites/loki/triage/triage.tests.yaml",
+        // Its case's timeout stops the run and the script it waits for.
+        "tests/suites/loki/slow/slow.tests.yaml",
+    ] {
         let (code, report, out) = json_report(&tmp, &[suite, "--trust"]);
         assert_eq!(code, 0, "{suite}: {out}");
         for c in cases(&report) {
@@ -293,4 +299,50 @@ fn coverage_of_the_examples_covers_every_edge_of_release_gate() {
     let c = &report["suites"][0]["coverage"];
     assert_eq!(c["edges_covered"].as_u64(), Some(c["edges"].as_array().unwrap().len() as u64), "{out}");
     assert_eq!(c["nodes_covered"], 8, "{out}");
+}
+
+/// Live cases are skipped without `--live`; with it (the `openai` provider pointed at a fake
+/// server on 127.0.0.1) a repeated case passes on its pass rate, and priced calls count against
+/// `max_cost_usd`.
+#[test]
+fn live_cases_repeat_with_a_pass_rate_and_a_cost_budget() {
+    use test_support::fake_llm::{FakeLlm, openai_text};
+    let tmp = TempDir::new("suite-live");
+    let suite = "tests/suites/live/router-live.tests.yaml";
+    let (code, report, out) = json_report(&tmp, &[suite, "--trust"]);
+    assert_eq!(code, 0, "skipped cases do not fail: {out}");
+    assert_eq!(report["totals"]["skipped"], 2, "{out}");
+    assert!(out.contains("SKIP") && out.contains("--live"), "{out}");
+
+    let fake = FakeLlm::start();
+    for answer in ["refund", "bug", "refund", "refund"] {
+        fake.push(openai_text(&[answer], std::time::Duration::ZERO));
+    }
+    let file = tmp.path().join("live.json");
+    let o = Command::new(BIN)
+        .args(["test", suite, "--trust", "--live", "-j", "1", "--json"])
+        .arg(&file)
+        .current_dir(root())
+        .env("SWITCHYARD_TRUST", tmp.path().join("trust.json"))
+        .env("SWITCHYARD_PROVIDERS", tmp.path().join("no-providers.yaml"))
+        .env("SWITCHYARD_KEYRING", "off")
+        .env("OPENAI_BASE_URL", fake.base())
+        .env("OPENAI_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let cs = cases(&report);
+    assert_eq!(
+        (cs[0]["outcome"].as_str(), cs[0]["runs"].as_u64(), cs[0]["passed_runs"].as_u64()),
+        (Some("passed"), Some(3), Some(2)),
+        "{out}"
+    );
+    assert_eq!(cs[1]["outcome"], "failed", "{out}");
+    let f = &cs[1]["run"]["failures"][0];
+    assert_eq!(f["expectation"], "max_cost_usd", "{out}");
+    assert_eq!(f["line"], marked_lines(&root().join(suite), "# fails")[0], "{out}");
+    assert!(cs[1]["run"]["cost_usd"].as_f64().unwrap() > 0.0, "a live call is priced: {out}");
+    assert_eq!(fake.requests().len(), 4, "{out}");
 }

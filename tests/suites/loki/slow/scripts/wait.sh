@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+sleep 600
+echo "{}"
