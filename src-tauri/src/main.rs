@@ -9,6 +9,7 @@
 mod bundle;
 mod commands;
 mod debug;
+mod diff;
 mod links;
 mod paths;
 mod recent;
@@ -235,6 +236,7 @@ fn main() {
             commands::relayout,
             commands::check_expr,
             commands::export_diagram,
+            diff::diff_document,
             recovery::recovery_offer,
             recovery::recovery_restore,
             recovery::recovery_discard,

@@ -10,7 +10,7 @@ use switchyard::run::events::{Event, EventBody, RunStatus};
 use switchyard::run::launch::{self, RunRequest};
 use switchyard::run::provider::NoProvider;
 use switchyard::run::session::{RunOptions, RunSession, Status};
-use test_support::fake_llm::{FakeLlm, Reply, status};
+use test_support::fake_llm::{FakeLlm, Reply, anthropic_answer, status};
 use test_support::run::{dump, nodes_of};
 
 fn cases_dir() -> PathBuf {
@@ -72,10 +72,11 @@ fn run_case(dir: &Path) -> Vec<String> {
     let fake = case.get("http").map(|replies| {
         let fake = FakeLlm::start();
         for r in replies.as_array().unwrap() {
-            fake.push(match (r.get("status"), r.get("text")) {
-                (Some(code), _) => status(code.as_u64().unwrap() as u16, json!({"error": {"message": "the fake server is down"}})),
-                (_, Some(t)) => Reply::Text(t.as_str().unwrap().to_string()),
-                _ => panic!("{}: an http reply is `status: N` or `text: ...`", dir.display()),
+            fake.push(match (r.get("status"), r.get("text"), r.get("anthropic_text")) {
+                (Some(code), _, _) => status(code.as_u64().unwrap() as u16, json!({"error": {"message": "the fake server is down"}})),
+                (_, Some(t), _) => Reply::Text(t.as_str().unwrap().to_string()),
+                (_, _, Some(t)) => anthropic_answer(&[t.as_str().unwrap()], None),
+                _ => panic!("{}: an http reply is `status: N`, `text: ...` or `anthropic_text: ...`", dir.display()),
             });
         }
         fake
@@ -159,6 +160,20 @@ fn run_case(dir: &Path) -> Vec<String> {
     if let (Some(n), Some(f)) = (want["http_requests"].as_u64(), &fake) {
         check(f.requests().len() as u64 == n, format!("requests to the fake server: expected {n}, got {}", f.requests().len()));
     }
+    if let Some(f) = &fake {
+        if let Some(body) = want.get("http_body")
+            && let Err(e) = subset(body, f.requests().first().unwrap_or(&Value::Null), "the first request's body")
+        {
+            check(false, e);
+        }
+        if let Some(Value::Object(h)) = want.get("http_header") {
+            let got = f.headers(0);
+            for (k, v) in h {
+                let have = got.get(k.as_str()).and_then(|x| x.to_str().ok()).unwrap_or("");
+                check(Some(have) == v.as_str(), format!("header {k}: expected {v}, got `{have}`"));
+            }
+        }
+    }
     // The dialog tree.
     let dialogs = state["dialogs"].as_array().cloned().unwrap_or_default();
     if let Some(Value::Object(d)) = want.get("dialogs") {
@@ -193,7 +208,7 @@ fn lllm_run_cases() {
     let mut dirs: Vec<PathBuf> =
         std::fs::read_dir(cases_dir()).unwrap().flatten().map(|e| e.path()).filter(|p| p.join("case.yaml").is_file()).collect();
     dirs.sort();
-    assert!(dirs.len() >= 6, "the LLLM run cases are missing: {dirs:?}");
+    assert!(dirs.len() >= 7, "the LLLM run cases are missing: {dirs:?}");
     let mut failed = Vec::new();
     for d in &dirs {
         let problems = run_case(d);

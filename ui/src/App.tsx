@@ -9,6 +9,7 @@ import { Canvas } from './components/Canvas';
 import { ErrorBoundary } from './components/ErrorBoundary';
 import { ConflictDialog } from './components/ConflictDialog';
 import { RecoveryBanner } from './components/RecoveryBanner';
+import { DiffPanel } from './diff/DiffPanel';
 import { EmptyState } from './components/EmptyState';
 import { Header } from './components/Header';
 import { Inspector } from './components/Inspector';
@@ -313,6 +314,9 @@ function Shell() {
       </ErrorBoundary>
       {hasView ? <MemoWorkspace /> : <EmptyState />}
       <ConflictDialog />
+      <ErrorBoundary label="diff">
+        <DiffPanel />
+      </ErrorBoundary>
       <ErrorBoundary label="run configuration">
         <RunConfigPanel />
       </ErrorBoundary>

@@ -7,6 +7,7 @@ import type { Breakpoint, RecordCheck, RemoteAssistant, RemoteOpened, RemoteRunI
 import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, SettingsChange } from './settings/types';
 import type { TrustStatus } from './contract/trust';
 import type { BundleView, FolderOpened } from './contract/shell';
+import type { GraphDiff } from './contract/diff';
 
 /** `run_control` actions (docs/app-contract.md §5.1; engine `Control`). `step_into` steps and
  *  pauses inside a nested run the step starts; `step_out` runs the rest of the nested run paused in. */
@@ -109,6 +110,10 @@ export interface Backend {
   /** Start a run of an assistant on the server and show it. */
   remoteStart(config: RemoteStart): Promise<RemoteOpened>;
 
+  /** The graph diff of the open document (its text, saved or not) against the file at git
+   *  revision `rev` (default HEAD) or against `file`, for the agent shown. */
+  diffDocument(rev: string | null, file: string | null): Promise<GraphDiff>;
+
   /** Open an http, https or mailto link in the system browser (the UI asks the user first:
    *  `ExternalLink`). */
   openExternal(url: string): Promise<null>;
@@ -193,6 +198,7 @@ export function createTauriBackend(): Backend {
     checkExpr: (kind, text) => call('check_expr', { kind, text }),
     exportDiagram: (format, data) => call('export_diagram', { format, data }),
     relayout: () => call('relayout'),
+    diffDocument: (rev, file) => call('diff_document', { rev, file }),
     recoveryOffer: () => call('recovery_offer'),
     recoveryRestore: () => call('recovery_restore'),
     recoveryDiscard: () => call('recovery_discard'),

@@ -369,6 +369,7 @@ impl LllmMachine {
             temperature: sh.temperature,
             top_p: sh.top_p,
             response_format: sh.prompt.response_format(),
+            skills: if sh.model.as_ref().is_some_and(|m| m.provider == "anthropic") { sh.skill_ids.clone() } else { Vec::new() },
         };
         self.st.last_reply = None;
         self.st.last_error = None;

@@ -1535,6 +1535,7 @@ impl Exec<'_, '_> {
                 temperature: x.temperature,
                 top_p: x.top_p,
                 response_format: None,
+                ..LlmRequest::default()
             };
             let resp = self.cx.complete(&req).map_err(|e| {
                 // Upstream retries by the error's text; classified failures (timeouts,

@@ -54,6 +54,9 @@ pub struct LlmRequest {
     /// Structured output: `{"name", "description"?, "schema": <JSON Schema>}` (sherma
     /// `response_format`). Providers that support it constrain the reply to the schema.
     pub response_format: Option<Value>,
+    /// Anthropic-hosted skill ids (LLLM's `skill_…` entries): the Anthropic wire sends them as
+    /// `skills: [{"id"}]` with the `anthropic-beta: skills-2025-10-02` header; others ignore them.
+    pub skills: Vec<String>,
 }
 
 /// A model as a document names it: sherma `llms: [{provider, model_name}]`, Loki

@@ -5,6 +5,8 @@ import { edgeTakenKey, parseEdgeTaken, stepsTitle, useDebugSafe } from './debug/
 import { edgeSegments, pointAlong, samplePath, segmentsPath, type Pt } from './canvasLayout';
 import { EdgePlanContext } from './canvasContext';
 import { StoreContext } from '../store';
+import { edgeMark } from '../diff/model';
+import { useDiff } from '../diff/store';
 
 /** Sideways offset of an edge among `count` joining the same two nodes. */
 export function parallelOffset(parallel: number, count: number): number {
@@ -32,6 +34,7 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
     '',
   );
   const taken = parseEdgeTaken(takenKey);
+  const diffMark = useDiff((s) => edgeMark(s.diff, s.agent, { from: source, to: target, kind, label: rawLabel }));
   // Several edges between the same two nodes are bent apart so each stays visible and clickable;
   // a long edge follows the layout's route around the boxes it would cross.
   const route = usableRoute(data?.points, source, target, plan?.moved);
@@ -48,6 +51,7 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
   if (data?.kind) cls.push(`k-${data.kind}`);
   if (selected) cls.push('selected');
   if (taken) cls.push('taken');
+  if (diffMark) cls.push(`diff-${diffMark}`);
   const stepsText = taken?.steps ? stepsTitle(taken.steps) : '';
   return (
     <>
@@ -56,7 +60,7 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
         path={path}
         markerEnd={markerEnd}
         interactionWidth={14}
-        className={taken ? `sy-edge-taken${taken.last ? ' sy-edge-last' : ''}` : undefined}
+        className={[taken ? `sy-edge-taken${taken.last ? ' sy-edge-last' : ''}` : '', diffMark ? `sy-edge-diff-${diffMark}` : ''].filter(Boolean).join(' ') || undefined}
         style={{
           stroke: selected ? 'var(--accent)' : taken ? (taken.last ? 'var(--run-current)' : 'var(--run-taken)') : s.stroke,
           strokeWidth: selected ? s.width + 1 : taken ? s.width + 1.2 : s.width,

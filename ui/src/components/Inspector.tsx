@@ -5,6 +5,7 @@ import type { JsonValue, PathSeg, SchemaField, ViewNode } from '../types';
 import { BranchEditor } from './BranchEditor';
 import { FieldEditor } from './FieldEditor';
 import { LllmInspector } from './LllmInspector';
+import { DiffFields } from '../diff/DiffFields';
 
 /** Loki fields that are not edited as plain fields (the key is the id; the type is fixed). */
 const HIDDEN_FIELDS = new Set(['id', 'type']);
@@ -86,6 +87,7 @@ function NodeInspector({ node }: { node: ViewNode }) {
         ) : null}
       </div>
       {node.summary ? <div className="insp-summary">{node.summary}</div> : null}
+      <DiffFields id={node.id} />
       {mine.length > 0 ? (
         <ul className="insp-diags">
           {mine.map((d, i) => (

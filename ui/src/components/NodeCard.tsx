@@ -4,6 +4,8 @@ import { kindStyle, type SyNode } from '../flow';
 import { useAppStore } from '../store';
 import { BreakpointDot } from './debug/BreakpointDot';
 import { nodeError, nodeInSelectedStep, nodeRunMark, nodeSteps, stepChip, stepsTitle, useDebugSafe } from './debug/canvasOverlay';
+import { nodeMark } from '../diff/model';
+import { useDiff } from '../diff/store';
 
 /** Render counter, for tests that check memoization (compiled out of production builds). */
 export const nodeRenders = { count: 0 };
@@ -32,6 +34,8 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
   const steps = useDebugSafe((s) => nodeSteps(s, id), '');
   const runError = useDebugSafe((s) => nodeError(s, id), '');
   const inSelectedStep = useDebugSafe((s) => nodeInSelectedStep(s, id), false);
+  // The graph diff's mark (added / changed / renamed since the compared version).
+  const diffMark = useDiff((s) => nodeMark(s.diff, s.agent, id));
 
   const cls = ['sy-node'];
   if (!data.marker) cls.push('sy-node-bp-gutter');
@@ -40,6 +44,7 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
   if (data.derived) cls.push('sy-node-derived');
   if (data.marker) cls.push('sy-node-marker');
   if (selected) cls.push('sy-node-selected');
+  if (diffMark) cls.push(`sy-node-diff-${diffMark}`);
   if (data.errors > 0) cls.push('sy-node-error');
   else if (data.warnings > 0) cls.push('sy-node-warning');
 
@@ -68,6 +73,7 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
       data-derived={String(data.derived)}
       data-errors={String(data.errors)}
       data-run={run}
+      data-diff={diffMark}
       data-steps={steps}
       className={cls.join(' ')}
       style={{ '--kind': style.color } as React.CSSProperties}

@@ -8,6 +8,7 @@ import type { DebugEvent, DurableRun, RecordCheck, RemoteAssistant, RemoteOpened
 import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Settings, SettingsChange } from '../settings/types';
 import type { RunManifest, TrustStatus } from '../contract/trust';
 import type { BundleView } from '../contract/shell';
+import type { GraphDiff } from '../contract/diff';
 import { viewEdge, viewNode } from './demo';
 
 export interface FakeCall {
@@ -47,6 +48,8 @@ export interface FakeBackend extends Backend {
   traces: Record<string, DebugEvent[]>;
   /** The `warning` `traceStateAt` answers with. */
   traceWarning: string | null;
+  /** What `diffDocument` answers (null: refused as the shell does for a file git does not know). */
+  graphDiff: GraphDiff | null;
   /** Fields laid over the `RunInfo` returned by `runStart` (the run id is `fake-run-<n>`). */
   runInfo: Partial<RunInfo>;
   /** The id of the latest run started. */
@@ -272,6 +275,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     trace: null,
     traces: {},
     traceWarning: null,
+    graphDiff: null,
     runInfo: {},
     lastRun: null,
     durableRuns: [],
@@ -448,6 +452,11 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     checkExpr: (kind, text) => run('check_expr', { kind, text }, () => fake.exprErrors(kind, text)),
     exportDiagram: (format, data) => run('export_diagram', { format, data }, () => `/tmp/diagram.${format}`),
     relayout: () => run('relayout', undefined, () => requireView()),
+    diffDocument: (rev, file) =>
+      run('diff_document', { rev, file }, () => {
+        if (!fake.graphDiff) throw { message: `git show ${rev ?? 'HEAD'}: the file is not committed` };
+        return clone(fake.graphDiff);
+      }),
     recoveryOffer: () => run('recovery_offer', undefined, () => fake.recovery),
     recoveryRestore: () =>
       run('recovery_restore', undefined, () => {

@@ -87,6 +87,10 @@ pub fn request_body(req: &LlmRequest, model: &str) -> Value {
         body.insert("tools".into(), Value::Array(tools));
     }
     super::put_sampling(req, &mut body);
+    if !req.skills.is_empty() {
+        // Anthropic-hosted skills (LLLM's `skill_…` ids), as LLLM passes them.
+        body.insert("skills".into(), Value::Array(req.skills.iter().map(|id| json!({"id": id})).collect()));
+    }
     body.insert("stream".into(), json!(true));
     Value::Object(body)
 }

@@ -95,9 +95,13 @@ impl LlmProvider for LiveProvider {
             }
             Wire::Anthropic => {
                 let base = ep.base_url.strip_suffix("/v1").unwrap_or(&ep.base_url);
+                let mut h = vec![("x-api-key", key), ("anthropic-version", "2023-06-01".to_string())];
+                if !req.skills.is_empty() {
+                    h.push(("anthropic-beta", "skills-2025-10-02".to_string()));
+                }
                 (
                     format!("{base}/v1/messages"),
-                    vec![("x-api-key", key), ("anthropic-version", "2023-06-01".to_string())],
+                    h,
                     anthropic::request_body(req, &model.name),
                     Box::new(anthropic::Parser::new(&ep.provider)),
                 )

@@ -435,6 +435,7 @@ impl NormalMachine {
             temperature: self.agent.temperature,
             top_p: self.agent.top_p,
             response_format: None,
+            ..LlmRequest::default()
         };
         self.turns += 1;
         let before = self.messages.len();
