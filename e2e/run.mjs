@@ -13,6 +13,7 @@ import { registerBundleTests } from './bundle.mjs';
 import { registerCanvasTests } from './canvas.mjs';
 import { registerRemoteTests } from './remote.mjs';
 import { registerLaptopTests } from './laptop.mjs';
+import { registerLllmTests } from './lllm.mjs';
 import { registerTrustTests } from './trust.mjs';
 import { registerWebviewTests } from './webview.mjs';
 
@@ -423,6 +424,7 @@ registerBundleTests(test, { assert, assertEq });
 registerCanvasTests(test, { assert, assertEq });
 registerRemoteTests(test, { assert, assertEq });
 registerLaptopTests(test, { assert, assertEq });
+registerLllmTests(test, { assert, assertEq });
 
 async function main() {
   preflight();

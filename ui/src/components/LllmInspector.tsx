@@ -136,7 +136,8 @@ function ValueRow({ name, pval, type, file, forGlobal, readOnly, onCommit }: Row
     setError(null);
     onCommit(r.value);
   };
-  const multiline = typeof value === 'object' && value !== null && !Array.isArray(value);
+  // Mappings and long or multi-line text (a system prompt) get a text area.
+  const multiline = (typeof value === 'object' && value !== null && !Array.isArray(value)) || (typeof value === 'string' && (value.length > 36 || value.includes('\n')));
   const inputProps = {
     'data-testid': `lllm-value-${name}`,
     className: `input mono${error ? ' invalid' : ''}`,

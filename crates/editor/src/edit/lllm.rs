@@ -301,11 +301,18 @@ pub(crate) fn apply(w: &mut Work, doc: &Document, op: &EditOp) -> Res<Option<Str
                 }
             }
             let before = match after {
-                Some(a) => {
-                    let all = names(&root);
-                    let i = all.iter().rposition(|n| n == a).ok_or_else(|| need_agent(doc, &root, a).err().unwrap_or_else(|| super::EditError::new("no such agent")))?;
-                    (i + 1 < all.len()).then_some(i + 1)
-                }
+                // After an agent of this file; after `global` or a base (the palette's
+                // selection), at the end.
+                Some(a) => match target(a) {
+                    Target::Agent(n) => {
+                        let all = names(&root);
+                        let i = all.iter().rposition(|x| x == n).ok_or_else(|| {
+                            need_agent(doc, &root, n).err().unwrap_or_else(|| super::EditError::new("no such agent"))
+                        })?;
+                        (i + 1 < all.len()).then_some(i + 1)
+                    }
+                    Target::Global | Target::Base(_) => None,
+                },
                 None => None,
             };
             match own_list {
@@ -728,6 +735,22 @@ agent_configs:
             refused(PRO, json!({"op": "add_node", "name": "x", "kind": "base"}))
                 .contains("adds agents")
         );
+        // After `global` or a base (what the palette sends with those selected): at the end.
+        let a = run(
+            PRO,
+            json!({"op": "add_node", "name": "late", "kind": "agent", "after": "global"}),
+        );
+        assert!(
+            a.text
+                .ends_with("  - name: late\n    system_prompt: You are late.\n"),
+            "{}",
+            a.text
+        );
+        assert!(refused(
+            PRO,
+            json!({"op": "add_node", "name": "x", "kind": "agent", "after": "ghost"})
+        )
+        .contains("no agent `ghost`"));
 
         let a = run(PRO, json!({"op": "delete_node", "name": "synthesizer"}));
         assert_eq!(

@@ -99,7 +99,8 @@ pub struct ViewEdge {
 const SHERMA_KINDS: &[&str] =
     &["call_llm", "tool_node", "call_agent", "data_transform", "set_state", "interrupt", "load_skills", "custom"];
 const LOKI_KINDS: &[&str] = &["agent", "script", "approval", "input", "llm", "rag", "map", "end"];
-const LLLM_KINDS: &[&str] = &["global", "agent", "base"];
+/// What the palette adds to an LLLM config: agents (`global` is written once, a base with `base`).
+const LLLM_KINDS: &[&str] = &["agent"];
 
 pub(super) fn build(s: &Session) -> View {
     let doc_arc = s.document();
