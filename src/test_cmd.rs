@@ -64,7 +64,7 @@ pub fn cmd_test(a: TestArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let suites: Vec<suite::Suite> = files.iter().map(|f| suite::load(f)).collect();
-    let opts = suite::Options { trust: a.trust, live: a.live, filter: a.filter.clone(), jobs: a.jobs.unwrap_or(0) };
+    let opts = suite::Options { trust: a.trust, live: a.live, filter: a.filter.clone(), jobs: a.jobs.unwrap_or(0), only: None };
     let started = std::time::Instant::now();
     let results = suite::run_all(&suites, &opts, &|_, _| {});
     let elapsed = started.elapsed();

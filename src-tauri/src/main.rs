@@ -16,6 +16,7 @@ mod recent;
 mod recovery;
 mod remote;
 mod settings;
+mod suites;
 mod trust;
 mod watch;
 
@@ -237,6 +238,8 @@ fn main() {
             commands::check_expr,
             commands::export_diagram,
             diff::diff_document,
+            suites::suite_list,
+            suites::suite_run,
             recovery::recovery_offer,
             recovery::recovery_restore,
             recovery::recovery_discard,

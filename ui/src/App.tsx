@@ -10,6 +10,7 @@ import { ErrorBoundary } from './components/ErrorBoundary';
 import { ConflictDialog } from './components/ConflictDialog';
 import { RecoveryBanner } from './components/RecoveryBanner';
 import { DiffPanel } from './diff/DiffPanel';
+import { TestsPanel } from './tests-panel/TestsPanel';
 import { EmptyState } from './components/EmptyState';
 import { Header } from './components/Header';
 import { Inspector } from './components/Inspector';
@@ -316,6 +317,9 @@ function Shell() {
       <ConflictDialog />
       <ErrorBoundary label="diff">
         <DiffPanel />
+      </ErrorBoundary>
+      <ErrorBoundary label="tests">
+        <TestsPanel />
       </ErrorBoundary>
       <ErrorBoundary label="run configuration">
         <RunConfigPanel />

@@ -8,6 +8,7 @@ import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, Sett
 import type { TrustStatus } from './contract/trust';
 import type { BundleView, FolderOpened } from './contract/shell';
 import type { GraphDiff } from './contract/diff';
+import type { SuiteInfo, SuiteResult } from './contract/suite';
 
 /** `run_control` actions (docs/app-contract.md §5.1; engine `Control`). `step_into` steps and
  *  pauses inside a nested run the step starts; `step_out` runs the rest of the nested run paused in. */
@@ -113,6 +114,10 @@ export interface Backend {
   /** The graph diff of the open document (its text, saved or not) against the file at git
    *  revision `rev` (default HEAD) or against `file`, for the agent shown. */
   diffDocument(rev: string | null, file: string | null): Promise<GraphDiff>;
+  /** The agent test suites beside the open document (`*.tests.yaml` whose agent it is). */
+  suiteList(): Promise<SuiteInfo[]>;
+  /** Run a suite's cases, all or the one named (its agent's folder must be trusted). */
+  suiteRun(file: string, caseName: string | null): Promise<SuiteResult>;
 
   /** Open an http, https or mailto link in the system browser (the UI asks the user first:
    *  `ExternalLink`). */
@@ -199,6 +204,8 @@ export function createTauriBackend(): Backend {
     exportDiagram: (format, data) => call('export_diagram', { format, data }),
     relayout: () => call('relayout'),
     diffDocument: (rev, file) => call('diff_document', { rev, file }),
+    suiteList: () => call('suite_list'),
+    suiteRun: (file, caseName) => call('suite_run', { file, case: caseName }),
     recoveryOffer: () => call('recovery_offer'),
     recoveryRestore: () => call('recovery_restore'),
     recoveryDiscard: () => call('recovery_discard'),

@@ -4,7 +4,7 @@
 
 use crate::coverage::{Coverage, EdgeCount, NodeCount, OtherRoute};
 use crate::run::{CaseResult, Failure, Outcome, RunSummary};
-use crate::{SuiteResult, Totals};
+use crate::{CaseInfo, SuiteInfo, SuiteResult, Totals};
 use syntax::contract::{LIB_COMMAND, config, declaration, file};
 
 /// `ui/src/contract/suite.ts`.
@@ -12,6 +12,8 @@ pub fn suite_ts() -> String {
     let cfg = config();
     let c = &cfg;
     let decls = vec![
+        declaration::<SuiteInfo>(c),
+        declaration::<CaseInfo>(c),
         declaration::<SuiteResult>(c),
         declaration::<Totals>(c),
         declaration::<CaseResult>(c),

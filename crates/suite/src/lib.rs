@@ -37,6 +37,55 @@ pub struct Options {
     pub filter: Option<String>,
     /// Parallel runs at most (0: one per CPU).
     pub jobs: usize,
+    /// Only the case with exactly this name (the app's "run one").
+    pub only: Option<String>,
+}
+
+/// A suite as the app lists it before running it: its file, agent, cases and problems.
+#[derive(Clone, Debug, Serialize, TS)]
+pub struct SuiteInfo {
+    pub file: String,
+    pub agent: String,
+    pub cases: Vec<CaseInfo>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A case of a [`SuiteInfo`]: its name and where it is written.
+#[derive(Clone, Debug, Serialize, TS)]
+pub struct CaseInfo {
+    pub name: String,
+    pub line: u32,
+    /// Calls a live model (skipped unless live cases are asked for).
+    pub live: bool,
+}
+
+/// What the app lists of a loaded suite.
+pub fn info(s: &Suite) -> SuiteInfo {
+    SuiteInfo {
+        file: s.name(),
+        agent: s.doc.path.display().to_string(),
+        cases: s
+            .cases
+            .iter()
+            .map(|c| CaseInfo { name: c.name.clone(), line: s.file.line_col(c.span.start as usize).line, live: c.llm.is_live() })
+            .collect(),
+        diagnostics: s.diagnostics.clone(),
+    }
+}
+
+/// The suites beside an agent: the suite files under `dir` (recursively) whose agent is the
+/// file `agent` (compared after resolving both).
+pub fn suites_of(agent: &Path, dir: &Path) -> Vec<Suite> {
+    let want = std::fs::canonicalize(agent).ok();
+    let (files, _) = discover(&[dir.to_path_buf()]);
+    files
+        .iter()
+        .map(|f| load(f))
+        .filter(|s| {
+            let p = &s.doc.path;
+            want.is_some() && std::fs::canonicalize(p).ok() == want
+        })
+        .collect()
 }
 
 /// One suite's results.
@@ -193,7 +242,7 @@ pub fn run_all(suites: &[Suite], opts: &Options, on_case: &(dyn Fn(&Suite, &Case
         let runnable = !diagnostics.iter().any(Diagnostic::is_error);
         if runnable {
             for (ci, c) in s.cases.iter().enumerate() {
-                if selected(s, c, opts.filter.as_deref()) {
+                if selected(s, c, opts.filter.as_deref()) && opts.only.as_ref().is_none_or(|o| *o == c.name) {
                     work.push((si, ci));
                 }
             }

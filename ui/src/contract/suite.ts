@@ -4,6 +4,20 @@ import type { Diagnostic } from './syntax';
 import type { JsonValue, RunStatus } from './runtime';
 
 /**
+ * A suite as the app lists it before running it: its file, agent, cases and problems.
+ */
+export type SuiteInfo = { file: string, agent: string, cases: Array<CaseInfo>, diagnostics: Array<Diagnostic>, };
+
+/**
+ * A case of a [`SuiteInfo`]: its name and where it is written.
+ */
+export type CaseInfo = { name: string, line: number, 
+/**
+ * Calls a live model (skipped unless live cases are asked for).
+ */
+live: boolean, };
+
+/**
  * One suite's results.
  */
 export type SuiteResult = { 

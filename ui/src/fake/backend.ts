@@ -9,6 +9,7 @@ import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Sett
 import type { RunManifest, TrustStatus } from '../contract/trust';
 import type { BundleView } from '../contract/shell';
 import type { GraphDiff } from '../contract/diff';
+import type { SuiteInfo, SuiteResult } from '../contract/suite';
 import { viewEdge, viewNode } from './demo';
 
 export interface FakeCall {
@@ -50,6 +51,10 @@ export interface FakeBackend extends Backend {
   traceWarning: string | null;
   /** What `diffDocument` answers (null: refused as the shell does for a file git does not know). */
   graphDiff: GraphDiff | null;
+  /** What `suiteList` answers. */
+  suites: SuiteInfo[];
+  /** What `suiteRun(file, …)` answers, by suite file (its cases kept to the one named). */
+  suiteResults: Record<string, SuiteResult>;
   /** Fields laid over the `RunInfo` returned by `runStart` (the run id is `fake-run-<n>`). */
   runInfo: Partial<RunInfo>;
   /** The id of the latest run started. */
@@ -276,6 +281,8 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     traces: {},
     traceWarning: null,
     graphDiff: null,
+    suites: [],
+    suiteResults: {},
     runInfo: {},
     lastRun: null,
     durableRuns: [],
@@ -456,6 +463,15 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       run('diff_document', { rev, file }, () => {
         if (!fake.graphDiff) throw { message: `git show ${rev ?? 'HEAD'}: the file is not committed` };
         return clone(fake.graphDiff);
+      }),
+    suiteList: () => run('suite_list', undefined, () => clone(fake.suites)),
+    suiteRun: (file, caseName) =>
+      run('suite_run', { file, case: caseName }, () => {
+        const r = fake.suiteResults[file];
+        if (!r) throw { message: `no suite ${file}` };
+        const out = clone(r);
+        if (caseName !== null) out.cases = out.cases.filter((c) => c.name === caseName);
+        return out;
       }),
     recoveryOffer: () => run('recovery_offer', undefined, () => fake.recovery),
     recoveryRestore: () =>
