@@ -250,3 +250,33 @@ fn a_python_prompt_module_is_refused_with_its_place() {
     let err = launch::start(doc, &req, RunOptions::new(Box::new(NoProvider))).err().expect("refused");
     assert!(err.contains("prompts/system.py:") && err.contains("does not run prompt modules"), "{err}");
 }
+
+#[test]
+fn a_durable_lllm_run_stopped_on_a_fork_resumes_to_the_same_end() {
+    use switchyard::run::store::{self, Durable};
+    let dir = test_support::TempDir::new("lllm-durable");
+    let db = dir.join("runs.sqlite");
+    let cfg = cases_dir().join("parse_retry/config.yaml");
+    let req = RunRequest { agent: Some("answerer".into()), input: Some("Capital of France?".into()), ..Default::default() };
+    let doc = Arc::new(switchyard::doc::load_path(&cfg));
+    let llm = launch::llm_choice(&doc, &req);
+    let mut options = RunOptions::new(Box::new(NoProvider));
+    options.run_id = Some("lllm-durable-1".into());
+    let mut s = store::start(&db, doc, &req, llm, None, options).unwrap_or_else(|e| panic!("{e}"));
+    // invoke → exception → invoke: the run stands on the first fork.
+    for _ in 0..3 {
+        s.step();
+    }
+    assert_eq!(s.state()["active_dialog"], "main.exception1", "{}", dump(&s));
+    drop(s);
+    let (mut s, rec) = store::resume(&Durable { db: db.clone(), force: false }, "lllm-durable-1", None, RunOptions::new(Box::new(NoProvider)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rec.dialect, "lllm");
+    s.run();
+    match s.status() {
+        Status::Finished { status: RunStatus::Completed, output } => assert_eq!(output, &json!("<answer>Paris</answer>")),
+        other => panic!("{other:?}\n{}", dump(&s)),
+    }
+    let ids: Vec<String> = s.state()["dialogs"].as_array().unwrap().iter().map(|d| d["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids, ["main", "main.exception1", "main.exception2"]);
+}

@@ -695,3 +695,15 @@ impl Machine for LllmMachine {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steps_are_the_nodes_the_graph_draws() {
+        let drawn: Vec<(&str, &str)> = model::graph::lower_lllm::LOOP.to_vec();
+        let ours: Vec<(&str, &str)> = NODES.iter().map(|n| (*n, kind_of(n))).collect();
+        assert_eq!(ours, drawn);
+    }
+}
