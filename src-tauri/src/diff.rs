@@ -52,3 +52,39 @@ pub async fn diff_document(
     }
     diff_documents(&old, &new, agent.as_deref()).map_err(CmdError::new)
 }
+
+/// Two recorded runs compared step by step (issue 33 item 6; `launch::trace::diff`, what
+/// `switchyard trace diff` prints): `a` and `b` are trace files, `a_events` / `b_events` how many
+/// of their events count (a run before a rewind shares its trace file with the fork that went
+/// on). The open document, when there is one, gives a Loki graph's reducers. The answer is a
+/// `TraceDiff` (`ui/src/contract/tracediff.ts`), passed through the secret redactor.
+#[tauri::command]
+pub async fn trace_diff(
+    app: AppHandle,
+    a: String,
+    a_events: Option<usize>,
+    b: String,
+    b_events: Option<usize>,
+) -> Result<serde_json::Value, CmdError> {
+    let pa = crate::paths::check(&app, Path::new(&a), "read the trace")?;
+    let pb = crate::paths::check(&app, Path::new(&b), "read the trace")?;
+    let doc = {
+        use tauri::Manager;
+        let state = app.state::<crate::AppState>();
+        let session = state.lock_session();
+        session.as_ref().map(|s| s.document())
+    };
+    let job = move || -> Result<serde_json::Value, String> {
+        use switchyard::run::launch::trace::{Trace, diff};
+        let ta = diff::prefix(&Trace::read(&pa)?, a_events);
+        let tb = diff::prefix(&Trace::read(&pb)?, b_events);
+        let d = diff::compare(&ta, &tb, doc.as_deref());
+        let mut v = serde_json::to_value(&d).map_err(|e| e.to_string())?;
+        switchyard::secrets::global().value(&mut v);
+        Ok(v)
+    };
+    match tauri::async_runtime::spawn_blocking(job).await {
+        Ok(r) => r.map_err(CmdError::new),
+        Err(e) => Err(CmdError::new(format!("comparing the runs failed: {e}"))),
+    }
+}

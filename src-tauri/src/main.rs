@@ -238,6 +238,7 @@ fn main() {
             commands::check_expr,
             commands::export_diagram,
             diff::diff_document,
+            diff::trace_diff,
             suites::suite_list,
             suites::suite_run,
             recovery::recovery_offer,

@@ -8,6 +8,7 @@ import type { ModelsInfo, ProbeResult, ProviderInput, SaveResult, Settings, Sett
 import type { TrustStatus } from './contract/trust';
 import type { BundleView, FolderOpened } from './contract/shell';
 import type { GraphDiff } from './contract/diff';
+import type { TraceDiff } from './contract/tracediff';
 import type { SuiteInfo, SuiteResult } from './contract/suite';
 
 /** `run_control` actions (docs/app-contract.md §5.1; engine `Control`). `step_into` steps and
@@ -114,6 +115,9 @@ export interface Backend {
   /** The graph diff of the open document (its text, saved or not) against the file at git
    *  revision `rev` (default HEAD) or against `file`, for the agent shown. */
   diffDocument(rev: string | null, file: string | null): Promise<GraphDiff>;
+  /** Two recorded runs compared step by step; `aEvents` / `bEvents`: how many of each trace's
+   *  events count (an earlier run shares its trace with the fork that went on), null = all. */
+  traceDiff(a: string, aEvents: number | null, b: string, bEvents: number | null): Promise<TraceDiff>;
   /** The agent test suites beside the open document (`*.tests.yaml` whose agent it is). */
   suiteList(): Promise<SuiteInfo[]>;
   /** Run a suite's cases, all or the one named (its agent's folder must be trusted). */
@@ -204,6 +208,7 @@ export function createTauriBackend(): Backend {
     exportDiagram: (format, data) => call('export_diagram', { format, data }),
     relayout: () => call('relayout'),
     diffDocument: (rev, file) => call('diff_document', { rev, file }),
+    traceDiff: (a, aEvents, b, bEvents) => call('trace_diff', { a, aEvents, b, bEvents }),
     suiteList: () => call('suite_list'),
     suiteRun: (file, caseName) => call('suite_run', { file, case: caseName }),
     recoveryOffer: () => call('recovery_offer'),

@@ -9,6 +9,7 @@ import type { KeySource, ModelsInfo, ProbeResult, ProviderInfo, SaveResult, Sett
 import type { RunManifest, TrustStatus } from '../contract/trust';
 import type { BundleView } from '../contract/shell';
 import type { GraphDiff } from '../contract/diff';
+import type { TraceDiff } from '../contract/tracediff';
 import type { SuiteInfo, SuiteResult } from '../contract/suite';
 import { viewEdge, viewNode } from './demo';
 
@@ -51,6 +52,8 @@ export interface FakeBackend extends Backend {
   traceWarning: string | null;
   /** What `diffDocument` answers (null: refused as the shell does for a file git does not know). */
   graphDiff: GraphDiff | null;
+  /** What `traceDiff` answers (null: refused). */
+  runDiff: TraceDiff | null;
   /** What `suiteList` answers. */
   suites: SuiteInfo[];
   /** What `suiteRun(file, …)` answers, by suite file (its cases kept to the one named). */
@@ -281,6 +284,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     traces: {},
     traceWarning: null,
     graphDiff: null,
+    runDiff: null,
     suites: [],
     suiteResults: {},
     runInfo: {},
@@ -463,6 +467,11 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
       run('diff_document', { rev, file }, () => {
         if (!fake.graphDiff) throw { message: `git show ${rev ?? 'HEAD'}: the file is not committed` };
         return clone(fake.graphDiff);
+      }),
+    traceDiff: (a, aEvents, b, bEvents) =>
+      run('trace_diff', { a, aEvents, b, bEvents }, () => {
+        if (!fake.runDiff) throw { message: `${a}: no such trace` };
+        return clone(fake.runDiff);
       }),
     suiteList: () => run('suite_list', undefined, () => clone(fake.suites)),
     suiteRun: (file, caseName) =>

@@ -14,9 +14,10 @@ use runtime::events::{EventBody, RouteReason};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use ts_rs::TS;
 
 /// Two runs compared.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
 pub struct TraceDiff {
     /// The earliest difference; `None` when the runs are the same.
     pub first_divergence: Option<Divergence>,
@@ -30,7 +31,8 @@ pub struct TraceDiff {
 }
 
 /// Where two runs first differ.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
+#[ts(rename = "RunDivergence")]
 pub struct Divergence {
     pub step: u64,
     /// `input`, `node`, `llm_request`, `llm_response`, `interrupt`, `state`, `route`, `error`,
@@ -47,7 +49,7 @@ pub struct Divergence {
 }
 
 /// One step of both runs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
 pub struct AlignedStep {
     pub step: u64,
     pub same: bool,
@@ -56,7 +58,7 @@ pub struct AlignedStep {
 }
 
 /// What one run did in one step.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, TS)]
 pub struct StepView {
     /// The nodes that ran (a Loki super-step may run several), with their kinds.
     pub nodes: Vec<(String, String)>,
@@ -69,7 +71,7 @@ pub struct StepView {
     pub routes: Vec<RouteTaken>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
 pub struct LlmCall {
     pub node: String,
     pub model: Option<String>,
@@ -80,7 +82,7 @@ pub struct LlmCall {
     pub tool_calls: Value,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
 pub struct RouteTaken {
     pub from: String,
     pub to: String,
@@ -458,6 +460,35 @@ fn list_s(v: &[String]) -> String {
     }
 }
 
+/// A trace's first `events` lines (the run a debugger had before a rewind went on in the same
+/// file), or all of it.
+pub fn prefix(t: &Trace, events: Option<usize>) -> Trace {
+    let n = events.unwrap_or(t.lines.len()).min(t.lines.len());
+    Trace {
+        lines: t.lines[..n].to_vec(),
+    }
+}
+
+/// The TypeScript of the comparison (`ui/src/contract/tracediff.ts`), generated like the other
+/// contract files (`syntax::contract`).
+pub fn tracediff_ts() -> String {
+    use syntax::contract::{LIB_COMMAND, config, declaration, file};
+    let c = &config();
+    file(
+        "crates/launch (trace::diff)",
+        LIB_COMMAND,
+        &["import type { JsonValue } from './editor';"],
+        &[
+            declaration::<TraceDiff>(c),
+            declaration::<Divergence>(c),
+            declaration::<AlignedStep>(c),
+            declaration::<StepView>(c),
+            declaration::<LlmCall>(c),
+            declaration::<RouteTaken>(c),
+        ],
+    )
+}
+
 /// Compare two traces. `doc` is the agent file the runs came from, for the states (see
 /// [`Trace::state_at`]).
 pub fn compare(ta: &Trace, tb: &Trace, doc: Option<&Document>) -> TraceDiff {
@@ -751,6 +782,28 @@ mod tests {
         }));
         let d = compare(&run("yes", "done", false), &Trace::from_events(v), None);
         assert!(d.first_divergence.is_none(), "{:?}", d.first_divergence);
+    }
+
+    #[test]
+    fn contract_checked_in_tracediff_ts_is_what_the_rust_types_generate() {
+        let path = syntax::contract::ui_contract_path(env!("CARGO_MANIFEST_DIR"), "tracediff.ts");
+        if let Err(e) =
+            syntax::contract::check_or_update(&path, &tracediff_ts(), syntax::contract::LIB_COMMAND)
+        {
+            panic!("{e}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_is_the_run_before_it_went_on() {
+        let long = run("yes", "done", true);
+        let n = long.lines.len();
+        // Without the extra step (two events) and the run_finished event: steps 0-2.
+        let short = prefix(&long, Some(n - 3));
+        let d = compare(&short, &long, None);
+        assert_eq!(d.first_divergence.unwrap().step, 3);
+        assert_eq!(prefix(&long, None).lines.len(), n);
+        assert_eq!(prefix(&long, Some(10_000)).lines.len(), n);
     }
 
     #[test]

@@ -334,7 +334,7 @@ fn json_diff_paths_and_reorders() {
 }
 
 #[test]
-fn checked_in_diff_ts_is_what_the_rust_types_generate() {
+fn contract_checked_in_diff_ts_is_what_the_rust_types_generate() {
     let path = syntax::contract::ui_contract_path(env!("CARGO_MANIFEST_DIR"), "diff.ts");
     if let Err(e) =
         syntax::contract::check_or_update(&path, &diff_ts(), syntax::contract::LIB_COMMAND)

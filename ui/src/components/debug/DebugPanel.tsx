@@ -8,6 +8,7 @@ import { CallInspector } from './CallInspector';
 import { StateTree } from './StateTree';
 import { Timeline } from './Timeline';
 import { RecordWarning } from './RecordWarning';
+import { CompareRuns } from '../../diff/RunCompare';
 
 const TABS: { id: PanelTab; label: string }[] = [
   { id: 'timeline', label: 'Timeline' },
@@ -146,6 +147,7 @@ export function DebugPanel() {
           <button type="button" className="link" onClick={() => dbg.getState().viewHistory(null)}>
             Back to the current run
           </button>
+          <CompareRuns />
         </div>
       ) : null}
       {diverged ? <DivergedBanner d={diverged} /> : null}
