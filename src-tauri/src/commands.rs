@@ -48,7 +48,7 @@ type Res<T> = Result<T, CmdError>;
 const NO_DOCUMENT: &str =
     "no document is open: open a YAML file or an agent folder first (Open…, a recent file, or drop a file on the window)";
 
-fn panic_message(what: &str, p: Box<dyn std::any::Any + Send>) -> CmdError {
+pub fn panic_message(what: &str, p: Box<dyn std::any::Any + Send>) -> CmdError {
     let detail = p
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -105,6 +105,13 @@ pub fn trusted_view(s: &Session) -> View {
 
 /// Opens `path` (a file or an agent folder), replacing the current document, and starts watching it.
 pub fn open(app: &AppHandle, path: &Path) -> Res<View> {
+    let (session, view) = prepare(path)?;
+    install(app, session);
+    Ok(view)
+}
+
+/// Reads, validates and lays out `path` (no app state touched: any thread may do it).
+pub fn prepare(path: &Path) -> Res<(Session, View)> {
     let path = absolute(path);
     let session = match catch_unwind(AssertUnwindSafe(|| Session::open(&path))) {
         Ok(Ok(s)) => s,
@@ -120,8 +127,13 @@ pub fn open(app: &AppHandle, path: &Path) -> Res<View> {
         }
         Err(p) => return Err(panic_message(&format!("opening {}", path.display()), p)),
     };
-    let file = session.path().to_path_buf();
     let view = view_of(&session, "drawing the document")?;
+    Ok((session, view))
+}
+
+/// Makes `session` the open document: recovery, recent files, the watch, the title.
+pub fn install(app: &AppHandle, session: Session) {
+    let file = session.path().to_path_buf();
     crate::remote::forget_doc(app);
     let state = app.state::<AppState>();
     let recovery = app.state::<crate::recovery::Recovery>();
@@ -135,7 +147,6 @@ pub fn open(app: &AppHandle, path: &Path) -> Res<View> {
     app.state::<Recent>().push(&file);
     crate::watch_file(app, &file);
     crate::refresh_title(app);
-    Ok(view)
 }
 
 /// The graph of another agent file, read-only (the open document is not touched): what the
@@ -172,6 +183,8 @@ pub async fn open_path(app: AppHandle, path: String, discard: Option<bool>) -> R
     if path.trim().is_empty() {
         return Err(CmdError::new("no path given: choose a YAML file or an agent folder to open"));
     }
+    // The document of the command line, still opening, must not replace this one afterwards.
+    crate::startup::wait(&app).await;
     let judged = crate::paths::check(&app, Path::new(&path), "open")?;
     // A bundle folder is not a document: the UI opens it with `bundle_open`.
     if switchyard::doc::bundle::is_bundle(&judged) {
@@ -227,10 +240,15 @@ pub async fn recent_files(app: AppHandle) -> Res<Vec<String>> {
 
 #[tauri::command]
 pub async fn get_view(app: AppHandle) -> Res<Option<View>> {
+    crate::startup::wait(&app).await;
+    crate::startup::mark("get_view");
     let state = app.state::<AppState>();
     let guard = state.lock_session();
     match guard.as_ref() {
-        Some(s) => view_of(s, "drawing the document").map(Some),
+        Some(s) => match crate::startup::take_first_view(&app, s) {
+            Some(v) => Ok(Some(v)),
+            None => view_of(s, "drawing the document").map(Some),
+        },
         None => Ok(None),
     }
 }

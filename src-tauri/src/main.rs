@@ -16,6 +16,7 @@ mod recent;
 mod recovery;
 mod remote;
 mod settings;
+mod startup;
 mod suites;
 mod trust;
 mod watch;
@@ -151,6 +152,7 @@ fn startup_path() -> Option<PathBuf> {
 }
 
 fn main() {
+    startup::init_trace();
     if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
         println!("usage: switchyard-app [PATH]\n\nOpens PATH (a sherma YAML file, a Loki graph.yaml, an agent folder, or a coyote bundle folder) in the Switchyard editor.\nSWITCHYARD_OPEN=PATH does the same.");
         return;
@@ -164,31 +166,51 @@ fn main() {
     switchyard::doc::env::set_env_policy(|path| {
         matches!(switchyard::run::launch::trust::trusted_folder(path), Ok(Some(_)))
     });
+    // The document of the command line is read, validated and laid out while the window starts.
+    let start_path = startup_path();
+    let mut pending = start_path.clone().filter(|p| !switchyard::doc::bundle::is_bundle(p)).map(startup::begin);
     let context = tauri::generate_context!("../tauri.conf.json");
+    startup::mark("context");
     let result = tauri::Builder::default()
         .manage(AppState::default())
+        .manage(startup::Startup::default())
         .manage(debug::Debugger::default())
         .manage(paths::Grants::default())
         .manage(bundle::OpenBundle::default())
         .manage(remote::Remote::default())
-        .setup(|app| {
+        .setup(move |app| {
+            startup::mark("setup");
             let dir = app.path().app_config_dir().ok();
             app.manage(recent::Recent::new(dir.map(|d| d.join("recent.json"))));
             let rec_dir = switchyard::studio::RecoveryStore::default_dir()
                 .or_else(|| app.path().app_local_data_dir().ok().map(|d| d.join("recovery")));
             app.manage(recovery::Recovery::new(rec_dir));
             recovery::start(app.handle());
-            if let Some(p) = startup_path() {
+            if let Some(p) = &start_path {
                 // Given on the command line: the user's choice, not the webview's.
-                paths::grant(app.handle(), &p);
-                // A bundle folder opens as the window's bundle: the UI lists its agents.
-                if bundle::open_at_start(app.handle(), &p) {
-                } else if let Err(e) = commands::open(app.handle(), &p) {
-                    eprintln!("switchyard: {}", e.message);
+                paths::grant(app.handle(), p);
+                match pending.take() {
+                    // Being opened since `main` began: made the session when ready (get_view waits).
+                    Some(pending) => startup::finish_in_background(app.handle(), pending),
+                    // A bundle folder opens as the window's bundle: the UI lists its agents.
+                    None => {
+                        if !bundle::open_at_start(app.handle(), p) {
+                            if let Err(e) = commands::open(app.handle(), p) {
+                                eprintln!("switchyard: {}", e.message);
+                            }
+                        }
+                    }
                 }
             }
             refresh_title(app.handle());
+            startup::mark("setup_done");
             Ok(())
+        })
+        .on_page_load(|_, payload| {
+            startup::mark(match payload.event() {
+                tauri::webview::PageLoadEvent::Started => "page_load_started",
+                tauri::webview::PageLoadEvent::Finished => "page_load_finished",
+            })
         })
         .on_window_event(|window, event| {
             // Belt and braces next to the watcher: look at the disk when the user comes back.
@@ -277,8 +299,13 @@ fn main() {
             remote::remote_open_assistant,
             remote::remote_open_run,
             remote::remote_start,
+            startup::startup_done,
         ])
-        .run(context);
+        .build(context)
+        .map(|app| {
+            startup::mark("built");
+            app.run(|_, _| {})
+        });
     if let Err(e) = result {
         eprintln!("switchyard: the window could not start: {e}");
         eprintln!("(no display? run it under `xvfb-run -a`, or from a desktop session)");

@@ -1,4 +1,4 @@
-import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { ReactFlowProvider } from '@xyflow/react';
 import type { StoreApi } from 'zustand';
 import { getBackend, type Backend } from './backend';
@@ -33,6 +33,7 @@ import { TrustContext, createTrustStore, useTrust, type TrustState } from './tru
 import { DebugContext, createDebugStore, nestedPause, useDebug, useDebugStore, type DebugMode, type DebugState } from './debug/store';
 import type { View } from './types';
 import { PANE_KEYS, clampDock, defaultDockHeight, defaultSideWidth, inspectorShown, inspectorToggleTitle, type PaneId } from './panes';
+import { startupMark } from './startup';
 
 /** What end-to-end tests read of the debugger (docs/app-contract.md §5.2). */
 export interface DebugHook {
@@ -174,6 +175,8 @@ function PaneToggles() {
 }
 
 function Workspace() {
+  startupMark('workspace_render');
+  useLayoutEffect(() => startupMark('workspace_commit'), []);
   const store = useAppStore();
   const panes = useApp((s) => s.panes);
   const selected = useApp((s) => s.selection !== null);

@@ -5,6 +5,7 @@ import { errorCode, errorMessage, isConflictError, type Backend } from './backen
 import type { BundleView } from './contract/shell';
 import type { DocumentChanged, EditOp, ExportFormat, ExprError, Pos, RecoveryOffer, View, ViewEdge, ViewNode } from './types';
 import { loadPanes, savePanes, toggledInspector, type PaneId, type Panes } from './panes';
+import { startupMark, takeEarlyView } from './startup';
 
 export type Selection = { type: 'node'; id: string } | { type: 'edge'; id: string } | null;
 export type ThemePref = 'system' | 'light' | 'dark';
@@ -177,15 +178,23 @@ export function createAppStore(backend: Backend): StoreApi<AppState> {
       },
 
       async init() {
-        const r = await attempt('Loading the document', () => backend.getView());
+        startupMark('init');
+        // A bundle given on the command line (its agents are listed): asked beside the view. The
+        // recovery offer and the recent files are asked once the view is there (the document of
+        // the command line is among them), while the canvas renders.
+        const bundle = attempt('Reading the open bundle', () => backend.bundleCurrent());
+        const early = takeEarlyView<View | null>();
+        const r = await attempt('Loading the document', () => early ?? backend.getView());
+        startupMark('view_received');
+        const recent = get().loadRecent();
         if (r.ok && r.value) {
           get().setView(r.value);
           await get().checkRecovery();
         }
-        // A bundle given on the command line: its agents are listed.
-        const b = await attempt('Reading the open bundle', () => backend.bundleCurrent());
+        const b = await bundle;
         if (b.ok && b.value) set({ bundle: b.value });
-        await get().loadRecent();
+        await recent;
+        startupMark('ready');
         set({ ready: true });
       },
 

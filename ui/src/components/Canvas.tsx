@@ -157,9 +157,10 @@ export function Canvas() {
 
   const mapper = useMemo(() => createFlowMapper(), []);
   const lastMapped = useRef(new Map<string, SyNode>());
-  const [nodes, setNodes] = useState<SyNode[]>([]);
-
   const selNode = selection?.type === 'node' ? selection.id : null;
+  // The first render already has the document's nodes (one render and frame sooner on screen).
+  const [nodes, setNodes] = useState<SyNode[]>(() => mapper.nodes(viewNodes, selNode));
+
   const selEdge = selection?.type === 'edge' ? selection.id : null;
 
   // Rebuild nodes when the view or the selection changes, keeping the local object (which may
@@ -169,10 +170,11 @@ export function Canvas() {
     const prev = lastMapped.current;
     setNodes((local) => {
       const byId = new Map(local.map((n) => [n.id, n]));
-      return mapped.map((m) => {
+      const next = mapped.map((m) => {
         const l = byId.get(m.id);
         return prev.get(m.id) === m && l ? l : m;
       });
+      return next.length === local.length && next.every((n, i) => n === local[i]) ? local : next;
     });
     lastMapped.current = new Map(mapped.map((m) => [m.id, m]));
   }, [viewNodes, selNode, mapper]);

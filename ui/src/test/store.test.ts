@@ -17,7 +17,8 @@ describe('store', () => {
     expect(store.getState().ready).toBe(true);
     expect(store.getState().view?.file_name).toBe('agent.yaml');
     expect(store.getState().recent).toEqual(['/a.yaml']);
-    expect(backend.calls.map((c) => c.cmd)).toEqual(['get_view', 'recovery_offer', 'bundle_current', 'recent_files']);
+    // The bundle beside the view; the recent files and the recovery offer once the view is there.
+    expect(backend.calls.map((c) => c.cmd)).toEqual(['bundle_current', 'get_view', 'recent_files', 'recovery_offer']);
   });
 
   it('add_node goes through apply_edit and selects the new node', async () => {
