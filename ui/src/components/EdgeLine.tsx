@@ -7,6 +7,8 @@ import { EdgePlanContext } from './canvasContext';
 import { StoreContext } from '../store';
 import { edgeMark } from '../diff/model';
 import { useDiff } from '../diff/store';
+import { edgeCoverage } from '../tests-panel/coverage';
+import { useTests } from '../tests-panel/store';
 
 /** Sideways offset of an edge among `count` joining the same two nodes. */
 export function parallelOffset(parallel: number, count: number): number {
@@ -35,6 +37,9 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
   );
   const taken = parseEdgeTaken(takenKey);
   const diffMark = useDiff((s) => edgeMark(s.diff, s.agent, { from: source, to: target, kind, label: rawLabel }));
+  // Routing coverage of the last test suite run: an edge no case took is marked.
+  const viewAgent = app?.getState().view?.agent ?? null;
+  const covered = useTests((s) => edgeCoverage(s.onCanvas ? s.shown : null, viewAgent, { from: source, to: target, kind, label: rawLabel }));
   // Several edges between the same two nodes are bent apart so each stays visible and clickable;
   // a long edge follows the layout's route around the boxes it would cross.
   const route = usableRoute(data?.points, source, target, plan?.moved);
@@ -60,7 +65,7 @@ function EdgeLineImpl(props: EdgeProps<SyEdge>) {
         path={path}
         markerEnd={markerEnd}
         interactionWidth={14}
-        className={[taken ? `sy-edge-taken${taken.last ? ' sy-edge-last' : ''}` : '', diffMark ? `sy-edge-diff-${diffMark}` : ''].filter(Boolean).join(' ') || undefined}
+        className={[taken ? `sy-edge-taken${taken.last ? ' sy-edge-last' : ''}` : '', diffMark ? `sy-edge-diff-${diffMark}` : '', covered === '0' ? 'sy-edge-cov-never' : ''].filter(Boolean).join(' ') || undefined}
         style={{
           stroke: selected ? 'var(--accent)' : taken ? (taken.last ? 'var(--run-current)' : 'var(--run-taken)') : s.stroke,
           strokeWidth: selected ? s.width + 1 : taken ? s.width + 1.2 : s.width,

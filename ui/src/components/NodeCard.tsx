@@ -1,11 +1,13 @@
 import { memo, useCallback } from 'react';
 import { Handle, Position, useStore as useFlowStore, type NodeProps } from '@xyflow/react';
 import { kindStyle, type SyNode } from '../flow';
-import { useAppStore } from '../store';
+import { useApp, useAppStore } from '../store';
 import { BreakpointDot } from './debug/BreakpointDot';
 import { nodeError, nodeInSelectedStep, nodeRunMark, nodeSteps, stepChip, stepsTitle, useDebugSafe } from './debug/canvasOverlay';
 import { nodeMark } from '../diff/model';
 import { useDiff } from '../diff/store';
+import { nodeCoverage } from '../tests-panel/coverage';
+import { useTests } from '../tests-panel/store';
 
 /** Render counter, for tests that check memoization (compiled out of production builds). */
 export const nodeRenders = { count: 0 };
@@ -36,6 +38,9 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
   const inSelectedStep = useDebugSafe((s) => nodeInSelectedStep(s, id), false);
   // The graph diff's mark (added / changed / renamed since the compared version).
   const diffMark = useDiff((s) => nodeMark(s.diff, s.agent, id));
+  // Routing coverage of the last test suite run (the Tests panel): how often the node ran.
+  const viewAgent = useApp((s) => s.view?.agent ?? null);
+  const covered = useTests((s) => nodeCoverage(s.onCanvas ? s.shown : null, viewAgent, id));
 
   const cls = ['sy-node'];
   if (!data.marker) cls.push('sy-node-bp-gutter');
@@ -45,6 +50,7 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
   if (data.marker) cls.push('sy-node-marker');
   if (selected) cls.push('sy-node-selected');
   if (diffMark) cls.push(`sy-node-diff-${diffMark}`);
+  if (covered === '0') cls.push('sy-node-cov-never');
   if (data.errors > 0) cls.push('sy-node-error');
   else if (data.warnings > 0) cls.push('sy-node-warning');
 
@@ -58,6 +64,12 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
         {data.warnings}
       </span>
     ) : null;
+
+  const cov = covered ? (
+    <span className="sy-cov" data-testid="node-coverage" title={covered === '0' ? 'no test case ran this node' : `ran ${covered} time(s) in the test suite`}>
+      {covered}×
+    </span>
+  ) : null;
 
   const chip = steps ? (
     <span className="sy-steps" data-testid="node-steps">
@@ -91,6 +103,7 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
           <span className="sy-icon">{style.icon}</span>
           <span className="sy-name">{data.kind === '__start__' ? 'start' : 'end'}</span>
           {chip}
+          {cov}
           {badge}
         </div>
       ) : (
@@ -101,6 +114,7 @@ function NodeCardImpl({ data, selected }: NodeProps<SyNode>) {
             </span>
             <span className="sy-name">{data.id}</span>
             {chip}
+            {cov}
             {badge}
           </div>
           <div className="sy-node-sub">

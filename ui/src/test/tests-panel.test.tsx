@@ -64,7 +64,7 @@ const result: SuiteResult = {
 };
 
 afterEach(() => {
-  testsStore.setState({ open: false, suites: [], results: {}, coverage: {}, problems: {}, running: null, error: null });
+  testsStore.setState({ open: false, suites: [], results: {}, coverage: {}, problems: {}, running: null, error: null, shown: null, onCanvas: true });
 });
 
 describe('Tests panel', () => {
@@ -116,5 +116,41 @@ describe('Tests panel', () => {
       fireEvent.click(screen.getByTestId('tests-run-all'));
     });
     expect((await screen.findByTestId('tests-error')).textContent).toContain('not trusted');
+  });
+
+  it('draws the last run coverage on the canvas: counts on nodes, never-taken edges marked', async () => {
+    const ctx = await renderApp();
+    const v = ctx.store.getState().view!;
+    const [first, ...rest] = v.nodes.filter((n) => !n.kind.startsWith('__')).map((n) => n.id);
+    const e0 = v.edges[0];
+    const cov: SuiteResult['coverage'] = {
+      agent: v.agent ?? '',
+      runs: 1,
+      nodes: [{ id: first, kind: 'x', derived: false, count: 2 }, ...rest.map((id) => ({ id, kind: 'x', derived: false, count: 0 }))],
+      edges: [{ index: 0, from: e0.from, to: e0.to, kind: e0.kind, label: e0.label ?? undefined, derived: false, count: 0 }],
+      other_routes: [],
+      nodes_covered: 1,
+      edges_covered: 0,
+    };
+    ctx.backend.suites = [info];
+    ctx.backend.suiteResults = { [FILE]: { ...result, coverage: cov } };
+    await act(async () => {
+      fireEvent.click(screen.getByTestId('tests-toggle'));
+    });
+    await screen.findByTestId('tests-suite');
+    await act(async () => {
+      fireEvent.click(screen.getByTestId('tests-run-all'));
+    });
+    const node = (id: string) => screen.getAllByTestId('node').find((n) => n.getAttribute('data-node-id') === id)!;
+    await waitFor(() => expect(within(node(first)).getByTestId('node-coverage').textContent).toBe('2×'));
+    expect(node(first).className).not.toContain('sy-node-cov-never');
+    expect(node(rest[0]).className).toContain('sy-node-cov-never');
+    expect(document.querySelectorAll('.sy-edge-cov-never').length).toBeGreaterThanOrEqual(1);
+    // Hidden on request.
+    await act(async () => {
+      fireEvent.click(screen.getByTestId('tests-on-canvas'));
+    });
+    await waitFor(() => expect(within(node(first)).queryByTestId('node-coverage')).toBeNull());
+    expect(document.querySelectorAll('.sy-edge-cov-never')).toHaveLength(0);
   });
 });

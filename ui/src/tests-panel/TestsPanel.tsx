@@ -22,6 +22,7 @@ function CoverageSummary({ c }: { c: Coverage }) {
       <p>
         coverage over {c.runs} run{c.runs === 1 ? '' : 's'}: {c.nodes_covered}/{c.nodes.length} nodes ran, {c.edges_covered}/{c.edges.length} edges taken
       </p>
+      <CanvasToggle />
       {nodes.length ? <p data-testid="tests-never-ran">never ran: {nodes.map((n) => n.id).join(', ')}</p> : null}
       {edges.length ? (
         <ul data-testid="tests-never-taken">
@@ -33,6 +34,17 @@ function CoverageSummary({ c }: { c: Coverage }) {
         </ul>
       ) : null}
     </div>
+  );
+}
+
+/** Draw the last run's counts on the canvas (node badges, never-taken edges marked) or not. */
+function CanvasToggle() {
+  const on = useTests((s) => s.onCanvas);
+  const set = useTests((s) => s.setOnCanvas);
+  return (
+    <label className="sy-tests-oncanvas">
+      <input type="checkbox" data-testid="tests-on-canvas" checked={on} onChange={(e) => set(e.target.checked)} /> show on the canvas
+    </label>
   );
 }
 

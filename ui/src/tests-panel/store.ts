@@ -17,10 +17,14 @@ export interface TestsState {
   /** What is running: a suite file, or `<file>::<case>`; null when idle. */
   running: string | null;
   error: string | null;
+  /** The coverage drawn on the canvas (the suite run last), and whether it is drawn. */
+  shown: Coverage | null;
+  onCanvas: boolean;
 }
 
 export interface TestsActions {
   setOpen(open: boolean): void;
+  setOnCanvas(on: boolean): void;
   /** Ask the shell for the suites of the open document. */
   refresh(backend: Backend): Promise<void>;
   /** Run a suite's cases (all, or the one named). */
@@ -51,7 +55,10 @@ export function createTestsStore(): TestsStore {
     problems: {},
     running: null,
     error: null,
+    shown: null,
+    onCanvas: true,
     setOpen: (open) => set({ open }),
+    setOnCanvas: (onCanvas) => set({ onCanvas }),
     async refresh(backend) {
       try {
         set({ suites: await backend.suiteList(), error: null });
@@ -63,12 +70,12 @@ export function createTestsStore(): TestsStore {
       set({ running: caseName === null ? file : caseKey(file, caseName), error: null });
       try {
         const r = await backend.suiteRun(file, caseName);
-        set({ ...applyResult(get(), r), running: null });
+        set({ ...applyResult(get(), r), running: null, shown: r.coverage ?? get().shown });
       } catch (e) {
         set({ running: null, error: errorMessage(e) });
       }
     },
-    clear: () => set({ suites: [], results: {}, coverage: {}, problems: {}, error: null }),
+    clear: () => set({ suites: [], results: {}, coverage: {}, problems: {}, error: null, shown: null }),
   }));
 }
 
