@@ -119,6 +119,38 @@ fn need_agent(doc: &Document, root: &YNode, name: &str) -> Res<Vec<PathSeg>> {
     err(format!("there is no agent `{name}` in this config; {hint}"))
 }
 
+/// The configs of this file's package that take their agents from it (they name it in their
+/// `base` chain and have no agent list of their own), by name.
+fn heirs(doc: &Document) -> Vec<String> {
+    let Some(pkg) = doc.lllm().and_then(|l| l.package()) else {
+        return Vec::new();
+    };
+    let own = doc.path.canonicalize().unwrap_or_else(|_| doc.path.clone());
+    let mut out = Vec::new();
+    for name in pkg.config_names() {
+        let Some(file) = pkg.config_file(&name) else {
+            continue;
+        };
+        if file.canonicalize().unwrap_or_else(|_| file.clone()) == own {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let d = model::doc::load_str(&file, &text);
+        let Some(l) = d.lllm() else { continue };
+        let n = l.layers.len();
+        let from_here = l.layers.iter().take(n.saturating_sub(1)).find(|b| {
+            let p = b.file.path();
+            p.canonicalize().unwrap_or_else(|_| p.to_path_buf()) == own
+        });
+        if from_here.is_some_and(|b| l.effective.agents_from.as_deref() == Some(b.name.as_str())) {
+            out.push(name);
+        }
+    }
+    out
+}
+
 /// The `base` this file names, if any.
 fn base_of(root: &YNode) -> Option<&str> {
     root.get("base").and_then(ref_str)
@@ -360,6 +392,17 @@ pub(crate) fn apply(w: &mut Work, doc: &Document, op: &EditOp) -> Res<Option<Str
             },
             Target::Agent(a) => {
                 let p = need_agent(doc, &root, a)?;
+                let heirs = heirs(doc);
+                if !heirs.is_empty() {
+                    return err(format!(
+                        "{} inherit{} this config's agents (no agent list of {} own): deleting `{a}` here removes it from {} too; \
+                         delete it in the source view if that is what you want",
+                        heirs.iter().map(|h| format!("`{h}`")).collect::<Vec<_>>().join(", "),
+                        if heirs.len() == 1 { "s" } else { "" },
+                        if heirs.len() == 1 { "its" } else { "their" },
+                        if heirs.len() == 1 { "it" } else { "them" },
+                    ));
+                }
                 w.set(&p, None)?;
                 Ok(None)
             }
@@ -876,6 +919,34 @@ agent_configs:
             e.message.contains("uses the agents of its base `default`"),
             "{e}"
         );
+        // Deleting an agent of default.yaml would take it from dev.yaml too: refused with its name.
+        std::fs::write(&path, text).unwrap();
+        let base = dir.join("configs/default.yaml");
+        let btext = std::fs::read_to_string(&base).unwrap();
+        let e = apply(
+            &btext,
+            &base,
+            None,
+            &op(json!({"op": "delete_node", "name": "a"})),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("`dev` inherits this config's agents"),
+            "{e}"
+        );
+        std::fs::write(
+            dir.join("configs/dev.yaml"),
+            "base: default\nagent_configs:\n  - name: b\n    system_prompt: hi\n",
+        )
+        .unwrap();
+        let a = apply(
+            &btext,
+            &base,
+            None,
+            &op(json!({"op": "delete_node", "name": "a"})),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.text, "agent_configs: []\n");
         std::fs::remove_dir_all(&dir).ok();
     }
 
