@@ -15,6 +15,7 @@ import { registerRemoteTests } from './remote.mjs';
 import { registerLaptopTests } from './laptop.mjs';
 import { registerLllmTests } from './lllm.mjs';
 import { registerTrustTests } from './trust.mjs';
+import { registerDiffTests } from './diff.mjs';
 import { registerWebviewTests } from './webview.mjs';
 
 const tests = [];
@@ -425,6 +426,7 @@ registerCanvasTests(test, { assert, assertEq });
 registerRemoteTests(test, { assert, assertEq });
 registerLaptopTests(test, { assert, assertEq });
 registerLllmTests(test, { assert, assertEq });
+registerDiffTests(test, { assert, assertEq });
 
 async function main() {
   preflight();
