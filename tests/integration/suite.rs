@@ -346,3 +346,15 @@ fn live_cases_repeat_with_a_pass_rate_and_a_cost_budget() {
     assert!(cs[1]["run"]["cost_usd"].as_f64().unwrap() > 0.0, "a live call is priced: {out}");
     assert_eq!(fake.requests().len(), 4, "{out}");
 }
+
+/// A Loki map's items run in nested runs (`<run>/<map>/<item>`): each counts for the lane's
+/// nodes and for the map's branch edge.
+#[test]
+fn coverage_counts_each_item_of_a_loki_map() {
+    let tmp = TempDir::new("suite-cov-map");
+    let (code, report, out) = json_report(&tmp, &["tests/suites/loki/fanout", "--trust"]);
+    assert_eq!(code, 0, "{out}");
+    let (nodes, edges) = coverage(&report);
+    assert_eq!(nodes, [("each", 1), ("worker", 3), ("done", 1)].map(|(a, b)| (a.to_string(), b)).to_vec(), "{out}");
+    assert_eq!(edges, [("each -> worker [each]", 3), ("each -> done", 1)].map(|(a, b)| (a.to_string(), b)).to_vec(), "{out}");
+}
