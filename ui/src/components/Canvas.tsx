@@ -25,6 +25,7 @@ import { EdgeLine } from './EdgeLine';
 import { useDarkTheme } from '../theme';
 import { whenIdle } from '../idle';
 import { LaneLayer } from './LaneLayer';
+import { DiffGhosts } from '../diff/Ghosts';
 import { EdgePlanContext, type EdgePlan } from './canvasContext';
 import { edgeSegments, freeCorner, laneBoxes, laneTitleRect, placeLabels, samplePath, sourcePoint, targetPoint, type LabelInput, type Rect } from './canvasLayout';
 import { parallelOffset, usableRoute } from './EdgeLine';
@@ -357,6 +358,7 @@ export function Canvas() {
       >
         <Background variant={BackgroundVariant.Dots} gap={18} size={1} />
         <LaneLayer boxes={boxes} />
+        <DiffGhosts rects={rects} />
         {showMiniMap ? <PlacedMiniMap off={miniOff} /> : null}
         <Controls showInteractive={false} showFitView={false}>
           <ControlButton onClick={onFitView} className="react-flow__controls-fitview" title="Fit view" aria-label="Fit view" data-testid="fit-view">

@@ -8,6 +8,7 @@ import { renderApp, cmds } from './harness';
 import type { GraphDiff } from '../contract/diff';
 import { diffStore } from '../diff/store';
 import { edgeMark, nodeMark, removedNodes, showValue, summary } from '../diff/model';
+import { ghostBoxes } from '../diff/Ghosts';
 import { isFileTarget } from '../diff/store';
 
 function sample(agent: string): GraphDiff {
@@ -55,6 +56,10 @@ describe('graph diff model', () => {
     expect(showValue('x'.repeat(300)).length).toBeLessThanOrEqual(120);
     expect(isFileTarget('HEAD~1')).toBe(false);
     expect(isFileTarget('../old/agent.yaml')).toBe(true);
+    const g = ghostBoxes(new Map([['a', { x: 0, y: 10, w: 220, h: 64 }], ['b', { x: 300, y: 200, w: 100, h: 64 }]]), ['x', 'y']);
+    expect(g.get('x')).toEqual({ x: 480, y: 10, w: 200, h: 48 });
+    expect(g.get('y')!.y).toBe(82);
+    expect(ghostBoxes(new Map(), ['x']).get('x')!.y).toBe(0);
   });
 });
 
@@ -76,8 +81,15 @@ describe('Diff panel', () => {
     expect(node('count').className).toContain('sy-node-diff-changed');
     expect(node('confirm').getAttribute('data-diff')).toBe('renamed');
     expect(node('answer').getAttribute('data-diff')).toBe('');
-    // The removed node is a ghost in the panel.
+    // The removed node is a ghost in the panel and on the canvas, right of the graph, with its
+    // removed edge drawn from the node still there.
     expect(screen.getAllByTestId('diff-ghost').map((g) => g.getAttribute('data-node-id'))).toEqual(['escalate']);
+    const ghost = await screen.findByTestId('diff-canvas-ghost');
+    expect(ghost.getAttribute('data-node-id')).toBe('escalate');
+    const right = Math.max(...ctx.store.getState().view!.nodes.map((n) => n.x + (n.w ?? 220)));
+    expect(ghost.style.transform).toContain(`translate(${right + 80}px`);
+    const line = screen.getByTestId('diff-ghost-edge');
+    expect([line.getAttribute('data-from'), line.getAttribute('data-to')]).toEqual(['count', 'escalate']);
     expect(screen.getAllByTestId('diff-reorder')).toHaveLength(1);
     // Clicking a changed node selects it: the inspector shows its old and new values.
     const row = screen.getAllByTestId('diff-node').find((r) => r.getAttribute('data-node-id') === 'count')!;
@@ -88,6 +100,7 @@ describe('Diff panel', () => {
     // Clear removes the marks.
     fireEvent.click(screen.getByTestId('diff-clear'));
     await waitFor(() => expect(node('count').getAttribute('data-diff')).toBe(''));
+    expect(screen.queryByTestId('diff-canvas-ghost')).toBeNull();
   });
 
   it('compares with a revision or a file typed in, and says why it cannot', async () => {
