@@ -335,7 +335,9 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
             )));
         }
     };
-    let agent = config.agent.clone().or(if dialect == "sherma" { selected } else { None });
+    // The agent shown: a sherma file's, or an LLLM config's agent drawn with its call loop.
+    let shown = selected.filter(|a| dialect == "sherma" || doc.lllm().is_some_and(|l| l.agent(a).is_some()));
+    let agent = config.agent.clone().or(shown);
     let req = RunRequest {
         agent: agent.clone(),
         input: config.input.clone(),

@@ -239,7 +239,7 @@ impl Session {
     /// Keeps the selected agent valid after the text changed (e.g. the agent was renamed).
     fn ensure_agent(&mut self) -> Option<()> {
         let doc = self.document();
-        let names = model::graph::agent_names(&doc);
+        let names = model::graph::selectable_agents(&doc);
         match &self.agent {
             Some(a) if names.iter().any(|n| n == a) => {}
             _ => self.agent = names.into_iter().next(),
@@ -250,7 +250,7 @@ impl Session {
     /// Switches the agent shown (multi-agent sherma files).
     pub fn select_agent(&mut self, name: &str) -> Result<(), String> {
         let doc = self.document();
-        let names = model::graph::agent_names(&doc);
+        let names = model::graph::selectable_agents(&doc);
         if names.iter().any(|n| n == name) {
             self.agent = Some(name.to_string());
             self.revision += 1;

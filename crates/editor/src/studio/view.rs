@@ -106,7 +106,7 @@ pub(super) fn build(s: &Session) -> View {
     let doc_arc = s.document();
     let doc: &Document = &doc_arc;
     let agents = graph::agent_names(&doc);
-    let agent = s.agent.clone().filter(|a| agents.contains(a)).or_else(|| agents.first().cloned());
+    let agent = s.agent.clone().filter(|a| graph::selectable_agents(&doc).contains(a)).or_else(|| agents.first().cloned());
     let diagnostics = model::validate::validate(&doc, agent.as_deref());
     let (g, _) = graph::lower(&doc, agent.as_deref());
     let dialect = doc.dialect().map(|d| d.as_str());

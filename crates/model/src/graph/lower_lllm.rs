@@ -204,6 +204,9 @@ mod tests {
         let (none, errs) = graph::lower(&d, Some("nope"));
         assert!(none.is_none());
         assert_eq!(errs[0].code, "agent-not-found");
+        // A view may be drawn for the config (its name) or for one of its agents.
+        assert_eq!(graph::agent_names(&d), ["x"]);
+        assert_eq!(graph::selectable_agents(&d), ["x", "a", "global"]);
         // The whole config by its name: no loop; one agent: its call loop below it.
         let (whole, _) = graph::lower(&d, Some("x"));
         assert_eq!(export::to_json(&whole.unwrap())["nodes"].as_array().unwrap().len(), 3);

@@ -204,6 +204,16 @@ pub fn agent_names(doc: &Document) -> Vec<String> {
     }
 }
 
+/// The agents a view may be drawn for: [`agent_names`], and for an LLLM config each of its
+/// agents too (drawn with the call loop a run of it steps through).
+pub fn selectable_agents(doc: &Document) -> Vec<String> {
+    let mut out = agent_names(doc);
+    if let Model::Lllm(l) = &doc.model {
+        out.extend(l.effective.agents.iter().map(|a| a.name.clone()).filter(|a| !out.contains(a)).collect::<Vec<_>>());
+    }
+    out
+}
+
 /// Lower one agent of a document into the IR. For sherma, `agent` picks the agent (a file with a
 /// single agent needs none). Returns `None` when the document has no usable agent; the reason is
 /// in the returned diagnostics.

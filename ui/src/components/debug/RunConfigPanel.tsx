@@ -141,12 +141,19 @@ function RunConfigForm() {
     if (parsedState.error) return;
     if (config.record != null && !config.record.trim()) set({ record: null });
     set({ state: parsedState.value, answers: parseAnswers(answersSrc) });
+    if (lllmAgent && lllmAgent !== viewAgent) await app.getState().selectAgent(lllmAgent);
     await dbg.getState().start(mode);
     if (!dbg.getState().configError) close();
   };
 
   const error = parsedState.error ?? configError;
   const choices = lllmAgents ?? agents ?? [];
+  // An LLLM agent chosen here is also the one drawn, with the call loop its run steps through.
+  const lllmAgent = lllmAgents ? (config.agent ?? (viewAgent && lllmAgents.includes(viewAgent) ? viewAgent : lllmAgents[0])) : null;
+  const pickAgent = (a: string) => {
+    set({ agent: a || null });
+    if (lllmAgents && a && a !== viewAgent) void app.getState().selectAgent(a);
+  };
   const multi = lllmAgents ? lllmAgents.length > 0 : choices.length > 1;
 
   return (
@@ -218,8 +225,8 @@ function RunConfigForm() {
             <select
               className="input"
               data-testid="run-agent"
-              value={config.agent ?? (lllmAgents ? lllmAgents[0] : viewAgent) ?? ''}
-              onChange={(e) => set({ agent: e.target.value || null })}
+              value={lllmAgent ?? config.agent ?? viewAgent ?? ''}
+              onChange={(e) => pickAgent(e.target.value)}
             >
               {choices.map((a) => (
                 <option key={a} value={a}>
