@@ -579,7 +579,19 @@ fn node_similarity(
     let mut nf = HashSet::new();
     flatten("", &n.fields, &mut nf);
     if o.derived {
-        of.insert(format!("summary={}", o.summary));
+        // A derived node's summary names the node it serves (`tools of answer`): read with the
+        // names already matched.
+        let mut summary = o.summary.to_string();
+        for (old_id, new_id) in matched.iter().filter(|(a, b)| a != b) {
+            if summary.split_whitespace().any(|w| w == old_id) {
+                summary = summary
+                    .split(' ')
+                    .map(|w| if w == old_id { new_id.as_str() } else { w })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+            }
+        }
+        of.insert(format!("summary={summary}"));
         nf.insert(format!("summary={}", n.summary));
     }
     let map = |id: &str| {

@@ -234,6 +234,34 @@ fn a_renamed_node_with_changed_fields_is_a_rename_with_fields() {
 }
 
 #[test]
+fn a_renamed_call_llm_takes_its_derived_tool_node_along() {
+    let p = Path::new("/nowhere/a.yaml");
+    let file = |name: &str| {
+        format!(
+            "llms:\n  - id: m\n    version: \"1\"\n    provider: openai\n    model_name: gpt-4o-mini\ntools:\n  - id: t\n    version: \"1\"\n    import_path: tools.t\nagents:\n  a:\n    graph:\n      entry_point: {name}\n      nodes:\n        - name: {name}\n          type: call_llm\n          args:\n            llm: {{ id: m }}\n            prompt:\n              - role: system\n                content: '\"hi\"'\n            tools:\n              - id: t\n      edges:\n        - source: {name}\n          target: __end__\n"
+        )
+    };
+    let a = doc::load_str(p, &file("answer"));
+    let b = doc::load_str(p, &file("reply"));
+    let (g, _) = crate::graph::lower(&a, None);
+    assert!(
+        g.unwrap().node("answer_tools").is_some(),
+        "the fixture has a derived tool node"
+    );
+    let d = diff_documents(&a, &b, None).unwrap();
+    let (nodes, edges) = strs(&d);
+    assert_eq!(
+        nodes,
+        [
+            "Renamed answer -> reply",
+            "Renamed answer_tools -> reply_tools"
+        ],
+        "{d:#?}"
+    );
+    assert!(edges.is_empty(), "{edges:?}");
+}
+
+#[test]
 fn document_fields_outside_the_graph() {
     let p = Path::new("/nowhere/a.yaml");
     let a = doc::load_str(
