@@ -95,5 +95,13 @@ export function registerLllmTests(test, { assert, assertEq }) {
     await b2.setWindowSize(1280, 800);
     await settle(b2);
     await b2.saveScreenshot(path.join(out, 'development-1280-light.png'));
+    // `global` shows its values after the chain, and the file's base.
+    await (await b2.$(nodeSel('global'))).click();
+    await b2.waitUntil(async () => (await (await b2.$(testid('lllm-base'))).isExisting()), { timeout: T.ui, timeoutMsg: 'the inspector of global' });
+    assertEq(await (await b2.$(testid('lllm-base'))).getValue(), 'default', "global's inspector shows the base");
+    assertEq((await row(b2, 'model_name')).slice(0, 3), ['base', 'global of default', 'default.yaml:2'], "global's model from the base");
+    assertEq((await row(b2, 'max_exception_retry')).slice(0, 2), ['own', 'this config'], "global's own retry knob");
+    await settle(b2);
+    await b2.saveScreenshot(path.join(out, 'development-1280-global.png'));
   }, { setup: () => { const d = lllmFixture(); const f = path.join(d, 'configs', 'production.yaml'); return { args: [f], file: f }; } });
 }

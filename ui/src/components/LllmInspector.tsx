@@ -413,7 +413,9 @@ function GlobalInspector({ node, data }: { node: ViewNode; data: GlobalData }) {
             onBlur={commitBase}
             onKeyDown={(e) => e.key === 'Enter' && commitBase()}
           />
-          <span className="field-doc">the config this one inherits from: `name` or `package:name`</span>
+          <span className="field-doc">
+            the config this one inherits from: <span className="mono">name</span> or <span className="mono">package:name</span>
+          </span>
         </label>
         {data.agents_from && data.agents_from !== (data.file.split(/[\\/]/).pop() ?? '').replace(/\.ya?ml$/, '') ? (
           <div className="field-doc">agents from {data.agents_from}</div>
