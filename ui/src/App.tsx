@@ -16,7 +16,6 @@ import { Header } from './components/Header';
 import { Inspector } from './components/Inspector';
 import { Palette } from './components/Palette';
 import { Problems } from './components/Problems';
-import { SourceView } from './components/SourceView';
 import { Toasts } from './components/Toasts';
 import { DebugToolbar } from './components/debug/DebugToolbar';
 import { InterruptDialog } from './components/debug/InterruptDialog';
@@ -34,6 +33,10 @@ import { DebugContext, createDebugStore, nestedPause, useDebug, useDebugStore, t
 import type { View } from './types';
 import { PANE_KEYS, clampDock, defaultDockHeight, defaultSideWidth, inspectorShown, inspectorToggleTitle, type PaneId } from './panes';
 import { startupMark } from './startup';
+import { lazyComponent } from './lazy';
+
+/** The source view (CodeMirror, a third of the UI's code) is a chunk of its own: the pane starts closed. */
+const SourceView = lazyComponent(() => import('./components/SourceView').then((m) => m.SourceView));
 
 /** What end-to-end tests read of the debugger (docs/app-contract.md §5.2). */
 export interface DebugHook {

@@ -8,6 +8,8 @@
 // frame has run (the main thread is free to handle input).
 import type { StoreApi } from 'zustand';
 import type { AppState } from './store';
+import { whenIdle } from './idle';
+import { preloadLazy } from './lazy';
 
 const marks: Array<[string, number]> = [];
 let sent = false;
@@ -77,6 +79,8 @@ export function reportWhenInteractive(store: StoreApi<AppState>, send: (page: Ar
       const page = [...navigationMarks(), ...marks];
       sent = true;
       void send(page).catch(() => {});
+      // What the first window did not need (the source view, Markdown), while the user looks.
+      whenIdle(() => void preloadLazy(), 1000);
     }, 0);
   };
   requestAnimationFrame(check);

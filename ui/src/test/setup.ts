@@ -1,6 +1,12 @@
 // jsdom shims for React Flow and CodeMirror (see the xyflow "Testing" docs).
-import { afterEach } from 'vitest';
+import { afterEach, beforeAll } from 'vitest';
 import { cleanup } from '@testing-library/react';
+import { preloadLazy } from '../lazy';
+import '../App';
+import '../components/Markdown';
+
+// The chunks the app loads after its first window (ui/src/lazy.ts), loaded before any test.
+beforeAll(() => preloadLazy());
 
 afterEach(() => {
   cleanup();
