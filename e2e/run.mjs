@@ -14,6 +14,7 @@ import { registerCanvasTests } from './canvas.mjs';
 import { registerRemoteTests } from './remote.mjs';
 import { registerLaptopTests } from './laptop.mjs';
 import { registerLllmTests } from './lllm.mjs';
+import { registerLllmDebugTests } from './lllm-debug.mjs';
 import { registerTrustTests } from './trust.mjs';
 import { registerDiffTests } from './diff.mjs';
 import { registerWebviewTests } from './webview.mjs';
@@ -426,6 +427,7 @@ registerCanvasTests(test, { assert, assertEq });
 registerRemoteTests(test, { assert, assertEq });
 registerLaptopTests(test, { assert, assertEq });
 registerLllmTests(test, { assert, assertEq });
+registerLllmDebugTests(test, { assert, assertEq });
 registerDiffTests(test, { assert, assertEq });
 
 async function main() {

@@ -36,6 +36,10 @@ pub struct TestArgs {
     /// Cases run at once (default: one per CPU).
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
+    /// Write the JSONL trace of each failing run into this folder (`<suite>--<case>.jsonl`),
+    /// to review in the app's debugger (Open trace…) at the step that failed.
+    #[arg(long, value_name = "DIR")]
+    pub traces: Option<PathBuf>,
     /// Print only failures and the summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -64,7 +68,14 @@ pub fn cmd_test(a: TestArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let suites: Vec<suite::Suite> = files.iter().map(|f| suite::load(f)).collect();
-    let opts = suite::Options { trust: a.trust, live: a.live, filter: a.filter.clone(), jobs: a.jobs.unwrap_or(0), only: None };
+    let opts = suite::Options {
+        trust: a.trust,
+        live: a.live,
+        filter: a.filter.clone(),
+        jobs: a.jobs.unwrap_or(0),
+        only: None,
+        trace_dir: a.traces.clone(),
+    };
     let started = std::time::Instant::now();
     let results = suite::run_all(&suites, &opts, &|_, _| {});
     let elapsed = started.elapsed();
@@ -105,6 +116,10 @@ pub fn cmd_test(a: TestArgs) -> ExitCode {
                     if let Some(f) = c.first_failure() {
                         out.push_str(&render_human(&[f.diagnostic()], &files, color));
                         if let Some(run) = &c.run {
+                            if let Some(t) = &run.trace {
+                                let at = f.step.map(|s| format!(" (step {s})")).unwrap_or_default();
+                                out.push_str(&format!("  trace: {t}{at}\n"));
+                            }
                             let more = run.failures.len() - 1;
                             if more > 0 {
                                 out.push_str(&format!("  ({more} more expectation{} failed)\n", if more == 1 { "" } else { "s" }));

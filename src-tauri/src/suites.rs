@@ -33,7 +33,9 @@ pub async fn suite_run(app: AppHandle, file: String, case: Option<String>) -> Re
     if !s.has_errors() {
         crate::trust::require_trust(&s.doc.path, &s.doc)?;
     }
-    let opts = suite::Options { trust: true, only: case, ..suite::Options::default() };
+    // A failing run's trace goes to the app's runs folder, where the debugger may open it.
+    let trace_dir = crate::debug::runs_dir(&app).map(|d| d.join("tests"));
+    let opts = suite::Options { trust: true, only: case, trace_dir, ..suite::Options::default() };
     tauri::async_runtime::spawn_blocking(move || {
         let mut results = suite::run_all(std::slice::from_ref(&s), &opts, &|_, _| {});
         results.remove(0)

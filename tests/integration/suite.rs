@@ -358,3 +358,29 @@ fn coverage_counts_each_item_of_a_loki_map() {
     assert_eq!(nodes, [("each", 1), ("worker", 3), ("done", 1)].map(|(a, b)| (a.to_string(), b)).to_vec(), "{out}");
     assert_eq!(edges, [("each -> worker [each]", 3), ("each -> done", 1)].map(|(a, b)| (a.to_string(), b)).to_vec(), "{out}");
 }
+
+/// `--traces DIR`: each failing run's JSONL trace, named after the suite and the case, which
+/// the debugger opens (the report names it, with the step that failed).
+#[test]
+fn failing_runs_leave_their_traces() {
+    let tmp = TempDir::new("suite-traces");
+    let dir = tmp.path().join("traces");
+    let d = dir.display().to_string();
+    let (code, report, out) =
+        json_report(&tmp, &["tests/suites/sherma/router-fails.tests.yaml", "--trust", "--filter", "nodes_not", "--traces", &d]);
+    assert_eq!(code, 1, "{out}");
+    let c = cases(&report)[0];
+    let trace = c["run"]["trace"].as_str().unwrap_or_else(|| panic!("no trace: {c}"));
+    assert_eq!(Path::new(trace), dir.join("router-fails--nodes_not_contain.jsonl"));
+    assert!(out.contains(&format!("trace: {trace} (step 2)")), "{out}");
+    let events: Vec<Value> = std::fs::read_to_string(trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events[0]["event"], "run_started");
+    assert_eq!(events.last().unwrap()["event"], "run_finished");
+    // The failing step is where `refund` ran.
+    assert!(events.iter().any(|e| e["event"] == "node_enter" && e["step"] == 2 && e["node"] == "refund"), "{events:?}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(trace).unwrap().permissions().mode() & 0o077, 0, "a trace is private");
+    // Passing runs leave none.
+    let (_, _, _) = json_report(&tmp, &["tests/suites/sherma/router.tests.yaml", "--trust", "--traces", &d]);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+}

@@ -39,6 +39,9 @@ pub struct Options {
     pub jobs: usize,
     /// Only the case with exactly this name (the app's "run one").
     pub only: Option<String>,
+    /// Write the JSONL trace of each failing run here (`<suite>--<case>.jsonl`, private), so
+    /// it can be reviewed in the debugger at the step that failed.
+    pub trace_dir: Option<PathBuf>,
 }
 
 /// A suite as the app lists it before running it: its file, agent, cases and problems.

@@ -88,6 +88,10 @@ pub struct RunSummary {
     pub duration_ms: u64,
     /// The expectations that did not hold, in the order they are written.
     pub failures: Vec<Failure>,
+    /// The run's JSONL trace, written when it failed and a trace folder was given.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// A case's result over its runs.
@@ -144,7 +148,7 @@ pub fn run_case(suite: &Suite, case: &Case, opts: &Options) -> (CaseResult, Opti
     let mut first_fail: Option<RunSummary> = None;
     let mut last = None;
     for _ in 0..case.repeat {
-        let (summary, c) = match run_once(suite, case) {
+        let (summary, c) = match run_once(suite, case, opts.trace_dir.as_deref()) {
             Ok(x) => x,
             Err(e) => {
                 res.outcome = Outcome::Error;
@@ -200,7 +204,7 @@ fn provider(suite: &Suite, case: &Case) -> Result<BoxProvider, String> {
 }
 
 /// One run of a case, checked.
-fn run_once(suite: &Suite, case: &Case) -> Result<(RunSummary, Option<Coverage>), String> {
+fn run_once(suite: &Suite, case: &Case, trace_dir: Option<&std::path::Path>) -> Result<(RunSummary, Option<Coverage>), String> {
     let req = RunRequest { agent: suite.agent_id.clone(), input: case.input.clone(), state: case.state.clone(), ..RunRequest::default() };
     let mut options = RunOptions::new(provider(suite, case)?);
     options.answers = case.answers.clone();
@@ -278,10 +282,14 @@ fn run_once(suite: &Suite, case: &Case) -> Result<(RunSummary, Option<Coverage>)
         error,
         duration_ms: started.elapsed().as_millis() as u64,
         failures: Vec::new(),
+        trace: None,
     };
     let got = Got { summary: &summary, state: &final_state, cov: cov.as_ref(), node_steps: &node_steps };
     let failures: Vec<Failure> = case.expects.iter().filter_map(|x| check(suite, &got, x.check.clone(), &x.key, x.span)).collect();
     summary.failures = failures;
+    if let Some(dir) = trace_dir.filter(|_| !summary.failures.is_empty()) {
+        summary.trace = Some(write_trace(dir, suite, case, &events)?);
+    }
     Ok((summary, cov))
 }
 
@@ -543,4 +551,25 @@ fn equal(a: &Value, b: &Value) -> bool {
         (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| equal(p, q))),
         _ => a == b,
     }
+}
+
+/// A file-name-safe form of `s`.
+fn safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).take(80).collect()
+}
+
+/// Write a run's events as a JSONL trace (secrets scrubbed, readable by the user only) into
+/// `dir`; its path.
+fn write_trace(dir: &std::path::Path, suite: &Suite, case: &Case, events: &[Event]) -> Result<String, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the trace folder {}: {e}", dir.display()))?;
+    let stem = suite.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = stem.rsplit_once(".tests.").map(|(s, _)| s).unwrap_or(&stem);
+    let path = dir.join(format!("{}--{}.jsonl", safe(stem), safe(&case.name)));
+    let mut text = String::new();
+    for e in events {
+        text.push_str(&e.to_file_line());
+        text.push('\n');
+    }
+    runtime::cassette::write_private(&path, text.as_bytes())?;
+    Ok(path.display().to_string())
 }

@@ -88,7 +88,11 @@ error?: string, duration_ms: number,
 /**
  * The expectations that did not hold, in the order they are written.
  */
-failures: Array<Failure>, };
+failures: Array<Failure>, 
+/**
+ * The run's JSONL trace, written when it failed and a trace folder was given.
+ */
+trace?: string, };
 
 /**
  * An expectation that did not hold, where it is written.

@@ -43,6 +43,7 @@ const result: SuiteResult = {
         output: null,
         duration_ms: 9,
         failures: [{ expectation: 'nodes', message: 'node 2 of the run is `refund`, expected `bug`', file: FILE, line: 17, column: 25, end_line: 17, end_column: 28, step: 2 }],
+        trace: '/fake/runs/tests/agent--bug.jsonl',
       },
     },
   ],
@@ -84,11 +85,17 @@ describe('Tests panel', () => {
     });
     await waitFor(() => expect(cases().map((c) => c.getAttribute('data-outcome'))).toEqual(['passed', 'failed']));
     expect(cmds(ctx.backend, 'suite_run')[0].args).toEqual({ file: FILE, case: null });
-    expect(within(cases()[1]).getByTestId('tests-failure').textContent).toBe('line 17: node 2 of the run is `refund`, expected `bug` (step 2)');
+    expect(within(cases()[1]).getByTestId('tests-failure').textContent).toBe('line 17: node 2 of the run is `refund`, expected `bug` (step 2)open at step 2');
     const cov = screen.getByTestId('tests-coverage');
     expect(cov.textContent).toContain('1/2 nodes ran, 1/2 edges taken');
     expect(within(cov).getByTestId('tests-never-ran').textContent).toBe('never ran: other');
     expect(within(cov).getByTestId('tests-never-taken').textContent).toContain('classify → other (default)');
+    // The failing run's trace opens in the debugger at the failing step.
+    await act(async () => {
+      fireEvent.click(within(cases()[1]).getByTestId('tests-open-trace'));
+    });
+    expect(within(cases()[1]).getByTestId('tests-open-trace').textContent).toBe('open at step 2');
+    await waitFor(() => expect(cmds(ctx.backend, 'open_trace').map((c) => c.args)).toEqual([{ path: '/fake/runs/tests/agent--bug.jsonl' }]));
     // One case: the other keeps its last result.
     await act(async () => {
       fireEvent.click(within(cases()[0]).getByTestId('tests-run-one'));

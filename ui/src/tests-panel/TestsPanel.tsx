@@ -4,6 +4,7 @@
 // coverage lists what never ran. Running a suite runs the agent: the shell asks for trust first.
 import { useEffect } from 'react';
 import { useApp, useAppStore } from '../store';
+import { useDebugStore } from '../debug/store';
 import type { CaseResult, Coverage } from '../contract/suite';
 import { caseKey, useTests } from './store';
 import './tests.css';
@@ -50,6 +51,12 @@ function CanvasToggle() {
 
 export function TestsPanel() {
   const store = useAppStore();
+  const debug = useDebugStore();
+  // A failing run's trace in the debugger, at the step where the first expectation failed.
+  const openAt = async (trace: string, step: number | null) => {
+    await debug.getState().openTrace(trace);
+    if (step !== null) await debug.getState().selectStep(step);
+  };
   const path = useApp((s) => s.view?.path ?? null);
   const open = useTests((s) => s.open);
   const suites = useTests((s) => s.suites);
@@ -118,6 +125,17 @@ export function TestsPanel() {
                         <p className="sy-tests-failure" data-testid="tests-failure">
                           line {f.line}: {f.message}
                           {f.step != null ? ` (step ${f.step})` : ''}
+                          {r?.run?.trace ? (
+                            <button
+                              type="button"
+                              className="btn sy-tests-run"
+                              data-testid="tests-open-trace"
+                              onClick={() => void openAt(r.run!.trace!, f.step ?? null)}
+                              title="Open this run's trace in the debugger"
+                            >
+                              {f.step != null ? `open at step ${f.step}` : 'open the run'}
+                            </button>
+                          ) : null}
                         </p>
                       ) : r?.message ? (
                         <p className="sy-tests-failure">{r.message}</p>

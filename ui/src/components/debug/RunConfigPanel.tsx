@@ -141,7 +141,8 @@ function RunConfigForm() {
     if (parsedState.error) return;
     if (config.record != null && !config.record.trim()) set({ record: null });
     set({ state: parsedState.value, answers: parseAnswers(answersSrc) });
-    if (lllmAgent && lllmAgent !== viewAgent) await app.getState().selectAgent(lllmAgent);
+    const runs = lllmAgents ? (lllmAgent ?? lllmAgents[0]) : null;
+    if (runs && runs !== viewAgent) await app.getState().selectAgent(runs);
     await dbg.getState().start(mode);
     if (!dbg.getState().configError) close();
   };
@@ -149,7 +150,7 @@ function RunConfigForm() {
   const error = parsedState.error ?? configError;
   const choices = lllmAgents ?? agents ?? [];
   // An LLLM agent chosen here is also the one drawn, with the call loop its run steps through.
-  const lllmAgent = lllmAgents ? (config.agent ?? (viewAgent && lllmAgents.includes(viewAgent) ? viewAgent : lllmAgents[0])) : null;
+  const lllmAgent = lllmAgents ? (config.agent ?? (viewAgent && lllmAgents.includes(viewAgent) ? viewAgent : null)) : null;
   const pickAgent = (a: string) => {
     set({ agent: a || null });
     if (lllmAgents && a && a !== viewAgent) void app.getState().selectAgent(a);
@@ -225,9 +226,10 @@ function RunConfigForm() {
             <select
               className="input"
               data-testid="run-agent"
-              value={lllmAgent ?? config.agent ?? viewAgent ?? ''}
+              value={lllmAgents ? (lllmAgent ?? '') : (config.agent ?? viewAgent ?? '')}
               onChange={(e) => pickAgent(e.target.value)}
             >
+              {lllmAgents && !lllmAgent ? <option value="">{`${lllmAgents[0] ?? ''} (the first; pick one to see its call loop)`}</option> : null}
               {choices.map((a) => (
                 <option key={a} value={a}>
                   {a}
