@@ -317,8 +317,9 @@ function AgentInspector({ node, data }: { node: ViewNode; data: AgentData }) {
             type={typeOf(k, plain(v), [])}
             file={data.file}
             readOnly={!here}
-            // A key LLLM reads outside model_args (and sends as one) is edited where it is written.
-            onCommit={(x) => set(k in raw && k !== 'model_args' ? [k] : ['model_args', k], x)}
+            // A key written outside model_args (here or in global) is sent on top of model_args:
+            // only the agent's own key of that name overrides it.
+            onCommit={(x) => set(data.moved_to_model_args.includes(k) || (k in raw && k !== 'model_args') ? [k] : ['model_args', k], x)}
           />
         ))}
         {data.moved_to_model_args.length > 0 ? (

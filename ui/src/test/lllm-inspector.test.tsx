@@ -174,6 +174,27 @@ describe('LLLM inspector', () => {
     await waitFor(() => expect(lastOp(backend)).toEqual({ op: 'set_field', node: 'reviewer', path: ['max_llm_recall'], value: 2 }));
   });
 
+  it('a model argument written outside model_args is overridden where LLLM reads it', async () => {
+    const v = lllmView();
+    const r = v.nodes.find((n) => n.id === 'reviewer')!.data as unknown as { moved_to_model_args: string[]; effective: { model_args: Record<string, PVal> } };
+    r.moved_to_model_args = ['top_k'];
+    r.effective.model_args.top_k = { kind: 'value', value: 40, from: at('global', FILE, 9) };
+    const backend = createFakeBackend(v);
+    const store = createAppStore(backend);
+    await store.getState().init();
+    store.getState().select({ type: 'node', id: 'reviewer' });
+    render(
+      <StoreContext.Provider value={store}>
+        <Inspector />
+      </StoreContext.Provider>,
+    );
+    expect(screen.getByTestId('lllm-moved').textContent).toContain('top_k');
+    const t = screen.getByTestId('lllm-value-top_k') as HTMLInputElement;
+    fireEvent.change(t, { target: { value: '20' } });
+    fireEvent.blur(t);
+    await waitFor(() => expect(lastOp(backend)).toEqual({ op: 'set_field', node: 'reviewer', path: ['top_k'], value: 20 }));
+  });
+
   it('an agent of the base config is read-only with the file to open', async () => {
     await renderInspector('helper');
     expect(screen.getByTestId('lllm-from-base').textContent).toContain('default.yaml');
