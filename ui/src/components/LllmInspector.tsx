@@ -165,7 +165,26 @@ function ValueRow({ name, pval, type, file, forGlobal, readOnly, onCommit }: Row
         </button>
       </div>
       <div className="lllm-row-input">
-        {multiline ? (
+        {type.kind === 'enum' ? (
+          <select
+            data-testid={`lllm-value-${name}`}
+            className="input mono"
+            value={text}
+            disabled={readOnly}
+            aria-label={`${name} (${o.label})`}
+            onChange={(e) => {
+              setText(e.target.value);
+              if (e.target.value !== initial) onCommit(e.target.value === '' ? null : e.target.value);
+            }}
+          >
+            {!(type.values ?? []).includes(text) ? <option value={text}>{text === '' ? '(unset)' : `${text} (unknown)`}</option> : null}
+            {(type.values ?? []).map((x) => (
+              <option key={x} value={x}>
+                {x}
+              </option>
+            ))}
+          </select>
+        ) : multiline ? (
           <textarea {...inputProps} rows={Math.min(6, Math.max(2, text.split('\n').length))} onChange={(e) => setText(e.target.value)} />
         ) : (
           <input {...inputProps} onChange={(e) => setText(e.target.value)} onKeyDown={(e) => e.key === 'Enter' && commit()} />

@@ -94,6 +94,7 @@ function lllmView(): View {
         fields: [
           { name: 'name', type: { kind: 'string' }, required: true, doc: '' },
           { name: 'model_name', type: { kind: 'string' }, required: false, doc: '' },
+          { name: 'api_type', type: { kind: 'enum', values: ['completion', 'response'] }, required: false, doc: '' },
           { name: 'max_exception_retry', type: { kind: 'int', min: 0 }, required: false, doc: '' },
           { name: 'max_llm_recall', type: { kind: 'int', min: 0 }, required: false, doc: '' },
           { name: 'skills', type: { kind: 'one_of', alternatives: [{ kind: 'enum', values: ['*'] }, { kind: 'list', items: { kind: 'string' } }] }, required: false, doc: '' },
@@ -161,6 +162,11 @@ describe('LLLM inspector', () => {
     fireEvent.change(s, { target: { value: 'pdf, commit' } });
     fireEvent.blur(s);
     await waitFor(() => expect(lastOp(backend)).toEqual({ op: 'set_field', node: 'reviewer', path: ['skills'], value: ['pdf', 'commit'] }));
+    // Enums are lists: LLLM's default `completion` overridden by `response`.
+    const api = screen.getByTestId('lllm-value-api_type') as HTMLSelectElement;
+    expect(Array.from(api.options).map((o) => o.value)).toEqual(['completion', 'response']);
+    fireEvent.change(api, { target: { value: 'response' } });
+    await waitFor(() => expect(lastOp(backend)).toEqual({ op: 'set_field', node: 'reviewer', path: ['api_type'], value: 'response' }));
     fireEvent.click(screen.getByTestId('lllm-clear-temperature'));
     await waitFor(() => expect(lastOp(backend)).toEqual({ op: 'set_field', node: 'reviewer', path: ['model_args', 'temperature'], value: null }));
     // A new key: an agent key goes to the entry, anything else into model_args.
