@@ -46,6 +46,7 @@ const line = (what, s, target) =>
 /** What each mark means, in the order they are usually reached (rust: the shell, page: the webview). */
 const MARKS = {
   'rust:main': 'main() runs (exec, dynamic linking, Rust start)',
+  'rust:context': 'Tauri context (configuration, embedded UI)',
   'rust:document_prepared': 'the document read, validated and laid out (own thread, from main())',
   'rust:built': 'app built (GTK initialised, event loop)',
   'rust:setup': 'window and webview created, setup hook',
