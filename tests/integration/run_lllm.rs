@@ -63,6 +63,13 @@ fn tool_texts(events: &[Event]) -> Vec<String> {
 fn run_case(dir: &Path) -> Vec<String> {
     let case: Value = serde_yaml::from_str(&std::fs::read_to_string(dir.join("case.yaml")).unwrap()).unwrap();
     let doc = Arc::new(switchyard::doc::load_path(&dir.join("config.yaml")));
+    // Every case's config validates clean (its prompt files found in `prompts/` beside it).
+    let problems: Vec<String> = switchyard::validate::validate(&doc, None)
+        .iter()
+        .filter(|d| d.severity != switchyard::diag::Severity::Info)
+        .map(|d| format!("{}:{}: {}", d.line, d.column, d.message))
+        .collect();
+    assert!(problems.is_empty(), "{}: {problems:?}", dir.display());
     let req = RunRequest {
         agent: case["agent"].as_str().map(str::to_string),
         input: case["input"].as_str().map(str::to_string),

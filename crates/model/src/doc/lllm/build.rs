@@ -4,7 +4,7 @@
 
 use super::effective::{self, LayerRef, PVal};
 use super::model::{AgentEntry, Layer, LllmDoc, PromptRef, Shape};
-use super::package::{self, Package, PromptIndex};
+use super::package::{self, Package, PromptHit, PromptIndex};
 use super::schema::{AGENT, AGENT_KEYS, GLOBAL, RENAMED, TOP};
 use crate::doc::schema::{head_span, Checker};
 use crate::doc::{Sp, MAX_FILE_BYTES};
@@ -340,6 +340,12 @@ fn resolve_prompts(doc: &mut LllmDoc, diags: &mut Vec<Diagnostic>) {
         let at = |d: Diagnostic| d.at(&layer.file, span).node(a.name.clone());
         let (qual, key) = qualified(&path);
         let Some(own) = &layer.package else {
+            // Outside a package, a prompt file in `prompts/` beside the config (or beside its
+            // folder) is what a run reads.
+            if let Some(f) = layer.file.path().parent().and_then(|d| package::loose_prompt(d, key)) {
+                out.push(PromptRef { agent: a.name.clone(), path, hit: Some(PromptHit::File(f)) });
+                continue;
+            }
             diags.push(at(Diagnostic::warning("lllm-prompt-unresolved", format!("prompt `{path}` of agent `{}` is not checked: no lllm.toml above this config", a.name))
                 .hint("LLLM looks prompts up in the registry of the package the config belongs to; with no package here, the prompt is whatever the program registers at run time")));
             out.push(PromptRef { agent: a.name.clone(), path, hit: None });

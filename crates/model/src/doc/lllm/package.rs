@@ -291,6 +291,16 @@ fn declared_paths(text: &str) -> Vec<(u32, String)> {
     out
 }
 
+/// The prompt file of `key` for a config in `dir` that belongs to no package: `<key>.md` or
+/// `.txt` in `prompts/` beside it, else in `prompts/` beside its folder.
+pub fn loose_prompt(dir: &Path, key: &str) -> Option<PathBuf> {
+    if key.split('/').any(|seg| seg.is_empty() || seg == ".." || seg == ".") {
+        return None;
+    }
+    let folders = [Some(dir.join("prompts")), dir.parent().map(|p| p.join("prompts"))];
+    folders.into_iter().flatten().flat_map(|f| ["md", "txt"].map(|ext| f.join(format!("{key}.{ext}")))).find(|p| p.is_file())
+}
+
 /// Resolve a prompt key (without its package) in a package.
 pub fn find_prompt(pkg: &Package, ix: &PromptIndex, key: &str) -> Option<PromptHit> {
     for f in &pkg.prompts {
