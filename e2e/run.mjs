@@ -17,6 +17,7 @@ import { registerLllmTests } from './lllm.mjs';
 import { registerLllmDebugTests } from './lllm-debug.mjs';
 import { registerTrustTests } from './trust.mjs';
 import { registerDiffTests } from './diff.mjs';
+import { registerTestsPanelTests } from './tests-panel.mjs';
 import { registerWebviewTests } from './webview.mjs';
 
 const tests = [];
@@ -428,6 +429,7 @@ registerRemoteTests(test, { assert, assertEq });
 registerLaptopTests(test, { assert, assertEq });
 registerLllmTests(test, { assert, assertEq });
 registerLllmDebugTests(test, { assert, assertEq });
+registerTestsPanelTests(test, { assert, assertEq });
 registerDiffTests(test, { assert, assertEq });
 
 async function main() {
