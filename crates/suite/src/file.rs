@@ -289,7 +289,8 @@ pub fn load_str(path: &Path, text: &str) -> Suite {
         graph = g;
     }
 
-    // The cases.
+    // The cases. Their side files (replies, cassettes) stay inside the suite's project.
+    let project = model::doc::project_root(path);
     let mut cases = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for c in root.get("cases").and_then(YNode::as_seq).unwrap_or(&[]) {
@@ -306,7 +307,7 @@ pub fn load_str(path: &Path, text: &str) -> Suite {
             );
         }
         names.push(name.clone());
-        let mut cx = Cx { file: &file, diags: &mut diags, graph: graph.as_ref(), dir: &dir };
+        let mut cx = Cx { file: &file, diags: &mut diags, graph: graph.as_ref(), dir: &dir, root: &project };
         if let Some(case) = cx.case(c, name, name_node.span) {
             cases.push(case);
         }
@@ -344,6 +345,8 @@ struct Cx<'a> {
     diags: &'a mut Vec<Diagnostic>,
     graph: Option<&'a Graph>,
     dir: &'a Path,
+    /// The suite's project root (`model::doc::project_root`), which side files may not leave.
+    root: &'a Path,
 }
 
 impl Cx<'_> {
@@ -442,6 +445,15 @@ impl Cx<'_> {
                 n.span,
                 format!("the {what} {} does not exist", p.display()),
                 Some("paths are relative to the suite file's folder".into()),
+            );
+        } else if let (Ok(real), Ok(root)) = (std::fs::canonicalize(&p), std::fs::canonicalize(self.root))
+            && !real.starts_with(&root)
+        {
+            self.err(
+                "suite-outside-project",
+                n.span,
+                format!("the {what} {} is outside the suite's project {}", p.display(), root.display()),
+                Some("keep replies and cassettes beside the suite (symbolic links out of the project are refused too)".into()),
             );
         }
         p
