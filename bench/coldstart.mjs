@@ -7,8 +7,8 @@
 //
 // Each run spawns the app with the file as its argument and SWITCHYARD_STARTUP_TRACE=exit: the
 // page reports when its canvas is interactive (ui/src/startup.ts: the store ready with the
-// document, its node elements in the DOM, a frame painted and a task run after it), the shell
-// prints that with its own marks (src-tauri/src/startup.rs) and quits. Time zero is the bench's
+// document, its node elements in the DOM and shown, a frame painted and a task run after it),
+// the shell prints that with its own marks (src-tauri/src/startup.rs) and quits. Time zero is the bench's
 // clock just before spawn(); every mark is in ms since the Unix epoch, so the phases of one run
 // line up across the bench, the shell and the page. One launch per file runs first and is not
 // counted (the binary and WebKit's libraries into the page cache, as for any second launch).
@@ -66,7 +66,7 @@ const MARKS = {
   'page:workspace_commit': 'the workspace is in the DOM',
   'page:init': 'the store asks the shell for the rest (first effects)',
   'page:view_received': 'the store has the view',
-  'page:nodes_in_dom': 'node elements in the DOM',
+  'page:nodes_in_dom': 'node elements shown (in the DOM, measured by React Flow)',
   'page:ready': 'ready (recovery offer, bundle, recent files)',
   'page:interactive': 'a frame with the nodes painted, main thread free: interactive',
   'rust:startup_done': 'the shell got the report',

@@ -4,8 +4,9 @@
 // `SWITCHYARD_STARTUP_TRACE` is set (bench/coldstart.mjs) and otherwise ignores them.
 //
 // "Interactive": the store is ready (first view, recovery offer, recent files), the document's
-// node elements are in the DOM, a frame with them has been painted, and a task queued after that
-// frame has run (the main thread is free to handle input).
+// node elements are in the DOM and shown (React Flow has measured them), a frame with them has
+// been painted, and a task queued after that frame has run (the main thread is free to handle
+// input).
 import type { StoreApi } from 'zustand';
 import type { AppState } from './store';
 import { whenIdle } from './idle';
@@ -65,7 +66,8 @@ export function reportWhenInteractive(store: StoreApi<AppState>, send: (page: Ar
   const check = () => {
     const s = store.getState();
     const hasNodes = (s.view?.nodes.length ?? 0) > 0;
-    const inDom = hasNodes && document.querySelector('[data-testid="node"]') !== null;
+    // A node element React Flow shows (it hides nodes until it has measured them).
+    const inDom = hasNodes && [...document.querySelectorAll('[data-testid="node"]')].some((el) => (el.closest('.react-flow__node') as HTMLElement | null)?.style.visibility !== 'hidden');
     if (inDom) startupMark('nodes_in_dom');
     if (!s.ready || (hasNodes && !inDom)) {
       if (performance.now() < deadline) requestAnimationFrame(check);
