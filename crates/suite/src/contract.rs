@@ -24,6 +24,7 @@ pub fn suite_ts() -> String {
         declaration::<NodeCount>(c),
         declaration::<EdgeCount>(c),
         declaration::<OtherRoute>(c),
+        declaration::<crate::save::SavedRun>(c),
     ];
     file(
         "crates/suite (results, coverage)",

@@ -14,6 +14,7 @@ pub mod coverage;
 pub mod file;
 pub mod report;
 pub mod run;
+pub mod save;
 
 pub use coverage::Coverage;
 pub use file::{Case, Suite, is_suite_name, load};

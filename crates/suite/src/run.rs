@@ -295,7 +295,7 @@ fn run_once(suite: &Suite, case: &Case, trace_dir: Option<&std::path::Path>) -> 
 
 /// The top-level nodes entered, in order: by step, a Loki super-step's nodes in the graph's
 /// declaration order (they run in parallel, so their events interleave at random).
-fn sequence(suite: &Suite, root: &str, events: &[Event]) -> (Vec<String>, Vec<u64>) {
+pub(crate) fn sequence(suite: &Suite, root: &str, events: &[Event]) -> (Vec<String>, Vec<u64>) {
     let order = |n: &str| suite.graph.as_ref().and_then(|g| g.node(n)).map(|n| n.order).unwrap_or(usize::MAX);
     // A node that asked a question enters again, at the same step, when the answer comes:
     // one node of the sequence.

@@ -154,3 +154,20 @@ kind: string, label?: string, derived: boolean, count: number, };
  * it does not declare, say).
  */
 export type OtherRoute = { from: string, to: string, reason: string, count: number, };
+
+/**
+ * Where a saved case went.
+ */
+export type SavedRun = { 
+/**
+ * The suite file (created when the agent had none).
+ */
+file: string, case: string, 
+/**
+ * The cassette written beside the suite.
+ */
+cassette: string, 
+/**
+ * The suite was created.
+ */
+created: boolean, };

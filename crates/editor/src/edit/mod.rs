@@ -147,6 +147,15 @@ impl Work {
     }
 }
 
+/// Set (or insert, or with `None` remove) the value at `path` in any YAML text, not only an
+/// agent's: the same span-based surgery as every edit, so bytes outside the change stay as they
+/// were (used to add a case to an agent test suite). Index `len` of a list appends an item.
+pub fn set_in_yaml(text: &str, path: &[PathSeg], value: Option<&serde_json::Value>) -> Result<String, EditError> {
+    let mut w = Work { text: text.to_string(), nl: if text.contains("\r\n") { "\r\n" } else { "\n" } };
+    w.set(path, value)?;
+    Ok(w.text)
+}
+
 /// Apply `op` to `text` (the content of the file at `path`); `agent` picks the sherma agent.
 pub fn apply(text: &str, path: &Path, agent: Option<&str>, op: &EditOp) -> Result<Applied, EditError> {
     let doc = doc::load_str(path, text);
