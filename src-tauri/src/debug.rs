@@ -422,6 +422,7 @@ pub async fn run_start(app: AppHandle, config: RunConfig) -> Res<RunInfo> {
         record: record_check,
     };
     if let Some(t) = trace {
+        crate::suites::note_run(&t, agent, config.input.clone(), config.state.clone(), config.answers.clone(), record);
         app.state::<Debugger>().remember(t, started_from);
     }
     app.state::<Debugger>().replace(Some(Arc::new(d)));
@@ -602,7 +603,10 @@ pub async fn run_answer(app: AppHandle, id: String, value: Value) -> Res<()> {
         return r.answer(&id, value).await.map_err(CmdError::new);
     }
     let d = driver(&app)?;
-    blocking(move || d.answer(&id, value)).await
+    let given = value.clone();
+    blocking(move || d.answer(&id, value)).await?;
+    crate::suites::note_answer(given);
+    Ok(())
 }
 
 #[tauri::command]

@@ -263,6 +263,7 @@ fn main() {
             diff::trace_diff,
             suites::suite_list,
             suites::suite_run,
+            suites::suite_save_run,
             recovery::recovery_offer,
             recovery::recovery_restore,
             recovery::recovery_discard,

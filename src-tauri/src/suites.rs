@@ -43,3 +43,74 @@ pub async fn suite_run(app: AppHandle, file: String, case: Option<String>) -> Re
     .await
     .map_err(|e| CmdError::new(format!("running the tests failed: {e}")))
 }
+
+/// What the debugger's runs were started with and given (by trace path), for *Save run as test
+/// case*: a trace holds the run's events but not the answers typed while it waited.
+static RUNS: std::sync::Mutex<Vec<(PathBuf, suite::save::RunRecord)>> = std::sync::Mutex::new(Vec::new());
+/// Runs remembered at most.
+const RUNS_KEPT: usize = 64;
+
+/// `run_start` started a run writing the trace `trace`.
+pub(crate) fn note_run(
+    trace: &Path,
+    agent_id: Option<String>,
+    input: Option<String>,
+    state: Option<serde_json::Value>,
+    answers: Vec<serde_json::Value>,
+    recorded: Option<PathBuf>,
+) {
+    let mut runs = RUNS.lock().unwrap_or_else(|p| p.into_inner());
+    runs.retain(|(t, _)| t != trace);
+    if runs.len() >= RUNS_KEPT {
+        runs.remove(0);
+    }
+    runs.push((trace.to_path_buf(), suite::save::RunRecord { agent_id, input, state, answers, recorded }));
+}
+
+/// The current run (the one started last) was given `answer` while it waited.
+pub(crate) fn note_answer(answer: serde_json::Value) {
+    if let Some((_, r)) = RUNS.lock().unwrap_or_else(|p| p.into_inner()).last_mut() {
+        r.answers.push(answer);
+    }
+}
+
+fn known_run(given: &Path, checked: &Path) -> Option<suite::save::RunRecord> {
+    let runs = RUNS.lock().unwrap_or_else(|p| p.into_inner());
+    runs.iter().rev().find(|(t, _)| t == given || t == checked).map(|(_, r)| r.clone())
+}
+
+/// What a trace this window did not start tells of its run: the input (a text) or the initial
+/// state (an object) of its `run_started` event; answers are not in a trace.
+fn record_from_trace(events: &[switchyard::run::events::Event]) -> suite::save::RunRecord {
+    use switchyard::run::events::EventBody;
+    let mut r = suite::save::RunRecord::default();
+    if let Some(EventBody::RunStarted { input, .. }) = events.first().map(|e| &e.body) {
+        match input {
+            serde_json::Value::String(s) => r.input = Some(s.clone()),
+            serde_json::Value::Object(_) => r.state = Some(input.clone()),
+            _ => {}
+        }
+    }
+    r
+}
+
+/// *Save run as test case*: the run whose trace is `trace` (the debugger's current or viewed
+/// run) becomes the case `name` of the open agent's suite (created beside it when there is
+/// none): its input, state, answers, a cassette of its replies beside the suite, and its route,
+/// status and output as expectations. Answers: the suite file and the case's name.
+#[tauri::command]
+pub async fn suite_save_run(app: AppHandle, name: String, trace: String) -> Result<suite::save::SavedRun, CmdError> {
+    crate::remote::refuse_edit(&app, "saving a run as a test case")?;
+    let agent = open_path(&app)?;
+    let given = PathBuf::from(&trace);
+    let trace = crate::paths::check(&app, &given, "read the trace")?;
+    let known = known_run(&given, &trace);
+    tauri::async_runtime::spawn_blocking(move || {
+        let events = suite::save::read_events(&trace)?;
+        let record = known.unwrap_or_else(|| record_from_trace(&events));
+        suite::save::save_run(&agent, &name, &events, &record)
+    })
+    .await
+    .map_err(|e| CmdError::new(format!("saving the run failed: {e}")))?
+    .map_err(CmdError::new)
+}
