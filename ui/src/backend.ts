@@ -9,7 +9,7 @@ import type { TrustStatus } from './contract/trust';
 import type { BundleView, FolderOpened } from './contract/shell';
 import type { GraphDiff } from './contract/diff';
 import type { TraceDiff } from './contract/tracediff';
-import type { SuiteInfo, SuiteResult } from './contract/suite';
+import type { SavedRun, SuiteInfo, SuiteResult } from './contract/suite';
 
 /** `run_control` actions (docs/app-contract.md §5.1; engine `Control`). `step_into` steps and
  *  pauses inside a nested run the step starts; `step_out` runs the rest of the nested run paused in. */
@@ -122,6 +122,9 @@ export interface Backend {
   suiteList(): Promise<SuiteInfo[]>;
   /** Run a suite's cases, all or the one named (its agent's folder must be trusted). */
   suiteRun(file: string, caseName: string | null): Promise<SuiteResult>;
+  /** Save the run whose trace is `trace` as the case `name` of the open agent's suite (created
+   *  beside it when there is none): input, answers, its replies as a cassette, its route. */
+  suiteSaveRun(name: string, trace: string): Promise<SavedRun>;
 
   /** Open an http, https or mailto link in the system browser (the UI asks the user first:
    *  `ExternalLink`). */
@@ -211,6 +214,7 @@ export function createTauriBackend(): Backend {
     traceDiff: (a, aEvents, b, bEvents) => call('trace_diff', { a, aEvents, b, bEvents }),
     suiteList: () => call('suite_list'),
     suiteRun: (file, caseName) => call('suite_run', { file, case: caseName }),
+    suiteSaveRun: (name, trace) => call('suite_save_run', { name, trace }),
     recoveryOffer: () => call('recovery_offer'),
     recoveryRestore: () => call('recovery_restore'),
     recoveryDiscard: () => call('recovery_discard'),

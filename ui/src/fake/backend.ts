@@ -10,7 +10,7 @@ import type { RunManifest, TrustStatus } from '../contract/trust';
 import type { BundleView } from '../contract/shell';
 import type { GraphDiff } from '../contract/diff';
 import type { TraceDiff } from '../contract/tracediff';
-import type { SuiteInfo, SuiteResult } from '../contract/suite';
+import type { SavedRun, SuiteInfo, SuiteResult } from '../contract/suite';
 import { viewEdge, viewNode } from './demo';
 
 export interface FakeCall {
@@ -58,6 +58,8 @@ export interface FakeBackend extends Backend {
   suites: SuiteInfo[];
   /** What `suiteRun(file, …)` answers, by suite file (its cases kept to the one named). */
   suiteResults: Record<string, SuiteResult>;
+  /** What `suiteSaveRun` saved (the case is also added to the first of `suites`, or to a new one). */
+  savedRuns: (SavedRun & { trace: string })[];
   /** Fields laid over the `RunInfo` returned by `runStart` (the run id is `fake-run-<n>`). */
   runInfo: Partial<RunInfo>;
   /** The id of the latest run started. */
@@ -287,6 +289,7 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
     runDiff: null,
     suites: [],
     suiteResults: {},
+    savedRuns: [],
     runInfo: {},
     lastRun: null,
     durableRuns: [],
@@ -481,6 +484,24 @@ export function createFakeBackend(initial: View | null = null, recent: string[] 
         const out = clone(r);
         if (caseName !== null) out.cases = out.cases.filter((c) => c.name === caseName);
         return out;
+      }),
+    suiteSaveRun: (name, trace) =>
+      run('suite_save_run', { name, trace }, () => {
+        const agent = fake.view?.path;
+        if (!agent) throw { message: 'no document is open' };
+        if (!name.trim()) throw { message: 'give the case a name' };
+        let suite = fake.suites.find((x) => x.agent === agent);
+        const created = !suite;
+        if (!suite) {
+          suite = { file: agent.replace(/(\.[^./]*)?$/, '.tests.yaml'), agent, cases: [], diagnostics: [] };
+          fake.suites.push(suite);
+        }
+        if (suite.cases.some((c) => c.name === name)) throw { message: `${suite.file} has a case named \`${name}\` already; choose another name` };
+        suite.cases.push({ name, line: 3 + 9 * suite.cases.length, live: false });
+        const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'case';
+        const saved: SavedRun = { file: suite.file, case: name, cassette: `${suite.file.replace(/[^/]*$/, '')}cassettes/${slug}.json`, created };
+        fake.savedRuns.push({ ...saved, trace });
+        return clone(saved);
       }),
     recoveryOffer: () => run('recovery_offer', undefined, () => fake.recovery),
     recoveryRestore: () =>

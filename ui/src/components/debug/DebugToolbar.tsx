@@ -7,6 +7,7 @@ import type { RunStatusInfo } from '../../debug/types';
 import { useApp } from '../../store';
 import { DEBUG_KEYS } from '../../shortcuts';
 import { useEffect, useRef, useState } from 'react';
+import { SaveCaseButton } from './SaveCaseButton';
 
 function plural(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`;
@@ -305,6 +306,7 @@ export function DebugToolbar() {
       <button type="button" className="btn dbg-btn dbg-tier-1" data-testid="dbg-open-trace" onClick={() => void s().openTrace(null)} title={TRACE_TITLE}>
         <span className="dbg-label">Open trace…</span>
       </button>
+      <SaveCaseButton />
       <MoreMenu
         breakOnError={breakOnError}
         onBreakOnError={(v) => void s().setBreakOnError(v)}
