@@ -18,6 +18,7 @@ import { registerLllmDebugTests } from './lllm-debug.mjs';
 import { registerTrustTests } from './trust.mjs';
 import { registerDiffTests } from './diff.mjs';
 import { registerTestsPanelTests } from './tests-panel.mjs';
+import { registerSaveCaseTests } from './save-case.mjs';
 import { registerWebviewTests } from './webview.mjs';
 
 const tests = [];
@@ -430,6 +431,7 @@ registerLaptopTests(test, { assert, assertEq });
 registerLllmTests(test, { assert, assertEq });
 registerLllmDebugTests(test, { assert, assertEq });
 registerTestsPanelTests(test, { assert, assertEq });
+registerSaveCaseTests(test, { assert, assertEq });
 registerDiffTests(test, { assert, assertEq });
 
 async function main() {
