@@ -603,9 +603,9 @@ pub async fn run_answer(app: AppHandle, id: String, value: Value) -> Res<()> {
         return r.answer(&id, value).await.map_err(CmdError::new);
     }
     let d = driver(&app)?;
-    let given = value.clone();
+    let (given, trace) = (value.clone(), d.trace().cloned());
     blocking(move || d.answer(&id, value)).await?;
-    crate::suites::note_answer(given);
+    crate::suites::note_answer(trace.as_deref(), given);
     Ok(())
 }
 

@@ -67,9 +67,11 @@ pub(crate) fn note_run(
     runs.push((trace.to_path_buf(), suite::save::RunRecord { agent_id, input, state, answers, recorded }));
 }
 
-/// The current run (the one started last) was given `answer` while it waited.
-pub(crate) fn note_answer(answer: serde_json::Value) {
-    if let Some((_, r)) = RUNS.lock().unwrap_or_else(|p| p.into_inner()).last_mut() {
+/// The run writing the trace `trace` was given `answer` while it waited (a run `run_start` did
+/// not start, a resumed one, is not remembered).
+pub(crate) fn note_answer(trace: Option<&Path>, answer: serde_json::Value) {
+    let Some(trace) = trace else { return };
+    if let Some((_, r)) = RUNS.lock().unwrap_or_else(|p| p.into_inner()).iter_mut().rev().find(|(t, _)| t == trace) {
         r.answers.push(answer);
     }
 }
