@@ -603,9 +603,9 @@ pub async fn run_answer(app: AppHandle, id: String, value: Value) -> Res<()> {
         return r.answer(&id, value).await.map_err(CmdError::new);
     }
     let d = driver(&app)?;
-    let (given, trace) = (value.clone(), d.trace().cloned());
+    let (given, trace, asked) = (value.clone(), d.trace().cloned(), id.clone());
     blocking(move || d.answer(&id, value)).await?;
-    crate::suites::note_answer(trace.as_deref(), given);
+    crate::suites::note_answer(trace.as_deref(), &asked, given);
     Ok(())
 }
 

@@ -64,15 +64,15 @@ pub(crate) fn note_run(
     if runs.len() >= RUNS_KEPT {
         runs.remove(0);
     }
-    runs.push((trace.to_path_buf(), suite::save::RunRecord { agent_id, input, state, answers, recorded }));
+    runs.push((trace.to_path_buf(), suite::save::RunRecord { agent_id, input, state, answers, answered: Vec::new(), recorded }));
 }
 
-/// The run writing the trace `trace` was given `answer` while it waited (a run `run_start` did
+/// The run writing the trace `trace` was given `answer` to its question `id` while it waited (a run `run_start` did
 /// not start, a resumed one, is not remembered).
-pub(crate) fn note_answer(trace: Option<&Path>, answer: serde_json::Value) {
+pub(crate) fn note_answer(trace: Option<&Path>, id: &str, answer: serde_json::Value) {
     let Some(trace) = trace else { return };
     if let Some((_, r)) = RUNS.lock().unwrap_or_else(|p| p.into_inner()).iter_mut().rev().find(|(t, _)| t == trace) {
-        r.answers.push(answer);
+        r.answered.push((id.to_string(), answer));
     }
 }
 

@@ -20,8 +20,10 @@ pub struct RunRecord {
     pub agent_id: Option<String>,
     pub input: Option<String>,
     pub state: Option<Value>,
-    /// Answers queued at the start, then the ones given while the run waited, in order.
+    /// Answers queued at the start (they answer the first questions, in order).
     pub answers: Vec<Value>,
+    /// Answers given while the run waited, by the id of the question (`interrupt` event).
+    pub answered: Vec<(String, Value)>,
     /// The cassette the run recorded (its LLM, tool and effect exchanges), if it recorded one.
     pub recorded: Option<PathBuf>,
 }
@@ -120,16 +122,60 @@ pub fn cassette_from_trace(events: &[Event]) -> Cassette {
     Cassette { version: 1, exchanges }
 }
 
+/// The events of the run as it finally went: after a rewind to step `n` (a fork), the top-level
+/// run's events from step `n + 1` on before it are dropped, with what nested runs did meanwhile.
+pub fn last_fork(events: &[Event]) -> Vec<Event> {
+    let root = root_run(events);
+    let mut kept: Vec<(u64, &Event)> = Vec::new();
+    let mut step = 0;
+    for e in events {
+        match &e.body {
+            EventBody::NodeEnter { step: s, .. } if e.run == root => step = *s,
+            EventBody::Rewound { step: s } if e.run == root => {
+                kept.retain(|(at, _)| at <= s);
+                step = *s;
+                continue;
+            }
+            _ => {}
+        }
+        kept.push((step, e));
+    }
+    kept.into_iter().map(|(_, e)| e.clone()).collect()
+}
+
+/// The answers a run used, in order: each question (`interrupt` event, once per id and run) gets
+/// the answer given to it while the run waited (the last one, as a rewound run asks again), else
+/// the next queued answer.
+pub fn answers_used(events: &[Event], run: &RunRecord) -> Vec<Value> {
+    let mut queued = run.answers.iter();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for e in events {
+        if let EventBody::Interrupt { id, .. } = &e.body
+            && seen.insert((e.run.as_str(), id.as_str()))
+        {
+            match run.answered.iter().rev().find(|(i, _)| i == id) {
+                Some((_, v)) => out.push(v.clone()),
+                None => out.extend(queued.next().cloned()),
+            }
+        }
+    }
+    out
+}
+
 /// The run's own id (the top-level run's, not a nested run's).
 fn root_run(events: &[Event]) -> String {
     events.iter().find(|e| matches!(e.body, EventBody::RunStarted { .. })).or(events.first()).map(|e| e.run.clone()).unwrap_or_default()
 }
 
-/// The case a run makes: `name`, its input, initial state and answers, `cassette` (the path of
+/// The case a run makes (as it finally went, see [`last_fork`]): `name`, its input, initial state
+/// and the answers it used, `cassette` (the path of
 /// its cassette, relative to the suite) and expectations — the nodes it entered in order (as the
 /// suite's `nodes` check counts them: `suite` gives the graph's declaration order), its final
 /// status and its output.
 pub fn case_from_run(suite: &Suite, name: &str, events: &[Event], run: &RunRecord, cassette: &str, recorded: Option<Cassette>) -> SavedCase {
+    let rewound = events.iter().any(|e| matches!(e.body, EventBody::Rewound { .. }));
+    let events = &last_fork(events)[..];
     let root = root_run(events);
     let mut case = Map::new();
     case.insert("name".into(), json!(name));
@@ -141,8 +187,9 @@ pub fn case_from_run(suite: &Suite, name: &str, events: &[Event], run: &RunRecor
         case.insert("state".into(), s.clone());
     }
     case.insert("cassette".into(), json!(cassette));
-    if !run.answers.is_empty() {
-        case.insert("answers".into(), Value::Array(run.answers.clone()));
+    let answers = answers_used(events, run);
+    if !answers.is_empty() {
+        case.insert("answers".into(), Value::Array(answers));
     }
     let mut expect = Map::new();
     let finished = events.iter().rev().filter(|e| e.run == root).find_map(|e| match &e.body {
@@ -162,7 +209,10 @@ pub fn case_from_run(suite: &Suite, name: &str, events: &[Event], run: &RunRecor
     if !expect.is_empty() {
         case.insert("expect".into(), Value::Object(expect));
     }
-    SavedCase { case: Value::Object(case), cassette: recorded.unwrap_or_else(|| cassette_from_trace(events)) }
+    // A recording made across a rewind may hold the abandoned branch's calls: a rewound run's
+    // cassette is rebuilt from the branch it kept.
+    let cassette = recorded.filter(|_| !rewound).unwrap_or_else(|| cassette_from_trace(events));
+    SavedCase { case: Value::Object(case), cassette }
 }
 
 /// The first text of a new suite for the agent file `agent` (its name as the suite names it).
@@ -382,6 +432,41 @@ mod tests {
             assert!(matches!(res.outcome, crate::Outcome::Passed), "{:?}", res.run);
             let _ = std::fs::remove_dir_all(&dir);
         }
+    }
+
+    fn ev(run: &str, body: Value) -> Event {
+        let mut v = body;
+        v["run"] = json!(run);
+        v["ts_ms"] = json!(1);
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_rewound_run_keeps_its_last_fork_and_the_answers_it_used() {
+        let enter = |s: u64, n: &str| ev("r", json!({"event": "node_enter", "step": s, "node": n, "kind": "x"}));
+        let ask = |id: &str| ev("r", json!({"event": "interrupt", "id": id, "node": "ask", "kind": "approval", "prompt": "?"}));
+        let events = vec![
+            ev("r", json!({"event": "run_started", "agent": "a", "input": "hi"})),
+            enter(1, "plan"),
+            ask("i1"),
+            enter(1, "plan"),
+            enter(2, "ask"),
+            ask("i2"),
+            enter(3, "held"),
+            ev("r", json!({"event": "rewound", "step": 2})),
+            ask("i2"),
+            enter(3, "shipped"),
+            ev("r", json!({"event": "run_finished", "status": "completed", "state": {}, "output": "ok"})),
+        ];
+        let kept = last_fork(&events);
+        let nodes: Vec<_> = kept.iter().filter_map(|e| match &e.body { EventBody::NodeEnter { node, .. } => Some(node.as_str()), _ => None }).collect();
+        assert_eq!(nodes, ["plan", "plan", "ask", "shipped"]);
+        // i1 from the queue; i2 answered twice (before and after the rewind): the last answer.
+        let run = RunRecord { answers: vec![json!("q1"), json!("q2")], answered: vec![("i2".into(), json!("hold")), ("i2".into(), json!("ship"))], ..Default::default() };
+        assert_eq!(answers_used(&kept, &run), vec![json!("q1"), json!("ship")]);
+        // Nothing typed: the queue answers each question once, in order; unused ones are left out.
+        let run = RunRecord { answers: vec![json!("a"), json!("b"), json!("c")], ..Default::default() };
+        assert_eq!(answers_used(&kept, &run), vec![json!("a"), json!("b")]);
     }
 
     fn copy_dir(from: &Path, to: &Path) {
