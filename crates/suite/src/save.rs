@@ -215,7 +215,8 @@ pub fn case_from_run(suite: &Suite, name: &str, events: &[Event], run: &RunRecor
     SavedCase { case: Value::Object(case), cassette }
 }
 
-/// The first text of a new suite for the agent file `agent` (its name as the suite names it).
+/// The first text of a new suite for the agent file `agent` (its name as the suite names it);
+/// [`append_case`] adds `cases:` with the first case.
 pub fn new_suite_text(agent: &str, agent_id: Option<&str>) -> String {
     let mut t = format!(
         "# Tests of {agent}: `switchyard test` runs them; the app's Tests panel lists them.\n# Cases saved from runs replay the run's cassette and expect its route, status and output.\nagent: {}\n",
@@ -224,7 +225,6 @@ pub fn new_suite_text(agent: &str, agent_id: Option<&str>) -> String {
     if let Some(id) = agent_id {
         t.push_str(&format!("agent_id: {}\n", editor_scalar(id)));
     }
-    t.push_str("cases: []\n");
     t
 }
 
@@ -375,11 +375,16 @@ mod tests {
         assert!(t.starts_with("# Tests of agent.yaml"));
         let out = append_case(&t, &case("one")).unwrap();
         assert!(out.starts_with(t.lines().next().unwrap()));
+        assert!(out.contains("\ncases:\n  - name: one\n"), "a block list: {out}");
         let out = append_case(&out, &case("two")).unwrap();
         let root = syntax::yaml::parse(&syntax::source::SourceFile::new("x", &out)).root.unwrap();
         assert_eq!(root.get("cases").unwrap().as_seq().unwrap().len(), 2, "{out}");
         let out = append_case("agent: a.yaml\n", &case("one")).unwrap();
         assert!(out.starts_with("agent: a.yaml\ncases:"), "{out}");
+        let out = append_case("agent: a.yaml\ncases: []  # none yet\n", &case("one")).unwrap();
+        let root = syntax::yaml::parse(&syntax::source::SourceFile::new("x", &out)).root.unwrap();
+        assert_eq!(root.get("cases").unwrap().as_seq().unwrap().len(), 1, "{out}");
+        assert!(out.contains("# none yet"), "{out}");
         assert!(append_case("cases: 3\n", &case("x")).is_err());
     }
 
