@@ -163,6 +163,31 @@ pub fn answers_used(events: &[Event], run: &RunRecord) -> Vec<Value> {
     out
 }
 
+/// Why the run (as it finally went) cannot become a case that passes, if it cannot: it is still
+/// going (a case replays a run to its end, or to a question left unanswered), it was stopped,
+/// or its state was edited while it was paused (a case cannot repeat an edit).
+pub fn replayable(events: &[Event]) -> Result<(), String> {
+    let root = root_run(events);
+    if let Some(key) = events.iter().find_map(|e| match &e.body {
+        EventBody::StateEdited { key, .. } => Some(key.clone()),
+        _ => None,
+    }) {
+        return Err(format!(
+            "the run's state was edited while it was paused (`{key}`), which a test case cannot repeat; give the value as the run's initial state or input and run it again"
+        ));
+    }
+    let last = events.iter().rev().filter(|e| e.run == root).find(|e| {
+        !matches!(e.body, EventBody::Paused { .. } | EventBody::Log { .. } | EventBody::NestedPaused { .. } | EventBody::NestedResumed {})
+    });
+    match last.map(|e| &e.body) {
+        Some(EventBody::RunFinished { status: runtime::events::RunStatus::Stopped, .. }) => {
+            Err("the run was stopped before its end; a test case replays a run to its end: run it to the end (or until it waits for an answer), then save it".into())
+        }
+        Some(EventBody::RunFinished { .. } | EventBody::Interrupt { .. }) => Ok(()),
+        _ => Err("the run has not finished: continue it to its end (or until it waits for an answer), then save it".into()),
+    }
+}
+
 /// The run's own id (the top-level run's, not a nested run's).
 fn root_run(events: &[Event]) -> String {
     events.iter().find(|e| matches!(e.body, EventBody::RunStarted { .. })).or(events.first()).map(|e| e.run.clone()).unwrap_or_default()
@@ -196,10 +221,21 @@ pub fn case_from_run(suite: &Suite, name: &str, events: &[Event], run: &RunRecor
         EventBody::RunFinished { status, output, .. } => Some((*status, output.clone())),
         _ => None,
     });
-    if let Some((status, _)) = &finished {
-        expect.insert("status".into(), serde_json::to_value(status).unwrap_or(Value::Null));
+    match &finished {
+        Some((status, _)) => {
+            expect.insert("status".into(), serde_json::to_value(status).unwrap_or(Value::Null));
+        }
+        // Waiting for an answer (see `replayable`): a case with no answer left ends so too.
+        None => {
+            expect.insert("status".into(), json!("interrupted"));
+        }
     }
-    let (nodes, _) = crate::run::sequence(suite, &root, events);
+    // A run left waiting ends `interrupted` in a suite, its sequence ending at the node that asked.
+    let mut ended = events.to_vec();
+    if finished.is_none() {
+        ended.push(Event { run: root.clone(), ts_ms: 0, body: EventBody::RunFinished { status: runtime::events::RunStatus::Interrupted, state: Value::Null, output: Value::Null } });
+    }
+    let (nodes, _) = crate::run::sequence(suite, &root, &ended);
     if !nodes.is_empty() {
         expect.insert("nodes".into(), json!(nodes));
     }
@@ -301,6 +337,7 @@ pub fn save_run(agent: &Path, name: &str, events: &[Event], run: &RunRecord) -> 
     if events.is_empty() {
         return Err("the run's trace holds no events".into());
     }
+    replayable(&last_fork(events))?;
     let (file, created) = suite_for(agent)?;
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let text = if created {
@@ -426,6 +463,16 @@ mod tests {
             let opts = crate::Options { trust: true, ..Default::default() };
             let (res, _) = crate::run::run_case(&suite, case, &opts);
             assert!(matches!(res.outcome, crate::Outcome::Passed), "{:?}\n{after}", res.run);
+            // A run left waiting at its first question (as the debugger's trace holds it: no
+            // `run_finished`) is a case that ends `interrupted` there.
+            let asked = events.iter().position(|e| matches!(e.body, EventBody::Interrupt { .. })).unwrap();
+            let waiting = RunRecord { input: first.input.clone(), state: first.state.clone(), ..Default::default() };
+            save_run(&agent_path, "waits for the first answer", &events[..=asked], &waiting).unwrap();
+            let suite = crate::load(&suite_path);
+            let case = suite.cases.iter().find(|c| c.name == "waits for the first answer").unwrap();
+            assert!(case.answers.is_empty());
+            let (res, _) = crate::run::run_case(&suite, case, &opts);
+            assert!(matches!(res.outcome, crate::Outcome::Passed), "{:?}", res.run);
             // A second save with the same name is refused; a new agent folder gets a new suite.
             assert!(save_run(&agent_path, "saved from a run", &events, &run).is_err());
             std::fs::remove_file(&suite_path).unwrap();
@@ -469,6 +516,17 @@ mod tests {
         // i1 from the queue; i2 answered twice (before and after the rewind): the last answer.
         let run = RunRecord { answers: vec![json!("q1"), json!("q2")], answered: vec![("i2".into(), json!("hold")), ("i2".into(), json!("ship"))], ..Default::default() };
         assert_eq!(answers_used(&kept, &run), vec![json!("q1"), json!("ship")]);
+        assert!(replayable(&kept).is_ok());
+        // Still going, stopped, or edited: refused, saying why.
+        assert!(replayable(&kept[..8]).unwrap_err().contains("has not finished"));
+        assert!(replayable(&kept[..6]).is_ok(), "waiting for an answer");
+        let mut stopped = kept.clone();
+        stopped.push(ev("r", json!({"event": "run_finished", "status": "stopped", "state": {}, "output": null})));
+        stopped.remove(kept.len() - 1);
+        assert!(replayable(&stopped).unwrap_err().contains("stopped"));
+        let mut edited = kept.clone();
+        edited.insert(3, ev("r", json!({"event": "state_edited", "key": "mode", "value": 1})));
+        assert!(replayable(&edited).unwrap_err().contains("`mode`"));
         // Nothing typed: the queue answers each question once, in order; unused ones are left out.
         let run = RunRecord { answers: vec![json!("a"), json!("b"), json!("c")], ..Default::default() };
         assert_eq!(answers_used(&kept, &run), vec![json!("a"), json!("b")]);
