@@ -153,6 +153,21 @@ pub fn perf_summary(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// A route's reason in a few words, for reports (`switchyard trace diff`, coverage's routes that
+/// match no edge): `static`, `branch 1: <condition>` (0-based, as the event), `default`, `_next`,
+/// `fallback`, `on_other`, `option <name>`.
+pub fn reason_text(r: &RouteReason) -> String {
+    match r {
+        RouteReason::Static => "static".into(),
+        RouteReason::Branch { index, condition } => format!("branch {index}: {condition}"),
+        RouteReason::Default => "default".into(),
+        RouteReason::Next => "_next".into(),
+        RouteReason::Fallback => "fallback".into(),
+        RouteReason::OnOther => "on_other".into(),
+        RouteReason::RouteOption { option } => format!("option {option}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,18 +148,6 @@ fn kinds_for(reason: &RouteReason) -> &'static [EdgeKind] {
     }
 }
 
-fn reason_text(reason: &RouteReason) -> String {
-    match reason {
-        RouteReason::Static => "static".into(),
-        RouteReason::Branch { index, condition } => format!("branch {index}: {condition}"),
-        RouteReason::Default => "default".into(),
-        RouteReason::Next => "_next".into(),
-        RouteReason::Fallback => "fallback".into(),
-        RouteReason::OnOther => "on_other".into(),
-        RouteReason::RouteOption { option } => format!("route `{option}`"),
-    }
-}
-
 /// The index (in [`Coverage::edges`]) of the edge a route event took, if the graph has one.
 pub fn edge_of(cov: &Coverage, from: &str, to: &str, reason: &RouteReason) -> Option<usize> {
     let cands: Vec<usize> = cov.edges.iter().enumerate().filter(|(_, e)| e.from == from && e.to == to).map(|(i, _)| i).collect();
@@ -237,7 +225,7 @@ pub fn of_run(g: &Graph, root: &str, events: &[Event]) -> Coverage {
                 match edge_of(&cov, from, to, reason) {
                     Some(e) => counts_e[e] += 1,
                     None => {
-                        let r = reason_text(reason);
+                        let r = runtime::narrate::reason_text(reason);
                         match others.iter_mut().find(|o| o.from == *from && o.to == *to && o.reason == r) {
                             Some(o) => o.count += 1,
                             None => others.push(OtherRoute { from: from.clone(), to: to.clone(), reason: r, count: 1 }),

@@ -10,7 +10,7 @@
 
 use super::Trace;
 use model::doc::Document;
-use runtime::events::{EventBody, RouteReason};
+use runtime::events::EventBody;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -121,18 +121,6 @@ impl StepView {
     }
 }
 
-fn reason_text(r: &RouteReason) -> String {
-    match r {
-        RouteReason::Static => "static".into(),
-        RouteReason::Branch { index, condition } => format!("branch {index}: {condition}"),
-        RouteReason::Default => "default".into(),
-        RouteReason::Next => "_next".into(),
-        RouteReason::Fallback => "fallback".into(),
-        RouteReason::OnOther => "on_other".into(),
-        RouteReason::RouteOption { option } => format!("option {option}"),
-    }
-}
-
 /// A run read into steps.
 struct Run {
     steps: BTreeMap<u64, StepView>,
@@ -175,7 +163,7 @@ fn read_run(t: &Trace) -> Run {
                 run.steps.entry(cur).or_default().routes.push(RouteTaken {
                     from: from.clone(),
                     to: to.clone(),
-                    reason: reason_text(reason),
+                    reason: runtime::narrate::reason_text(reason),
                 })
             }
             EventBody::LlmRequest {
@@ -613,7 +601,7 @@ pub fn compare(ta: &Trace, tb: &Trace, doc: Option<&Document>) -> TraceDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runtime::events::{Event, RunStatus};
+    use runtime::events::{Event, RouteReason, RunStatus};
     use serde_json::json;
 
     fn ev(body: EventBody) -> Event {
