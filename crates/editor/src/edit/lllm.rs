@@ -227,22 +227,9 @@ fn set_top(w: &mut Work, path: &[PathSeg], value: Option<&Json>, before_keys: &[
             if root.as_map().is_some_and(|m| !m.is_empty())
                 && !super::text::is_flow(&w.text, &root) =>
         {
-            let mut nv = v.clone();
-            for s in rest.iter().rev() {
-                match s {
-                    PathSeg::Key(kk) => {
-                        let mut m = serde_json::Map::new();
-                        m.insert(kk.clone(), nv);
-                        nv = Json::Object(m);
-                    }
-                    PathSeg::Index(_) => {
-                        return err(format!(
-                            "`{}` does not exist; a list index can only address an existing item",
-                            k
-                        ))
-                    }
-                }
-            }
+            let Some(nv) = super::text::nest_value(v, rest) else {
+                return err(format!("`{k}` does not exist; a list index can only address an existing item"));
+            };
             let before = top_slot(&root, before_keys);
             w.step(|ed| ed.insert_entry(ed.root, before, k, &nv))
         }

@@ -114,6 +114,24 @@ pub fn spaces(n: usize) -> String {
 // Node extents
 // ---------------------------------------------------------------------------------------------
 
+/// `v` wrapped in one mapping per key of `rest`, innermost last (`[a, b]`, 1 → `{a: {b: 1}}`):
+/// the value that creates a missing path. None when `rest` holds a list index (an index can
+/// only address an existing item).
+pub fn nest_value(v: &Json, rest: &[PathSeg]) -> Option<Json> {
+    let mut nv = v.clone();
+    for s in rest.iter().rev() {
+        match s {
+            PathSeg::Key(k) => {
+                let mut m = serde_json::Map::new();
+                m.insert(k.clone(), nv);
+                nv = Json::Object(m);
+            }
+            PathSeg::Index(_) => return None,
+        }
+    }
+    Some(nv)
+}
+
 pub fn is_flow(text: &str, node: &YNode) -> bool {
     flow_open(text, node).is_some()
 }
@@ -679,19 +697,9 @@ impl<'a> Ed<'a> {
                         return Ok(Rep { start: 0, end: 0, text: String::new() });
                     };
                     // build the missing rest
-                    let mut nv = v.clone();
-                    for s in path[k + 1..].iter().rev() {
-                        match s {
-                            PathSeg::Key(kk) => {
-                                let mut m = serde_json::Map::new();
-                                m.insert(kk.clone(), nv);
-                                nv = Json::Object(m);
-                            }
-                            PathSeg::Index(_) => {
-                                return err(format!("`{}` does not exist; a list index can only address an existing item", path_str(&path[..=k + 1])));
-                            }
-                        }
-                    }
+                    let Some(nv) = nest_value(v, &path[k + 1..]) else {
+                        return err(format!("`{}` does not exist; a list index can only address an existing item", path_str(&path[..=k + 1])));
+                    };
                     return match (&cur.kind, seg) {
                         (YKind::Map(_), PathSeg::Key(kk)) => self.insert_entry(cur, None, kk, &nv),
                         (YKind::Map(_), PathSeg::Index(i)) => self.insert_entry(cur, None, &i.to_string(), &nv),
