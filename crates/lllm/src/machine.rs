@@ -87,6 +87,8 @@ struct Shared {
     model: Option<ModelRef>,
     temperature: Option<f64>,
     top_p: Option<f64>,
+    /// The other model arguments, sent as written (`LlmRequest::extra`).
+    extra: Map<String, Value>,
     prompt: Prompt,
     /// The `tools` entries that are Python tools (import paths), in order.
     python_tools: Vec<String>,
@@ -165,6 +167,9 @@ pub struct CallState {
     pub retry_after_ms: Option<u64>,
     pub delivery: Option<Value>,
     pub limits: Value,
+    /// The model arguments each call sends (`temperature`, `top_p` and the rest as written).
+    #[serde(default)]
+    pub model_args: Map<String, Value>,
 }
 
 const MAIN: &str = "main";
@@ -177,6 +182,46 @@ impl CallState {
         let i = self.dialogs.iter().position(|d| d.id == id).unwrap_or(0);
         &mut self.dialogs[i]
     }
+}
+
+/// LiteLLM's client settings: how to reach the model, not arguments of the call. They are not
+/// sent (the provider file and the keyring say how to reach a model).
+const CLIENT_SETTINGS: [&str; 15] = [
+    "api_key", "api_base", "base_url", "api_version", "timeout", "request_timeout", "num_retries", "max_retries",
+    "drop_params", "extra_headers", "custom_llm_provider", "caching", "mock_response", "fallbacks", "stream",
+];
+
+/// An agent's effective model arguments as a request carries them: `temperature` and `top_p`
+/// (numbers), the rest as written (`extra_body`'s entries merged in), and warnings for what is
+/// not sent (LiteLLM's client settings; for Anthropic models, the arguments its API rejects).
+fn model_args(args: Vec<(String, Value)>, anthropic: bool) -> (Option<f64>, Option<f64>, Map<String, Value>, Vec<String>) {
+    let (mut temperature, mut top_p, mut extra, mut warnings) = (None, None, Map::new(), Vec::new());
+    let mut unsent = Vec::new();
+    for (k, v) in args {
+        match (k.as_str(), v.as_f64()) {
+            ("temperature", Some(t)) => temperature = Some(t),
+            ("top_p", Some(p)) => top_p = Some(p),
+            ("extra_body", _) if v.is_object() => {
+                for (bk, bv) in v.as_object().into_iter().flatten() {
+                    extra.insert(bk.clone(), bv.clone());
+                }
+            }
+            (name, _) if CLIENT_SETTINGS.contains(&name) => unsent.push(k),
+            (name, _) if anthropic && connect::llm::anthropic::UNSUPPORTED.contains(&name) => {
+                warnings.push(format!("model argument `{k}` is not sent: the Anthropic Messages API has no such argument (LiteLLM drops it too)"));
+            }
+            _ => {
+                extra.insert(k, v);
+            }
+        }
+    }
+    if !unsent.is_empty() {
+        warnings.push(format!(
+            "model arguments {} are LiteLLM client settings, not arguments of the call: they are not sent (the provider file says how to reach the model)",
+            unsent.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    (temperature, top_p, extra, warnings)
 }
 
 /// A run of one LLLM agent (see the module docs).
@@ -218,7 +263,6 @@ impl LllmMachine {
             0 => UNLIMITED_STEPS,
             n => n,
         };
-        let num = |k: &str| a.model_args.get(k).and_then(|v| v.to_json().as_f64());
         let mut python_tools = Vec::new();
         let mut warnings = Vec::new();
         if let Some(Value::Array(list)) = a.get("tools").map(|v| v.to_json()) {
@@ -235,6 +279,10 @@ impl LllmMachine {
         let (skills, mut skill_warnings) = tools::resolve(&entries, &doc.base_dir, opts.network)?;
         warnings.append(&mut skill_warnings);
         let model = a.str("model_name").map(tools::model_ref);
+        let anthropic = model.as_ref().is_some_and(|m| m.provider == "anthropic");
+        let args: Vec<(String, Value)> = a.model_args.iter().map(|(k, v)| (k.clone(), v.to_json())).collect();
+        let (temperature, top_p, extra, mut arg_warnings) = model_args(args, anthropic);
+        warnings.append(&mut arg_warnings);
         if !entries.ids.is_empty() && model.as_ref().is_some_and(|m| m.provider != "anthropic") {
             warnings.push(format!(
                 "skill ids {} are Anthropic-hosted; model `{}` is not an Anthropic model, so they are not sent",
@@ -259,12 +307,20 @@ impl LllmMachine {
             "max_interrupt_steps": max_interrupt_steps,
             "max_llm_recall": count("max_llm_recall", 0),
         });
+        let mut sent_args = Map::new();
+        for (k, v) in [("temperature", temperature), ("top_p", top_p)] {
+            if let Some(x) = v {
+                sent_args.insert(k.into(), json!(x));
+            }
+        }
+        sent_args.extend(extra.clone());
         let shared = Shared {
             agent: name.clone(),
             file: doc.path.clone(),
             model,
-            temperature: num("temperature"),
-            top_p: num("top_p"),
+            temperature,
+            top_p,
+            extra,
             python_tools,
             skills,
             skill_ids: entries.ids,
@@ -302,6 +358,7 @@ impl LllmMachine {
             retry_after_ms: None,
             delivery: None,
             limits,
+            model_args: sent_args,
         };
         Ok(LllmMachine { shared: Arc::new(shared), st, next: Some("invoke".into()), output: Value::Null })
     }
@@ -370,6 +427,7 @@ impl LllmMachine {
             top_p: sh.top_p,
             response_format: sh.prompt.response_format(),
             skills: if sh.model.as_ref().is_some_and(|m| m.provider == "anthropic") { sh.skill_ids.clone() } else { Vec::new() },
+            extra: sh.extra.clone(),
         };
         self.st.last_reply = None;
         self.st.last_error = None;
@@ -699,6 +757,21 @@ impl Machine for LllmMachine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_model_argument_is_sent_but_client_settings() {
+        let args = |v: Value| v.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>();
+        let (t, p, extra, w) = model_args(
+            args(json!({"temperature": 0.2, "top_p": 1, "max_tokens": 300, "stop": ["X"], "seed": 4, "api_key": "sk-x", "extra_body": {"vendor": true}, "weird": "kept"})),
+            false,
+        );
+        assert_eq!((t, p), (Some(0.2), Some(1.0)));
+        assert_eq!(Value::Object(extra), json!({"max_tokens": 300, "stop": ["X"], "seed": 4, "vendor": true, "weird": "kept"}));
+        assert!(w.len() == 1 && w[0].contains("`api_key`"), "{w:?}");
+        let (_, _, extra, w) = model_args(args(json!({"seed": 4, "max_tokens": 10})), true);
+        assert_eq!(Value::Object(extra), json!({"max_tokens": 10}));
+        assert!(w[0].contains("`seed` is not sent"), "{w:?}");
+    }
 
     #[test]
     fn the_steps_are_the_nodes_the_graph_draws() {

@@ -57,6 +57,12 @@ pub struct LlmRequest {
     /// Anthropic-hosted skill ids (LLLM's `skill_…` entries): the Anthropic wire sends them as
     /// `skills: [{"id"}]` with the `anthropic-beta: skills-2025-10-02` header; others ignore them.
     pub skills: Vec<String>,
+    /// Further model arguments, sent as written (LLLM's `model_args` beyond `temperature` and
+    /// `top_p`: `max_tokens`, `stop`, `seed`, `reasoning_effort`, provider-specific keys). Each
+    /// wire format adds them to its request body without replacing what it sets itself
+    /// (Anthropic's translates the OpenAI names it knows and leaves out what its API rejects:
+    /// `connect::llm::anthropic`); scripted and replayed runs ignore them.
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// A model as a document names it: sherma `llms: [{provider, model_name}]`, Loki

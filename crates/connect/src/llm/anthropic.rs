@@ -58,7 +58,7 @@ pub fn request_body(req: &LlmRequest, model: &str) -> Value {
             _ => push("user", json!({"type": "text", "text": text_of(m.get("content"))})),
         }
     }
-    if let Some(rf) = &req.response_format {
+    if let Some(rf) = req.response_format.clone().or_else(|| schema_format(req.extra.get("response_format"))) {
         let schema = rf.get("schema").cloned().unwrap_or(json!({"type": "object"}));
         system.push(format!(
             "Answer with one JSON object that matches this JSON Schema, and nothing else (no prose, no code fences):\n{}",
@@ -91,8 +91,85 @@ pub fn request_body(req: &LlmRequest, model: &str) -> Value {
         // Anthropic-hosted skills (LLLM's `skill_…` ids), as LLLM passes them.
         body.insert("skills".into(), Value::Array(req.skills.iter().map(|id| json!({"id": id})).collect()));
     }
+    put_extra(&req.extra, &mut body);
     body.insert("stream".into(), json!(true));
     Value::Object(body)
+}
+
+/// OpenAI-style model arguments the Messages API rejects; [`request_body`] leaves them out
+/// (LiteLLM's `drop_params`), and LLLM runs say so when the run starts.
+pub const UNSUPPORTED: [&str; 8] =
+    ["seed", "presence_penalty", "frequency_penalty", "n", "logit_bias", "logprobs", "top_logprobs", "parallel_tool_calls"];
+
+/// Body keys the wire format sets itself: `LlmRequest::extra` does not replace them.
+const OWNED: [&str; 5] = ["model", "messages", "system", "tools", "stream"];
+
+/// `response_format` given as a model argument (`{"type": "json_schema", "json_schema": {…}}`
+/// or `{"type": "json_object"}`) as [`LlmRequest::response_format`] has it.
+fn schema_format(v: Option<&Value>) -> Option<Value> {
+    let v = v?;
+    match v.get("type").and_then(Value::as_str) {
+        Some("json_schema") => {
+            let js = v.get("json_schema").cloned().unwrap_or(json!({}));
+            Some(json!({"name": js.get("name").cloned().unwrap_or(json!("response")), "schema": js.get("schema").cloned().unwrap_or(json!({"type": "object"}))}))
+        }
+        Some("json_object") => Some(json!({"name": "response", "schema": {"type": "object"}})),
+        _ => None,
+    }
+}
+
+/// Further model arguments (`LlmRequest::extra`) in Messages terms, as LiteLLM translates them:
+/// `max_tokens` / `max_completion_tokens` replace the default `max_tokens`, `stop` becomes
+/// `stop_sequences`, `reasoning_effort` a `thinking` budget (low 1024, medium 2048, high 4096
+/// tokens), `tool_choice` Anthropic's shape, `user` `metadata.user_id`; [`UNSUPPORTED`] ones and
+/// `response_format` (already in the system prompt) are left out; the rest is sent as written.
+fn put_extra(extra: &Map<String, Value>, body: &mut Map<String, Value>) {
+    for (k, v) in extra {
+        match k.as_str() {
+            "max_tokens" | "max_completion_tokens" => {
+                body.insert("max_tokens".into(), v.clone());
+            }
+            "stop" => {
+                let list = match v {
+                    Value::String(s) => json!([s]),
+                    other => other.clone(),
+                };
+                body.insert("stop_sequences".into(), list);
+            }
+            "reasoning_effort" => {
+                let budget = match v.as_str() {
+                    Some("high") => 4096,
+                    Some("medium") => 2048,
+                    _ => 1024,
+                };
+                body.entry("thinking").or_insert(json!({"type": "enabled", "budget_tokens": budget}));
+            }
+            "tool_choice" => {
+                let choice = match v {
+                    Value::String(s) if s == "required" => json!({"type": "any"}),
+                    Value::String(s) => json!({"type": s}),
+                    Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("function") => {
+                        json!({"type": "tool", "name": o.get("function").and_then(|f| f.get("name")).cloned().unwrap_or(json!(""))})
+                    }
+                    other => other.clone(),
+                };
+                body.insert("tool_choice".into(), choice);
+            }
+            "user" => {
+                let meta = body.entry("metadata").or_insert(json!({}));
+                if let Value::Object(m) = meta {
+                    m.entry("user_id").or_insert(v.clone());
+                }
+            }
+            "response_format" => {}
+            k if UNSUPPORTED.contains(&k) || OWNED.contains(&k) => {}
+            _ => {
+                if !body.contains_key(k) {
+                    body.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
 }
 
 /// One content block being streamed.
@@ -285,6 +362,37 @@ impl WireParser for Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_arguments_in_messages_terms() {
+        let extra = json!({
+            "max_completion_tokens": 900, "stop": "END", "reasoning_effort": "medium", "tool_choice": "required",
+            "user": "u1", "seed": 3, "presence_penalty": 0.5, "top_k": 40, "stream": false, "system": "x",
+            "response_format": {"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object", "required": ["a"]}}},
+        });
+        let req = LlmRequest {
+            node: "n".into(),
+            messages: json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]),
+            tools: json!([]),
+            extra: extra.as_object().unwrap().clone(),
+            ..Default::default()
+        };
+        let b = request_body(&req, "claude-x");
+        assert_eq!(b["max_tokens"], 900);
+        assert_eq!(b["stop_sequences"], json!(["END"]));
+        assert_eq!(b["thinking"], json!({"type": "enabled", "budget_tokens": 2048}));
+        assert_eq!(b["tool_choice"], json!({"type": "any"}));
+        assert_eq!(b["metadata"], json!({"user_id": "u1"}));
+        assert_eq!(b["top_k"], 40);
+        for k in ["seed", "presence_penalty", "response_format", "stop", "user", "max_completion_tokens"] {
+            assert!(b.get(k).is_none(), "{k} is not a Messages argument: {b}");
+        }
+        assert_eq!(b["stream"], true);
+        let system = b["system"].as_str().unwrap();
+        assert!(system.starts_with("be brief") && system.contains("\"required\": ["), "{system}");
+        let plain = LlmRequest { extra: Map::new(), ..req };
+        assert_eq!(request_body(&plain, "c")["max_tokens"], MAX_TOKENS);
+    }
 
     #[test]
     fn system_goes_apart_tools_become_blocks_and_turns_alternate() {

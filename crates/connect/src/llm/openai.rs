@@ -6,7 +6,11 @@ use runtime::provider::{ErrorKind, LlmRequest, LlmResponse, ProviderError, Token
 use serde_json::{Map, Value, json};
 use std::sync::mpsc::Sender;
 
-/// The request body for `req`, asking for a stream with usage at the end.
+/// Body keys the wire format sets itself: `LlmRequest::extra` does not replace them.
+pub const OWNED: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];
+
+/// The request body for `req`, asking for a stream with usage at the end; `req.extra`'s model
+/// arguments are added as written (`max_tokens`, `stop`, `seed`, `reasoning_effort`, …).
 pub fn request_body(req: &LlmRequest, model: &str) -> Value {
     let messages: Vec<Value> = req.messages.as_array().map(|m| m.iter().map(message).collect()).unwrap_or_default();
     let mut body = Map::new();
@@ -36,6 +40,12 @@ pub fn request_body(req: &LlmRequest, model: &str) -> Value {
             js["description"] = json!(d);
         }
         body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": js}));
+    }
+    // Further model arguments as written, except what the wire format sets itself.
+    for (k, v) in &req.extra {
+        if !OWNED.contains(&k.as_str()) && !body.contains_key(k) {
+            body.insert(k.clone(), v.clone());
+        }
     }
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -266,6 +276,30 @@ mod tests {
         assert_eq!(b["temperature"], 0.2);
         assert_eq!(b["response_format"]["json_schema"]["name"], "out_put");
         assert_eq!(b["stream"], true);
+    }
+
+    #[test]
+    fn further_model_arguments_are_sent_as_written() {
+        let extra = json!({"max_completion_tokens": 200, "stop": ["END"], "seed": 7, "reasoning_effort": "low", "stream": false, "model": "x", "vendor_knob": {"a": 1}});
+        let req = LlmRequest {
+            node: "n".into(),
+            messages: json!([{"role": "user", "content": "hi"}]),
+            tools: json!([]),
+            response_format: Some(json!({"name": "r", "schema": {"type": "object"}})),
+            extra: extra.as_object().unwrap().clone(),
+            ..Default::default()
+        };
+        let b = request_body(&req, "gpt-4o-mini");
+        for k in ["max_completion_tokens", "stop", "seed", "reasoning_effort", "vendor_knob"] {
+            assert_eq!(b[k], extra[k], "{k}");
+        }
+        // What the wire format sets itself stays.
+        assert_eq!((b["model"].as_str(), b["stream"].as_bool()), (Some("gpt-4o-mini"), Some(true)));
+        let mut rf = req.clone();
+        rf.extra.insert("response_format".into(), json!({"type": "json_object"}));
+        assert_eq!(request_body(&rf, "m")["response_format"]["type"], "json_schema", "the prompt's format wins");
+        rf.response_format = None;
+        assert_eq!(request_body(&rf, "m")["response_format"], json!({"type": "json_object"}));
     }
 
     #[test]
