@@ -102,6 +102,7 @@ fn langgraph_sdk_streams_a_sherma_interrupt_resumes_it_and_answers_a_loki_approv
     };
     let t = TempDir::new("serve-sdk");
     let agents = example_agents(&t);
+    std::fs::create_dir_all(t.join(".git")).unwrap(); // the research desk's skill is found in its checkout
     let s = Server::start(&agents, &t.join("server.sqlite"), &[]);
     let out = Command::new(&python).arg(repo().join("tests/serve/langgraph_client.py")).arg(&s.url).output().unwrap();
     assert!(
@@ -112,7 +113,7 @@ fn langgraph_sdk_streams_a_sherma_interrupt_resumes_it_and_answers_a_loki_approv
         s.log()
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["assistants"], json!(["release-gate", "support-triage"]));
+    assert_eq!(v["assistants"], json!(["release-gate", "research-desk.researcher", "research-desk.writer", "support-triage"]));
     assert!(v["graph_nodes"].as_array().unwrap().iter().any(|n| n == "answer"), "{}", v["graph_nodes"]);
     // The stream: metadata, values after each step, updates per node, the interrupt.
     let first: Vec<&str> = v["first_events"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
@@ -143,6 +144,9 @@ fn langgraph_sdk_streams_a_sherma_interrupt_resumes_it_and_answers_a_loki_approv
     assert_eq!(v["joined_decision"], "ship");
     assert_eq!(v["loki_run_status"], "success");
     assert_eq!(v["audit"], json!([["approve#1", "ship", "sdk test (token local)"]]));
+    // The LLLM agent, run to its answer.
+    assert_eq!(v["lllm_delivery"], "<answer>Mont Blanc is 4,806 m high (2021 survey) [reference notes].</answer>");
+    assert_eq!((v["lllm_state"].as_str(), v["lllm_run_status"].as_str()), (Some("success"), Some("success")));
 }
 
 #[test]
@@ -176,7 +180,7 @@ fn tokens_guard_every_request_and_name_who_answered() {
     assert!(body["detail"].as_str().unwrap().contains("token"), "{body}");
     assert_eq!(call("POST", &format!("{}/assistants/search", s.url), Some(json!({})), Some("sy_wrong")).0, 401);
     let (status, list) = call("POST", &format!("{}/assistants/search", s.url), Some(json!({})), Some(&alice));
-    assert_eq!((status, list.as_array().map(Vec::len)), (200, Some(2)));
+    assert_eq!((status, list.as_array().map(Vec::len)), (200, Some(4)), "the examples' four assistants: {list}");
     // x-api-key (what LangGraph's SDKs send) works too.
     let xkey = {
         let (url, key) = (format!("{}/info", s.url), bob.clone());
@@ -529,4 +533,108 @@ fn an_assistants_source_is_served_for_the_studio() {
     assert_eq!((v["file_name"].as_str(), v["dialect"].as_str()), (Some("graph.yaml"), Some("loki")));
     assert_eq!(v["text"].as_str().unwrap(), std::fs::read_to_string(agents.join("release-gate/graph.yaml")).unwrap());
     assert_eq!(call("GET", &format!("{}/switchyard/assistants/nope/source", s.url), None, None).0, 404);
+}
+
+#[test]
+fn an_lllm_agent_is_an_assistant_run_over_http_to_its_answer() {
+    let t = TempDir::new("serve-lllm");
+    let agents = example_agents(&t);
+    // A checkout, as the examples are in: the project whose `.agents/skills` the desk's
+    // researcher finds its skill in reaches up to the folder holding `.git`.
+    std::fs::create_dir_all(t.join(".git")).unwrap();
+    let s = Server::start(&agents, &t.join("server.sqlite"), &[]);
+    // Listed: one assistant per agent of the research desk's config.
+    let list = post(&format!("{}/assistants/search", s.url), json!({"limit": 50}));
+    let lllm: Vec<&str> =
+        list.as_array().unwrap().iter().filter(|a| a["metadata"]["dialect"] == "lllm").map(|a| a["graph_id"].as_str().unwrap()).collect();
+    assert_eq!(lllm, ["research-desk.researcher", "research-desk.writer"], "{list}");
+    let graph = get(&format!("{}/assistants/research-desk.researcher/graph", s.url));
+    let nodes: Vec<&str> = graph["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    for n in ["global", "researcher", "writer", "invoke", "exception", "interrupt", "success"] {
+        assert!(nodes.contains(&n), "no node {n}: {nodes:?}");
+    }
+    let schema = get(&format!("{}/assistants/research-desk.researcher/schemas", s.url));
+    assert!(schema["input_schema"]["properties"]["args"].is_object(), "{schema}");
+    // No user message: refused before anything runs.
+    let tid = post(&format!("{}/threads", s.url), json!({}))["thread_id"].as_str().unwrap().to_string();
+    let (code, body) =
+        call("POST", &format!("{}/threads/{tid}/runs/wait", s.url), Some(json!({"assistant_id": "research-desk.researcher", "input": {"audience": "hikers"}})), None);
+    assert_eq!(code, 422, "{body}");
+    assert!(body.to_string().contains("needs a user message"), "{body}");
+    // The user message from `messages`, the prompt argument beside it; the scripted replies:
+    // a skill, a tool call, a parse failure on a forked dialog, the answer.
+    let input = json!({"messages": [{"role": "user", "content": "How tall is Mont Blanc?"}], "audience": "hikers"});
+    let v = post(&format!("{}/threads/{tid}/runs/wait", s.url), json!({"assistant_id": "research-desk.researcher", "input": input}));
+    let answer = "<answer>Mont Blanc is 4,806 m high (2021 survey) [reference notes].</answer>";
+    assert_eq!(v["delivery"]["content"], answer, "{v}");
+    assert_eq!((v["state"].as_str(), v["agent"].as_str(), v["input"].as_str()), (Some("success"), Some("researcher"), Some("How tall is Mont Blanc?")));
+    assert_eq!(v["prompt_args"], json!({"audience": "hikers"}));
+    let system = v["dialogs"][0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("writing for hikers"), "the prompt is rendered with the argument: {system}");
+    assert_eq!(v["exception_retries"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["dialogs"].as_array().unwrap().len(), 2, "the parse failure forked the dialog: {v}");
+    assert!(v["__error__"].is_null() && v["__interrupt__"].is_null(), "{v}");
+    // The thread: idle, its state the call's, its history one checkpoint per step down to the input.
+    assert_eq!(get(&format!("{}/threads/{tid}", s.url))["status"], "idle");
+    let st = get(&format!("{}/threads/{tid}/state", s.url));
+    assert_eq!(st["values"]["delivery"]["content"], answer);
+    assert_eq!(st["next"], json!([]));
+    let history = post(&format!("{}/threads/{tid}/history", s.url), json!({"limit": 50}));
+    let steps: Vec<u64> = history.as_array().unwrap().iter().map(|h| h["metadata"]["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps.last(), Some(&0));
+    assert_eq!(steps, (0..=8).rev().collect::<Vec<u64>>(), "one checkpoint per state of the loop");
+    let runs = get(&format!("{}/threads/{tid}/runs", s.url));
+    assert_eq!(runs[0]["status"], "success", "{runs}");
+    // A second run on the thread: `message` alone; the prompt arguments carry over. Streamed:
+    // the updates name the call loop's states in the order they ran.
+    let (code, text) = call(
+        "POST",
+        &format!("{}/threads/{tid}/runs/stream", s.url),
+        Some(json!({"assistant_id": "research-desk.researcher", "input": {"message": "And again?"}, "stream_mode": ["updates", "values"]})),
+        None,
+    );
+    assert_eq!(code, 200, "{text}");
+    let text = text.as_str().unwrap_or_default().to_string();
+    let updated: Vec<String> = text
+        .split("\n\n")
+        .filter(|b| b.contains("event: updates"))
+        .filter_map(|b| b.lines().find_map(|l| l.strip_prefix("data: ")))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok()?.as_object()?.keys().next().cloned())
+        .collect();
+    assert_eq!(updated, ["invoke", "interrupt", "invoke", "interrupt", "invoke", "exception", "invoke", "success"], "{text}");
+    assert!(!text.contains("event: error"), "{text}");
+    let st = get(&format!("{}/threads/{tid}/state", s.url));
+    assert_eq!((st["values"]["input"].as_str(), &st["values"]["prompt_args"]), (Some("And again?"), &json!({"audience": "hikers"})));
+    // Debugged from afar: a breakpoint on the exception state stops the run there; continue ends it.
+    let (code, b) = call(
+        "POST",
+        &format!("{}/runs", s.url),
+        Some(json!({"assistant_id": "research-desk.researcher", "input": {"message": "Mont Blanc?", "args": {"audience": "climbers"}}, "breakpoints": [{"node": "nope"}]})),
+        None,
+    );
+    assert_eq!(code, 422, "{b}");
+    let run = post(
+        &format!("{}/runs", s.url),
+        json!({"assistant_id": "research-desk.researcher", "input": {"message": "Mont Blanc?", "args": {"audience": "climbers"}}, "breakpoints": [{"node": "exception"}]}),
+    )["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let run_url = format!("{}/switchyard/runs/{run}", s.url);
+    let settled = |want: &str| {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let r = get(&run_url);
+            if r["status"] == want && r["active"] == false {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "never {want}: {r}");
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    };
+    let r = settled("paused");
+    assert_eq!(r["step"], 5, "invoke, interrupt, invoke, interrupt, invoke: paused before `exception`: {r}");
+    post(&format!("{run_url}/continue"), json!({}));
+    let r = settled("completed");
+    assert_eq!(r["output"], answer, "{r}");
 }

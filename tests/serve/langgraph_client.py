@@ -71,4 +71,15 @@ out["loki_run_status"] = client.runs.get(t2, run_id)["status"]
 audit = httpx.get(f"{url}/switchyard/answers", params={"run_id": run_id}, headers=headers).json()
 out["audit"] = [(a["interrupt_id"], a["answer"], a["who"]) for a in audit]
 
+# An LLLM agent: the user message from `messages`, a prompt argument beside it; one wait.
+t3 = client.threads.create()["thread_id"]
+done = client.runs.wait(
+    t3,
+    "research-desk.researcher",
+    input={"messages": [{"role": "user", "content": "How tall is Mont Blanc?"}], "audience": "hikers"},
+)
+out["lllm_delivery"] = (done.get("delivery") or {}).get("content")
+out["lllm_state"] = client.threads.get_state(t3)["values"]["state"]
+out["lllm_run_status"] = client.runs.list(t3)[0]["status"]
+
 print(json.dumps(out))

@@ -281,9 +281,14 @@ async fn sy_assistant_source(State(st): State<AppState>, Path(id): Path<String>)
 
 async fn assistant_schemas(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let a = find(&st, &id)?;
+    let input_schema = match a.dialect {
+        // The user message and the prompt arguments (`lllm_input`).
+        "lllm" => json!({"type": "object", "properties": {"messages": {"type": "array"}, "message": {"type": "string"}, "args": {"type": "object"}}}),
+        _ => json!({"type": "object", "properties": {"messages": {"type": "array"}, "input": {"type": "string"}}}),
+    };
     Ok(Json(json!({
         "graph_id": a.graph_id,
-        "input_schema": {"type": "object", "properties": {"messages": {"type": "array"}, "input": {"type": "string"}}},
+        "input_schema": input_schema,
         "output_schema": {"type": "object"},
         "state_schema": {"type": "object"},
         "config_schema": {"type": "object"},
@@ -603,6 +608,31 @@ fn split_input(input: Option<&Value>) -> ApiResult<(Option<String>, Option<Map<S
     }
 }
 
+/// What a LangGraph input becomes for an LLLM agent: the user message and the prompt
+/// arguments. The message as [`split_input`] finds it (the last user message of `messages`,
+/// `input`, `initial_prompt`, `prompt`), else `message`; the arguments are the object under
+/// `args` (or `prompt_args`) over every other key.
+fn lllm_input(input: Option<&Value>) -> ApiResult<(Option<String>, Option<Map<String, Value>>)> {
+    let (mut text, state) = split_input(input)?;
+    let mut args = state.unwrap_or_default();
+    if text.is_none()
+        && let Some(Value::String(m)) = args.get("message")
+    {
+        text = Some(m.clone());
+        args.remove("message");
+    }
+    let mut named = Map::new();
+    for k in ["args", "prompt_args"] {
+        match args.remove(k) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(o)) => named.extend(o),
+            Some(other) => return Err(ApiError::new(422, format!("`{k}` holds an LLLM agent's prompt arguments: an object, not {other}"))),
+        }
+    }
+    args.extend(named);
+    Ok((text, (!args.is_empty()).then_some(args)))
+}
+
 /// Start a run (or answer the thread's question): returns the run's row.
 fn create_run(st: &AppState, tid: Option<String>, body: RunCreate, who: String, run_id: Option<String>) -> ApiResult<crate::db::RunRow> {
     let engine = st.engine.as_ref();
@@ -651,14 +681,19 @@ fn create_run(st: &AppState, tid: Option<String>, body: RunCreate, who: String, 
             )));
         }
     }
-    let (input, state) = split_input(body.input.as_ref())?;
-    // A thread goes on from its last completed run's state.
+    let lllm = a.dialect == "lllm";
+    let (input, state) = if lllm { lllm_input(body.input.as_ref())? } else { split_input(body.input.as_ref())? };
+    // A thread goes on from its last completed run's state (an LLLM agent's call starts anew:
+    // with the prompt arguments the last one had).
     let mut seed = match last {
         Some((row, Some(rec))) if rec.status == "completed" && row.assistant_id == a.assistant_id => {
             engine.latest_history(&row.run_id)?.and_then(|h| h.state.as_object().cloned())
         }
         _ => None,
     };
+    if lllm {
+        seed = seed.and_then(|s| s.get("prompt_args").and_then(Value::as_object).cloned());
+    }
     if let Some(s) = state {
         seed.get_or_insert_with(Map::new).extend(s);
     }
@@ -1313,6 +1348,21 @@ mod tests {
         assert_eq!(split_input(None).unwrap(), (None, None));
         assert_eq!(split_input(Some(&json!([1]))).unwrap_err().status, 422);
         assert_eq!(split_input(Some(&json!({"messages": [{"role": "assistant", "content": "x"}]}))).unwrap_err().status, 422);
+    }
+
+    #[test]
+    fn an_lllm_input_is_a_user_message_and_prompt_arguments() {
+        let (t, a) = lllm_input(Some(&json!({"messages": [{"role": "user", "content": "hi"}], "audience": "hikers"}))).unwrap();
+        assert_eq!((t.as_deref(), a), (Some("hi"), Some(json!({"audience": "hikers"}).as_object().unwrap().clone())));
+        // `message` and `args` (named arguments win over loose keys); `prompt_args` too.
+        let (t, a) = lllm_input(Some(&json!({"message": "go", "args": {"topic": "K2", "x": 2}, "x": 1}))).unwrap();
+        assert_eq!((t.as_deref(), a), (Some("go"), Some(json!({"topic": "K2", "x": 2}).as_object().unwrap().clone())));
+        let (t, a) = lllm_input(Some(&json!({"input": "q", "prompt_args": {"k": "v"}}))).unwrap();
+        assert_eq!((t.as_deref(), a), (Some("q"), Some(json!({"k": "v"}).as_object().unwrap().clone())));
+        assert_eq!(lllm_input(Some(&json!("plain"))).unwrap(), (Some("plain".into()), None));
+        assert_eq!(lllm_input(None).unwrap(), (None, None));
+        let e = lllm_input(Some(&json!({"message": "m", "args": [1]}))).unwrap_err();
+        assert!(e.status == 422 && e.message.contains("`args`"), "{e:?}");
     }
 
     #[test]

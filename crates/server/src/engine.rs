@@ -595,6 +595,15 @@ pub fn start_parts(spec: &StartSpec, llm: LlmMode) -> Result<StartParts, ApiErro
     if !a.errors.is_empty() {
         return Err(ApiError::new(422, format!("assistant {} has errors and does not run:\n{}", a.graph_id, a.errors.join("\n"))));
     }
+    if a.dialect == "lllm" && spec.input.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        return Err(ApiError::new(
+            422,
+            format!(
+                "assistant {} is an LLLM agent: its run needs a user message, e.g. `input: {{\"messages\": [{{\"role\": \"user\", \"content\": \"…\"}}]}}` or `{{\"message\": \"…\", \"args\": {{…}}}}`",
+                a.graph_id
+            ),
+        ));
+    }
     let doc = model::doc::load_path(&a.file);
     if doc.io_error {
         let why = doc.diagnostics.first().map(|d| d.message.clone()).unwrap_or_default();
