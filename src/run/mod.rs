@@ -14,6 +14,7 @@ pub use ::sherma::machine as sherma;
 pub use ::launch;
 pub use runtime::narrate;
 pub use ::loki::machine as loki;
+pub use ::lllm::machine as lllm;
 pub use ::loki::tools as loki_tools;
 pub use runtime::driver;
 pub use connect::mcp;

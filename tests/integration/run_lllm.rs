@@ -88,6 +88,11 @@ fn run_case(dir: &Path) -> Vec<String> {
         }
         fake
     });
+    // A run that must not start: its error names the place and what to do.
+    if let Some(want) = case["expect"].get("start_error") {
+        let err = launch::start(doc, &req, RunOptions::new(Box::new(NoProvider))).err().unwrap_or_default();
+        return strs(want).into_iter().filter(|t| !err.contains(t.as_str())).map(|t| format!("start error: expected `{t}` in `{err}`")).collect();
+    }
     let mut s: RunSession = match &fake {
         Some(f) => {
             let live = switchyard::llm::LiveProvider::new(f.config("sk-lllm-test", 30.0));
@@ -250,12 +255,19 @@ fn the_cli_runs_an_lllm_agent_offline() {
 }
 
 #[test]
-fn a_python_prompt_module_is_refused_with_its_place() {
+fn a_python_prompt_module_of_the_corpus_gives_the_prompt_and_needs_trust() {
+    // The corpus' code-review service declares its prompts in `prompts/system.py`
+    // (`from lllm.core.prompt import Prompt`; lllm itself is not installed: the stand-in reads it).
     let cfg = switchyard::testdata::conformance_dir().join("lllm/main-6845bfa/examples/code_review_service/configs/default.yaml");
     let doc = Arc::new(switchyard::doc::load_path(&cfg));
     let req = RunRequest { agent: Some("analyzer".into()), input: Some("review this".into()), ..Default::default() };
-    let err = launch::start(doc, &req, RunOptions::new(Box::new(NoProvider))).err().expect("refused");
-    assert!(err.contains("prompts/system.py:") && err.contains("does not run prompt modules"), "{err}");
+    let s = launch::start(doc.clone(), &req, RunOptions::new(Box::new(NoProvider))).unwrap_or_else(|e| panic!("{e}"));
+    let system = s.state()["dialogs"][0]["messages"][0]["content"].as_str().unwrap_or("").to_string();
+    assert!(system.starts_with("You are an expert code analyst."), "{system}");
+    // Not trusted: refused with the module's place and what to do; nothing ran.
+    let opts = switchyard::run::lllm::LllmOptions { trusted: false, ..Default::default() };
+    let err = switchyard::run::lllm::LllmMachine::new(doc, Some("analyzer"), Some("x"), None, opts).err().expect("refused");
+    assert!(err.contains("prompts/system.py:11") && err.contains("trust the folder to run its prompt modules"), "{err}");
 }
 
 #[test]
@@ -286,4 +298,32 @@ fn a_durable_lllm_run_stopped_on_a_fork_resumes_to_the_same_end() {
     }
     let ids: Vec<String> = s.state()["dialogs"].as_array().unwrap().iter().map(|d| d["id"].as_str().unwrap().to_string()).collect();
     assert_eq!(ids, ["main", "main.exception1", "main.exception2"]);
+}
+
+#[test]
+fn a_replay_reads_a_recorded_prompt_module_without_running_python() {
+    use switchyard::llm::cassette::{Recorder, Replayer};
+    use switchyard::run::lllm::{LllmMachine, LllmOptions};
+    let dir = test_support::TempDir::new("lllm-module-cassette");
+    let cassette = dir.join("solver.cassette.json");
+    let doc = Arc::new(switchyard::doc::load_path(&cases_dir().join("prompt_module/config.yaml")));
+    let (input, args) = ("What is 2 + 3?", json!({"user": "Ada"}));
+    let req = RunRequest { agent: Some("solver".into()), input: Some(input.into()), state: Some(args.clone()), ..Default::default() };
+    let scripted = launch::provider_for(&doc, &req).unwrap_or_else(|e| panic!("{e}"));
+    let mut s = launch::session(doc.clone(), &req, RunOptions::new(Box::new(Recorder::new(scripted, &cassette)))).unwrap_or_else(|e| panic!("{e}"));
+    s.run();
+    assert!(matches!(s.status(), Status::Finished { status: RunStatus::Completed, .. }), "{}", dump(&s));
+    // The replay may not run Python (the folder is "not trusted"): the prompt and the prompt's
+    // tool come from the cassette.
+    let replay = Replayer::load(&cassette, true).unwrap();
+    let opts = LllmOptions { trusted: false, ..Default::default() };
+    let m = LllmMachine::with_provider(doc, Some("solver"), Some(input), Some(args), opts, Some(&replay)).unwrap_or_else(|e| panic!("{e}"));
+    let mut r = RunSession::new(Box::new(m), json!(input), RunOptions::new(Box::new(replay)));
+    r.run();
+    match r.status() {
+        Status::Finished { status: RunStatus::Completed, output } => assert_eq!(output, &json!("<answer>5</answer>")),
+        other => panic!("{other:?}\n{}", dump(&r)),
+    }
+    assert_eq!(r.state()["dialogs"][0]["messages"][0]["content"], "You solve sums for Ada. Answer as <answer>...</answer>.");
+    assert!(tool_texts(&r.events())[0].starts_with("Return of calling function add"), "{}", dump(&r));
 }

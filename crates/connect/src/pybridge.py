@@ -7,6 +7,9 @@
 # Requests:  {"id": N, "op": "describe" | "call", "path": "pkg.mod.attr", "args": {...}}
 #            {"id": N, "op": "hook", "path": "pkg.mod.HookClass", "args": {"method": "before_llm_call",
 #             "ctx": {...}}} -> result {"defined": false} or {"defined": true, "ctx": {...}}
+#            {"id": N, "op": "define", "path": "module_name", "args": {"source": "..."}}: a module of
+#             the engine's own (e.g. the LLLM prompt reader) run from `source` and kept in
+#             sys.modules; defining it again with the same source does nothing
 # Responses: {"id": N, "ok": true, "result": ...}
 #            {"id": N, "ok": false, "kind": "import" | "call", "type", "message",
 #             "traceback", "module", "sys_path"}
@@ -449,6 +452,28 @@ def hook(path, args):
     return {"defined": True, "returned": returned is not None, "ctx": out}
 
 
+def define(name, source):
+    if not name or not all(p.isidentifier() for p in name.split(".")):
+        raise ValueError("%r is not a module name" % (name,))
+    mod = sys.modules.get(name)
+    if mod is not None and getattr(mod, "__switchyard_source__", None) == source:
+        return {"defined": name}
+    import types
+
+    mod = types.ModuleType(name)
+    mod.__file__ = "<switchyard:%s>" % name
+    mod.__switchyard_source__ = source
+    sys.modules[name] = mod
+    try:
+        exec(compile(source, mod.__file__, "exec"), mod.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    for k in [k for k in _RESOLVED if k.startswith(name + ".")]:
+        del _RESOLVED[k]
+    return {"defined": name}
+
+
 def to_json(x, depth=0):
     if x is None or isinstance(x, (bool, int, str)):
         return x
@@ -508,6 +533,8 @@ def handle(req):
             result = to_json(call(path, req.get("args")))
         elif op == "hook":
             result = hook(path, req.get("args") or {})
+        elif op == "define":
+            result = define(path, str((req.get("args") or {}).get("source", "")))
         else:
             return _error(rid, "call", None, message="unknown bridge op %r" % (op,))
     except ImportFail as e:

@@ -280,6 +280,13 @@ impl PyBridge {
         Ok(Some(r.get("ctx").cloned().unwrap_or(Value::Null)))
     }
 
+    /// Define the module `name` in the interpreter from `source` (a module of the engine's own,
+    /// such as the LLLM prompt reader), unless it already holds it with that source. A process
+    /// that restarted (after a timeout, a crash or a stop) has lost it: define it before each use.
+    pub fn define_module(&mut self, name: &str, source: &str) -> Result<(), PyError> {
+        self.request("define", name, &json!({"source": source}), DESCRIBE_TIMEOUT, None).map(|_| ())
+    }
+
     /// The newest stderr output of the process (bounded): tools' prints and warnings.
     pub fn stderr_tail(&self) -> String {
         self.proc
@@ -756,6 +763,24 @@ mod tests {
     }
 
     const T: Duration = Duration::from_secs(20);
+
+    #[test]
+    fn a_defined_module_is_callable_and_a_new_source_replaces_it() {
+        if !have_python() {
+            return;
+        }
+        let d = Dir::new("define");
+        let mut b = d.bridge();
+        let src = "def twice(x):\n    return x * 2\n";
+        b.define_module("sy_helper", src).unwrap();
+        b.define_module("sy_helper", src).unwrap();
+        assert_eq!(b.call("sy_helper.twice", &json!({"x": 21}), T).unwrap(), json!(42));
+        // A new source replaces the old one (the resolved function is not kept).
+        b.define_module("sy_helper", "def twice(x):\n    return x * 3\n").unwrap();
+        assert_eq!(b.call("sy_helper.twice", &json!({"x": 2}), T).unwrap(), json!(6));
+        assert!(b.define_module("not a name", src).is_err());
+        assert!(matches!(b.define_module("sy_bad", "def (:\n"), Err(PyError::Call { .. })));
+    }
 
     const PLAIN: &str = r#"
 import asyncio

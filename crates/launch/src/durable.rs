@@ -66,7 +66,7 @@ fn prepare(
         Some(p) => p,
         None => crate::provider::online_if(crate::provider_from_choice(&doc, &llm)?, req.allow_network),
     };
-    let machine = crate::machine_for(doc.clone(), req, crate::sherma_options(&*provider))?;
+    let machine = crate::machine_with(doc.clone(), req, crate::sherma_options(&*provider), Some(&*provider))?;
     if machine.snapshot().is_null() {
         return Err("this run cannot be made durable".into());
     }
@@ -187,7 +187,7 @@ pub fn rebuild(
     let (at, machine_snap, position) = ResumePoint::parse(snapshot, status)?;
     // The network stays as the run started: allowed for this run, or not.
     let provider = crate::provider::online_if(provider, req.allow_network);
-    let mut machine = crate::machine_for(doc, req, crate::sherma_options(&*provider))?;
+    let mut machine = crate::machine_with(doc, req, crate::sherma_options(&*provider), Some(&*provider))?;
     machine.restore(&machine_snap)?;
     provider.restore_position(&position)?;
     options.provider = provider;

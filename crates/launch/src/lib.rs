@@ -37,6 +37,17 @@ use std::sync::Arc;
 
 /// The machine for `doc` (either dialect), its children seeing [`child_env`] of the document.
 pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) -> Result<Box<dyn Machine>, String> {
+    machine_with(doc, req, sherma, None)
+}
+
+/// [`machine_for`] in a run with `provider`: an LLLM prompt module's prompt is an effect it
+/// records, or replays without running Python.
+pub fn machine_with(
+    doc: Arc<Document>,
+    req: &RunRequest,
+    sherma: ShermaOptions,
+    provider: Option<&dyn runtime::provider::LlmProvider>,
+) -> Result<Box<dyn Machine>, String> {
     match doc.dialect() {
         Some(Dialect::Sherma) => {
             let input = sherma_input(req.input.as_deref(), req.state.clone())?;
@@ -55,9 +66,12 @@ pub fn machine_for(doc: Arc<Document>, req: &RunRequest, sherma: ShermaOptions) 
                 network: sherma.network,
                 python_path: req.python_path.clone(),
                 child_env: child_env(&doc),
+                // The front end's trust decision for this file (its folder, or `--trust`).
+                trusted: model::doc::env::env_allowed(&doc.path),
                 ..lllm::LllmOptions::default()
             };
-            Ok(Box::new(lllm::LllmMachine::new(doc, req.agent.as_deref(), req.input.as_deref(), req.state.clone(), opts)?))
+            let (agent, input) = (req.agent.as_deref(), req.input.as_deref());
+            Ok(Box::new(lllm::LllmMachine::with_provider(doc, agent, input, req.state.clone(), opts, provider)?))
         }
         None => Err(format!(
             "{} is neither a sherma agent (`manifest_version: 1`) nor a Loki graph (`version: \"1.0\"`); \
@@ -105,7 +119,7 @@ pub fn start(doc: Arc<Document>, req: &RunRequest, mut options: RunOptions) -> R
 
 /// Start a session with the provider already in `options` (front ends that let the user pick it).
 pub fn session(doc: Arc<Document>, req: &RunRequest, options: RunOptions) -> Result<RunSession, String> {
-    let machine = machine_for(doc, req, sherma_options(&*options.provider))?;
+    let machine = machine_with(doc, req, sherma_options(&*options.provider), Some(&*options.provider))?;
     Ok(RunSession::new(machine, input_of(req), options))
 }
 

@@ -343,11 +343,17 @@ impl Builder {
                     self.host("skill URL", &u, at_of(v));
                 }
             }
-            if let Some(p) = l.prompt_of(&a.name)
-                && let Some(model::doc::lllm::package::PromptHit::File(f)) = &p.hit
-            {
+            if let Some(p) = l.prompt_of(&a.name) {
                 let at = a.get("system_prompt_path").map(at_of).unwrap_or(Origin { file: PathBuf::new(), line: 0, column: 0 });
-                self.read_file("prompt", f, at);
+                match &p.hit {
+                    Some(model::doc::lllm::package::PromptHit::File(f)) => self.read_file("prompt", f, at),
+                    // A prompt module's prompt is read by running the module (the Python bridge).
+                    Some(model::doc::lllm::package::PromptHit::Module(m, line)) => {
+                        let detail = Some(format!("prompt module of agent {} (prompt `{}`, declared at line {line})", a.name, p.path));
+                        self.exec("python import", m.display().to_string(), detail, at);
+                    }
+                    None => {}
+                }
             }
         }
     }

@@ -19,13 +19,13 @@
 //! Breakpoint conditions are CEL over it (`state.exception_retries.size() >= 2`, or the fields
 //! bare).
 
-use crate::prompt::{self, Prompt};
+use crate::prompt::{self, Located, ModuleRef, Prompt};
 use crate::tools;
-use connect::pybridge::PyBridge;
+use connect::pybridge::{PyBridge, PyError};
 use model::doc::Document;
 use model::skills::AgentSkill;
 use runtime::events::{EventBody, RouteReason};
-use runtime::provider::{ErrorKind, LlmRequest, ModelRef, ToolCall};
+use runtime::provider::{ErrorKind, LlmProvider, LlmRequest, ModelRef, ToolCall};
 use runtime::session::{Cx, Machine, Pending, StepOutcome};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -50,6 +50,8 @@ fn kind_of(node: &str) -> &'static str {
 
 /// How long one Python tool call may take.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long importing a prompt module may take (by default).
+const PROMPT_TIMEOUT: Duration = Duration::from_secs(60);
 /// LLLM's "unlimited" interrupt steps (`max_interrupt_steps: 0`).
 const UNLIMITED_STEPS: u64 = 100;
 /// The checkpoint format of [`Machine::snapshot`].
@@ -65,11 +67,23 @@ pub struct LllmOptions {
     pub child_env: connect::childenv::ChildEnv,
     /// Scales the `llm_recall` back-off (tests use a small one).
     pub backoff_scale: f64,
+    /// Whether the config's folder is trusted for this run: a prompt module runs only then
+    /// (front ends refuse untrusted runs before; this keeps library callers honest).
+    pub trusted: bool,
+    /// How long importing a prompt module may take.
+    pub prompt_timeout: Duration,
 }
 
 impl Default for LllmOptions {
     fn default() -> Self {
-        LllmOptions { network: false, python_path: Vec::new(), child_env: Default::default(), backoff_scale: 1.0 }
+        LllmOptions {
+            network: false,
+            python_path: Vec::new(),
+            child_env: Default::default(),
+            backoff_scale: 1.0,
+            trusted: false,
+            prompt_timeout: PROMPT_TIMEOUT,
+        }
     }
 }
 
@@ -77,6 +91,8 @@ impl Default for LllmOptions {
 #[derive(Clone, Debug)]
 enum Tool {
     Python { import_path: String },
+    /// A function the prompt module's `Prompt` declares (`function_list`).
+    PromptFunction { module: ModuleRef, name: String },
     ActivateSkill,
 }
 
@@ -184,6 +200,25 @@ impl CallState {
     }
 }
 
+/// What the prompt reader (`prompt_module.py`) gives for a module's prompt, run in `bridge`
+/// (started here, kept for the run's tools); bounded by `opts.prompt_timeout`.
+fn read_module(m: &ModuleRef, python_path: &[PathBuf], opts: &LllmOptions, bridge: &mut Option<PyBridge>) -> Result<Value, String> {
+    let at = format!("{}:{}", m.file.display(), m.line);
+    if bridge.is_none() {
+        let py = PyBridge::start_with_env(None, python_path, opts.child_env.clone()).map_err(|e| format!("prompt module {at}: {e}"))?;
+        *bridge = Some(py);
+    }
+    let py = bridge.as_mut().expect("started");
+    py.define_module(prompt::READER, prompt::READER_SOURCE).map_err(|e| format!("prompt module {at}: Switchyard's prompt reader did not load: {e}"))?;
+    py.call(&format!("{}.load", prompt::READER), &prompt::reader_args(m), opts.prompt_timeout).map_err(|e| match e {
+        PyError::Timeout { .. } => format!(
+            "prompt module {at}: importing it did not finish within {:.0} s, so its Python process was killed (does the module wait or loop when imported?)",
+            opts.prompt_timeout.as_secs_f64()
+        ),
+        other => format!("prompt module {at}: {other}"),
+    })
+}
+
 /// LiteLLM's client settings: how to reach the model, not arguments of the call. They are not
 /// sent (the provider file and the keyring say how to reach a model).
 const CLIENT_SETTINGS: [&str; 15] = [
@@ -238,6 +273,19 @@ impl LllmMachine {
     /// A run of `agent` (default: the first) of the LLLM config `doc` for the user message
     /// `input`, the system prompt rendered with `prompt_args` (a JSON object).
     pub fn new(doc: Arc<Document>, agent: Option<&str>, input: Option<&str>, prompt_args: Option<Value>, opts: LllmOptions) -> Result<LllmMachine, String> {
+        LllmMachine::with_provider(doc, agent, input, prompt_args, opts, None)
+    }
+
+    /// [`LllmMachine::new`] for a run with `provider`: a prompt module's prompt is an effect it
+    /// records, or replays without running Python.
+    pub fn with_provider(
+        doc: Arc<Document>,
+        agent: Option<&str>,
+        input: Option<&str>,
+        prompt_args: Option<Value>,
+        opts: LllmOptions,
+        provider: Option<&dyn LlmProvider>,
+    ) -> Result<LllmMachine, String> {
         let l = doc.lllm().ok_or_else(|| format!("{} is not an LLLM config", doc.path.display()))?;
         if let Some(d) = doc.diagnostics.iter().find(|d| d.is_error()) {
             return Err(format!("{} has errors; the first: {} (line {}); `switchyard validate` lists them", doc.path.display(), d.message, d.line));
@@ -256,7 +304,44 @@ impl LllmMachine {
             Some(Value::Object(m)) => m,
             Some(_) => return Err("the prompt arguments must be a JSON object (`--state '{\"topic\": \"…\"}'`)".into()),
         };
-        let prompt = prompt::load(&doc, l, &name)?;
+        let mut python_path: Vec<PathBuf> = Vec::new();
+        if let Some(p) = l.package() {
+            python_path.push(p.root.clone());
+        }
+        if !python_path.contains(&doc.base_dir) {
+            python_path.push(doc.base_dir.clone());
+        }
+        python_path.extend(opts.python_path.iter().cloned());
+        let mut warnings = Vec::new();
+        let mut bridge: Option<PyBridge> = None;
+        let prompt = match prompt::locate(&doc, l, &name)? {
+            Located::Ready(p) => p,
+            Located::Module { path, module } => {
+                let key = prompt::effect_key(&module);
+                let answer = match provider.and_then(|p| p.replay_effect("invoke", "load_prompt", &key)) {
+                    Some(recorded) => recorded?,
+                    None => {
+                        if !opts.trusted {
+                            return Err(format!(
+                                "prompt `{path}` of agent `{name}` is declared by the Python prompt module {}:{}, which a run reads by running it; \
+                                 the folder is not trusted: trust the folder to run its prompt modules (`switchyard trust {}`, or `--trust` for one run)",
+                                module.file.display(),
+                                module.line,
+                                model::doc::project_root(&doc.path).display()
+                            ));
+                        }
+                        let out = read_module(&module, &python_path, &opts, &mut bridge);
+                        if let Some(p) = provider {
+                            p.record_effect("invoke", "load_prompt", &key, &out);
+                        }
+                        out?
+                    }
+                };
+                let (p, mut notes) = prompt::from_module(&path, &name, &module, &answer)?;
+                warnings.append(&mut notes);
+                p
+            }
+        };
         let system = prompt::render(&prompt.template, &prompt_args).map_err(|e| format!("prompt `{}` of agent `{name}`: {e}", prompt.path))?;
         let count = |k: &str, default: u64| -> u64 { a.get(k).and_then(|v| v.to_json().as_u64()).unwrap_or(default) };
         let max_interrupt_steps = match count("max_interrupt_steps", 5) {
@@ -264,7 +349,6 @@ impl LllmMachine {
             n => n,
         };
         let mut python_tools = Vec::new();
-        let mut warnings = Vec::new();
         if let Some(Value::Array(list)) = a.get("tools").map(|v| v.to_json()) {
             for t in list.iter().filter_map(Value::as_str) {
                 match tools::import_path(t) {
@@ -294,14 +378,6 @@ impl LllmMachine {
         if !skills.is_empty() {
             system_text.push_str(&tools::catalogue_block(&skills));
         }
-        let mut python_path: Vec<PathBuf> = Vec::new();
-        if let Some(p) = l.package() {
-            python_path.push(p.root.clone());
-        }
-        if !python_path.contains(&doc.base_dir) {
-            python_path.push(doc.base_dir.clone());
-        }
-        python_path.extend(opts.python_path.iter().cloned());
         let limits = json!({
             "max_exception_retry": count("max_exception_retry", 3),
             "max_interrupt_steps": max_interrupt_steps,
@@ -332,7 +408,7 @@ impl LllmMachine {
             child_env: opts.child_env,
             backoff_scale: opts.backoff_scale,
             offered: Mutex::new(None),
-            py: Mutex::new(None),
+            py: Mutex::new(bridge),
             prompt,
         };
         let mut messages = Vec::new();
@@ -375,7 +451,15 @@ impl LllmMachine {
         if let Some(t) = slot.as_ref() {
             return Ok(t.clone());
         }
-        let mut out = Vec::new();
+        let mut out: Vec<(Value, Tool)> = Vec::new();
+        if let Some(m) = &sh.prompt.module {
+            for f in &sh.prompt.functions {
+                let name = f.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                if !name.is_empty() && !out.iter().any(|(v, _)| v["name"] == name.as_str()) {
+                    out.push((f.clone(), Tool::PromptFunction { module: m.clone(), name }));
+                }
+            }
+        }
         for path in &sh.python_tools {
             let info = cx.effect("invoke", "describe_tool", &json!({"import_path": path}), || {
                 let info = self.with_python(|py| py.describe(path).map_err(|e| e.to_string()))?;
@@ -586,6 +670,15 @@ impl LllmMachine {
                     Some(Tool::Python { import_path }) => cx.tool("interrupt", &call.name, &call.args, || {
                         self.with_python(|py| py.call_until(&import_path, &call.args, TOOL_TIMEOUT, Some(cx.stop)).map_err(|e| e.to_string()))
                     }),
+                    Some(Tool::PromptFunction { module, name }) => cx.tool("interrupt", &call.name, &call.args, || {
+                        self.with_python(|py| {
+                            py.define_module(prompt::READER, prompt::READER_SOURCE).map_err(|e| e.to_string())?;
+                            let mut args = prompt::reader_args(&module);
+                            args["function"] = Value::String(name.clone());
+                            args["args"] = call.args.clone();
+                            py.call_until(&format!("{}.call_function", prompt::READER), &args, TOOL_TIMEOUT, Some(cx.stop)).map_err(|e| e.to_string())
+                        })
+                    }),
                 }
             };
             let (result, error) = match outcome {
@@ -757,6 +850,61 @@ impl Machine for LllmMachine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A config in a fresh folder with a prompt module `prompts/m.py` of `module` text.
+    fn module_config(tag: &str, module: &str) -> (PathBuf, Arc<Document>) {
+        let dir = std::env::temp_dir().join(format!("switchyard-lllm-{tag}-{}-{:?}", std::process::id(), std::time::Instant::now()));
+        std::fs::create_dir_all(dir.join("prompts")).unwrap();
+        std::fs::write(dir.join("lllm.toml"), "[package]\nname = \"t\"\n").unwrap();
+        std::fs::write(dir.join("prompts/m.py"), module).unwrap();
+        std::fs::write(dir.join("config.yaml"), "global:\n  model_name: gpt-4o-mini\nagent_configs:\n  - name: a\n    system_prompt_path: m/p\n").unwrap();
+        let doc = Arc::new(model::doc::load_path(&dir.join("config.yaml")));
+        (dir, doc)
+    }
+
+    fn have_python() -> bool {
+        let ok = std::process::Command::new(std::env::var_os("SWITCHYARD_PYTHON").filter(|p| !p.is_empty()).unwrap_or_else(|| "python3".into()))
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            eprintln!("note: no python3; skipping a prompt-module test");
+        }
+        ok
+    }
+
+    #[test]
+    fn a_prompt_module_that_never_finishes_importing_is_stopped_at_the_timeout() {
+        if !have_python() {
+            return;
+        }
+        let (dir, doc) = module_config("slow", "import time\ntime.sleep(600)\nfrom lllm import Prompt\np = Prompt(path=\"p\", prompt=\"x\")\n");
+        let opts = LllmOptions { trusted: true, prompt_timeout: Duration::from_secs(2), ..LllmOptions::default() };
+        let err = LllmMachine::new(doc, None, Some("hi"), None, opts).err().expect("timed out");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(err.contains("prompts/m.py:4") && err.contains("did not finish within 2 s"), "{err}");
+    }
+
+    #[test]
+    fn a_module_prompt_reads_its_old_shape_and_refuses_untrusted_runs() {
+        if !have_python() {
+            return;
+        }
+        // LLLM 2025-11 (`lllm.models`): tags and handler messages on the Prompt itself.
+        let (dir, doc) = module_config(
+            "old",
+            "from lllm.models import Prompt\np = Prompt(\n    path='p',\n    prompt='Hi {who}',\n    xml_tags=['answer'],\n    exception_prompt='Bad: {error_message}',\n    format={'type': 'object', 'required': ['v']},\n)\n",
+        );
+        let opts = LllmOptions { trusted: true, ..LllmOptions::default() };
+        let m = LllmMachine::new(doc.clone(), None, Some("hi"), Some(json!({"who": "Ada"})), opts).unwrap_or_else(|e| panic!("{e}"));
+        let p = &m.shared.prompt;
+        assert_eq!((p.template.as_str(), p.front.xml_tags.clone(), p.on_exception()), ("Hi {who}", vec!["answer".to_string()], "Bad: {error_message}"));
+        assert_eq!(p.front.format, Some(json!({"type": "object", "required": ["v"]})));
+        assert_eq!(m.st.dialogs[0].messages[0]["content"], "Hi Ada");
+        let err = LllmMachine::new(doc, None, Some("hi"), None, LllmOptions::default()).err().expect("untrusted");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(err.contains("prompts/m.py:3") && err.contains("trust the folder to run its prompt modules"), "{err}");
+    }
 
     #[test]
     fn every_model_argument_is_sent_but_client_settings() {

@@ -1,10 +1,19 @@
 //! An LLLM agent's system prompt at run time, and what its replies must look like.
 //!
 //! Upstream, a prompt is a Python `Prompt` object (template, parser, tools, handlers) registered
-//! by a prompt module. Switchyard does not run prompt modules: a run reads the prompt **file**
-//! `system_prompt_path` names (`<prompt folder>/<key>.md` or `.txt`: the package's prompt folders
-//! from `lllm.toml`, else `prompts/` beside the config or beside its folder), or the inline
-//! `system_prompt`. A prompt a Python module declares is refused with the module and line.
+//! by a prompt module. A run reads the prompt **file** `system_prompt_path` names
+//! (`<prompt folder>/<key>.md` or `.txt`: the package's prompt folders from `lllm.toml`, else
+//! `prompts/` beside the config or beside its folder), or the inline `system_prompt`.
+//!
+//! A prompt a Python **prompt module** declares ([`Located::Module`]) is read by running the
+//! module, through the Python bridge, and only in a run whose folder is trusted ([`from_module`]):
+//! `prompt_module.py` (defined in the bridge as `switchyard_lllm`) imports the module by file as
+//! LLLM's discovery does and reads the `Prompt` whose `path` the declaration gives: its template,
+//! its parser's tags, `format` (a pydantic model's JSON Schema), the handler messages and the
+//! functions it declares (offered as tools, called through the bridge). Without the `lllm`
+//! package in that Python, a stand-in `lllm` (`lllm.core.prompt`, `lllm.models`, …) captures the
+//! declarations. What the module gave is a recorded effect (`load_prompt`), so a replay of a
+//! cassette that recorded it runs no Python. Opening and validating a config run nothing.
 //!
 //! A prompt file may start with a YAML front matter (a Switchyard extension) carrying what the
 //! Python object would: the parser's tags (`xml_tags`, `md_tags`, `signal_tags`,
@@ -58,15 +67,50 @@ pub struct Front {
 }
 
 /// An agent's prompt: the template, where it came from, its parser and handlers.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Prompt {
     /// `system_prompt_path` as written, or `inline`.
     pub path: String,
-    /// The prompt file (`None` for an inline prompt).
+    /// The prompt file or module (`None` for an inline prompt).
     pub file: Option<PathBuf>,
     pub template: String,
     pub front: Front,
+    /// The prompt module it came from.
+    pub module: Option<ModuleRef>,
+    /// The functions a module's prompt declares (`function_list`), as tools are offered:
+    /// `{"name", "description", "parameters"}`.
+    pub functions: Vec<Value>,
 }
+
+/// A prompt a Python prompt module declares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModuleRef {
+    /// The module file.
+    pub file: PathBuf,
+    /// The 1-based line of the `Prompt(path=…)` declaration.
+    pub line: u32,
+    /// The `path` the declaration gives the `Prompt`.
+    pub prompt_path: String,
+    /// The name the module is imported under (`_lllm_prompts.<its path>`).
+    pub module: String,
+    /// The file relative to the config's folder (what a recording keys the prompt by).
+    pub shown: String,
+}
+
+/// Where an agent's prompt comes from: ready (a file, inline), or a prompt module to run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Located {
+    Ready(Prompt),
+    Module {
+        /// `system_prompt_path` as written.
+        path: String,
+        module: ModuleRef,
+    },
+}
+
+/// The name of the prompt reader in the Python bridge, and its source.
+pub const READER: &str = "switchyard_lllm";
+pub const READER_SOURCE: &str = include_str!("prompt_module.py");
 
 impl Prompt {
     /// The handler messages, LLLM's defaults where the front matter sets none.
@@ -289,8 +333,21 @@ pub fn split_front(file: &Path, text: &str) -> Result<(Front, String), String> {
 }
 
 /// The prompt of agent `agent` of an LLLM config: inline `system_prompt`, or the prompt file
-/// `system_prompt_path` names (see the module docs). Errors say what to do.
+/// `system_prompt_path` names (see the module docs); a prompt module's is an error here (a run
+/// reads it with [`locate`] and [`from_module`]). Errors say what to do.
 pub fn load(doc: &Document, l: &LllmDoc, agent: &str) -> Result<Prompt, String> {
+    match locate(doc, l, agent)? {
+        Located::Ready(p) => Ok(p),
+        Located::Module { path, module } => Err(format!(
+            "prompt `{path}` of agent `{agent}` is a Python prompt module's ({}:{}); only a run reads it (through the Python bridge)",
+            module.file.display(),
+            module.line
+        )),
+    }
+}
+
+/// Where the prompt of agent `agent` comes from (see [`load`]); nothing runs.
+pub fn locate(doc: &Document, l: &LllmDoc, agent: &str) -> Result<Located, String> {
     let a = l.agent(agent).ok_or_else(|| format!("no agent named `{agent}` in {}", doc.path.display()))?;
     let text_of = |k: &str| match a.get(k) {
         Some(PVal::Value { value: Value::String(s), .. }) => Some(s.clone()),
@@ -302,18 +359,17 @@ pub fn load(doc: &Document, l: &LllmDoc, agent: &str) -> Result<Prompt, String> 
         let file = match hit {
             Some(PromptHit::File(f)) => f,
             Some(PromptHit::Module(m, line)) => {
-                return Err(format!(
-                    "prompt `{path}` of agent `{agent}` is a Python prompt module's ({}:{line}); Switchyard does not run prompt modules: \
-                     put its text in a prompt file `{key}.md` in the prompt folder, or inline as `system_prompt`",
-                    m.display()
-                ));
+                let module = module_ref(doc, l, &m, line).ok_or_else(|| {
+                    format!("prompt `{path}` of agent `{agent}`: {}:{line} no longer declares it (`path=\"…\"`); the module changed since the config was opened", m.display())
+                })?;
+                return Ok(Located::Module { path, module });
             }
             None => {
                 let folders = fallback_folders(doc);
                 find_in(&folders, key).ok_or_else(|| {
                     let list: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
                     format!(
-                        "prompt `{path}` of agent `{agent}` was not found: no `{key}.md` or `{key}.txt` in {} (prompt modules need Python, which Switchyard does not run for prompts)",
+                        "prompt `{path}` of agent `{agent}` was not found: no `{key}.md` or `{key}.txt` in {}, and no prompt module declares it by name (`path=\"…\"`)",
                         if list.is_empty() { "any prompt folder".into() } else { list.join(", ") }
                     )
                 })?
@@ -321,12 +377,113 @@ pub fn load(doc: &Document, l: &LllmDoc, agent: &str) -> Result<Prompt, String> 
         };
         let text = syntax::source::read_bounded_text(&file, PROMPT_CAP, None).map_err(|e| format!("cannot read prompt file {}: {e}", file.display()))?;
         let (front, template) = split_front(&file, &text)?;
-        return Ok(Prompt { path, file: Some(file), template, front });
+        return Ok(Located::Ready(Prompt { path, file: Some(file), template, front, ..Prompt::default() }));
     }
     if let Some(t) = text_of("system_prompt") {
-        return Ok(Prompt { path: "inline".into(), file: None, template: t, front: Front::default() });
+        return Ok(Located::Ready(Prompt { path: "inline".into(), template: t, ..Prompt::default() }));
     }
     Err(format!("agent `{agent}` has no system prompt: set `system_prompt_path` (a prompt file) or `system_prompt`"))
+}
+
+/// The module declaration at `file:line`: the `path="…"` it gives its `Prompt`, the name to
+/// import it under, the file as a recording keys it.
+fn module_ref(doc: &Document, l: &LllmDoc, file: &Path, line: u32) -> Option<ModuleRef> {
+    let text = syntax::source::read_bounded_text(file, PROMPT_CAP, None).ok()?;
+    let prompt_path = path_literal(text.lines().nth(line.checked_sub(1)? as usize)?)?;
+    let root = l.package().map(|p| p.root.clone()).unwrap_or_else(|| doc.base_dir.clone());
+    let rel = file.strip_prefix(&root).unwrap_or(file).with_extension("");
+    let dotted: String = rel.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let shown = relative_to(file, &doc.base_dir);
+    Some(ModuleRef { file: file.to_path_buf(), line, prompt_path, module: format!("_lllm_prompts.m_{dotted}"), shown })
+}
+
+/// `file` as seen from `dir` (`../prompts/system.py`), else as it is.
+fn relative_to(file: &Path, dir: &Path) -> String {
+    let (f, d): (Vec<_>, Vec<_>) = (file.components().collect(), dir.components().collect());
+    let common = f.iter().zip(&d).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return file.display().to_string();
+    }
+    let mut out: Vec<String> = d[common..].iter().map(|_| "..".to_string()).collect();
+    out.extend(f[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    out.join("/")
+}
+
+/// The `path="…"` / `path='…'` keyword argument of a line of Python.
+fn path_literal(line: &str) -> Option<String> {
+    let mut rest = line;
+    while let Some(at) = rest.find("path") {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + 4..].trim_start();
+        rest = &rest[at + 4..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let Some(v) = after.strip_prefix('=').map(str::trim_start) else { continue };
+        let Some(q) = v.chars().next().filter(|c| *c == '"' || *c == '\'') else { continue };
+        if let Some(end) = v[1..].find(q) {
+            return Some(v[1..1 + end].to_string());
+        }
+    }
+    None
+}
+
+/// What the prompt reader gave for a module's prompt (`load`'s answer, maybe a recording of
+/// it) as a [`Prompt`], with the reader's notes; a positioned error when the module did not
+/// import or declares no such prompt.
+pub fn from_module(path: &str, agent: &str, m: &ModuleRef, answer: &Value) -> Result<(Prompt, Vec<String>), String> {
+    let at = |line: Option<u64>| format!("{}:{}", m.file.display(), line.unwrap_or(m.line as u64));
+    match answer.get("error").and_then(Value::as_str) {
+        Some("import") => {
+            let s = |k: &str| answer.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let mut msg = format!("prompt `{path}` of agent `{agent}`: importing its prompt module failed at {}: {}", at(answer.get("line").and_then(Value::as_u64)), s("message"));
+            let missing = s("missing");
+            if !missing.is_empty() {
+                msg.push_str(&format!(
+                    "; the module needs `{missing}`: install it into the Python the bridge runs (`python3`, or SWITCHYARD_PYTHON)"
+                ));
+            } else if answer.get("line").is_some_and(Value::is_null) && !s("at").is_empty() {
+                msg.push_str(&format!(" (raised at {})", s("at")));
+            }
+            return Err(msg);
+        }
+        Some("missing") => {
+            let list: Vec<&str> = answer.get("prompts").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+            return Err(format!(
+                "prompt `{path}` of agent `{agent}`: the module {} has no `Prompt` with path `{}` once it runs ({})",
+                at(None),
+                m.prompt_path,
+                if list.is_empty() { "it defines no prompts".to_string() } else { format!("its prompts: {}", list.join(", ")) }
+            ));
+        }
+        Some(other) => return Err(format!("prompt `{path}` of agent `{agent}` ({}): {other}", at(None))),
+        None => {}
+    }
+    let template = answer.get("template").and_then(Value::as_str).ok_or_else(|| format!("prompt `{path}` of agent `{agent}` ({}): the reader gave no template", at(None)))?.to_string();
+    let front: Front = serde_json::from_value(answer.get("front").cloned().unwrap_or(Value::Null))
+        .map_err(|e| format!("prompt `{path}` of agent `{agent}` ({}): {e}", at(None)))?;
+    let functions = answer.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+    let notes = answer
+        .get("warnings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|w| format!("prompt `{path}` ({}): {w}", at(None)))
+        .collect();
+    Ok((Prompt { path: path.to_string(), file: Some(m.file.clone()), template, front, module: Some(m.clone()), functions }, notes))
+}
+
+/// The arguments of the reader's `load` for a module's prompt (also what a recording keys it by,
+/// with the file relative to the config: see [`effect_key`]).
+pub fn reader_args(m: &ModuleRef) -> Value {
+    serde_json::json!({"file": m.file.display().to_string(), "module": m.module, "path": m.prompt_path})
+}
+
+/// What a recording of the prompt's load is keyed by: the module as seen from the config, the
+/// prompt's path (no absolute path, so a cassette replays in another checkout).
+pub fn effect_key(m: &ModuleRef) -> Value {
+    serde_json::json!({"module": m.shown, "path": m.prompt_path})
 }
 
 /// The prompt folders of a config outside a package: `prompts/` beside it and beside its folder.
@@ -362,11 +519,39 @@ mod tests {
     }
 
     #[test]
+    fn a_module_declaration_and_what_the_reader_gives() {
+        assert_eq!(path_literal("x = Prompt(path=\"system/a\", prompt='p')").as_deref(), Some("system/a"));
+        assert_eq!(path_literal("    path = 'b',").as_deref(), Some("b"));
+        assert_eq!(path_literal("system_prompt_path='c'"), None);
+        assert_eq!(path_literal("if path == 'd':"), None);
+        assert_eq!(relative_to(Path::new("/p/prompts/a.py"), Path::new("/p/configs")), "../prompts/a.py");
+        let m = ModuleRef { file: "/p/prompts/a.py".into(), line: 4, prompt_path: "a".into(), module: "_lllm_prompts.m_prompts_a".into(), shown: "prompts/a.py".into() };
+        let ok = json!({
+            "template": "Hi {who}",
+            "front": {"xml_tags": ["answer"], "md_tags": [], "signal_tags": [], "required_xml_tags": [], "required_md_tags": [],
+                      "format": {"type": "object", "required": ["v"]}, "on_exception": "E {error_message}"},
+            "tools": [{"name": "add", "description": "adds", "parameters": {"type": "object"}}],
+            "warnings": ["the prompt's parser P is its own code"],
+        });
+        let (p, notes) = from_module("x/a", "ag", &m, &ok).unwrap();
+        assert_eq!((p.template.as_str(), p.on_exception(), p.on_interrupt()), ("Hi {who}", "E {error_message}", ON_INTERRUPT));
+        assert_eq!(p.response_format().unwrap()["schema"]["required"], json!(["v"]));
+        assert_eq!(p.functions[0]["name"], "add");
+        assert!(notes[0].starts_with("prompt `x/a` (/p/prompts/a.py:4): the prompt's parser"), "{notes:?}");
+        let e = from_module("x/a", "ag", &m, &json!({"error": "import", "message": "ModuleNotFoundError: No module named 'pydantic'", "line": 2, "missing": "pydantic"})).unwrap_err();
+        assert!(e.contains("/p/prompts/a.py:2") && e.contains("needs `pydantic`"), "{e}");
+        let e = from_module("x/a", "ag", &m, &json!({"error": "missing", "prompts": ["b", "c"]})).unwrap_err();
+        assert!(e.contains("no `Prompt` with path `a`") && e.contains("its prompts: b, c"), "{e}");
+        assert!(from_module("x/a", "ag", &m, &json!({"template": "t", "front": {"parser": 1}})).unwrap_err().contains("unknown field"));
+        assert_eq!(effect_key(&m), json!({"module": "prompts/a.py", "path": "a"}), "no absolute path in a recording");
+    }
+
+    #[test]
     fn front_matter_and_checks() {
         let (f, body) = split_front(Path::new("p.md"), "---\nxml_tags: [answer]\non_exception: 'Bad: {error_message}'\n---\nYou help.\n").unwrap();
         assert_eq!(f.xml_tags, ["answer"]);
         assert_eq!(body, "You help.\n");
-        let p = Prompt { path: "x".into(), file: None, template: body, front: f };
+        let p = Prompt { path: "x".into(), template: body, front: f, ..Prompt::default() };
         assert_eq!(p.check("<answer>42</answer>"), Vec::<String>::new());
         let e = p.check("42");
         assert!(e[0].contains("No answer tags found"), "{e:?}");
@@ -379,9 +564,8 @@ mod tests {
         assert_eq!((plain, t.as_str()), (Front::default(), "just text"));
         let js = Prompt {
             path: "x".into(),
-            file: None,
-            template: String::new(),
             front: Front { format: Some(json!({"type": "object", "required": ["verdict"]})), ..Front::default() },
+            ..Prompt::default()
         };
         assert!(js.check("{\"verdict\": 1}").is_empty());
         assert!(js.check("{\"v\": 1}")[0].contains("`verdict`"));

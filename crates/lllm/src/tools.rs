@@ -4,7 +4,8 @@
 //!   (`pkg.tools:search` or `pkg.tools.search`); a run imports and calls them through the
 //!   engine's Python bridge (`connect::pybridge`), `sys.path` holding the package root (the
 //!   folder of `lllm.toml`) or the config's folder. A replayed run answers them from its
-//!   cassette without Python. Tools a Python prompt declares (`function_list`) are not seen.
+//!   cassette without Python. Functions a prompt module's `Prompt` declares (`function_list`)
+//!   are offered first and called through the prompt reader (`prompt`, `prompt_module.py`).
 //! - **Skills** (`skills:`, LLLM's classification): local names looked up in the Agent-Skills
 //!   folders (`model::skills::find_agent_skills`: `.agents/skills`, `.claude/skills` of the
 //!   config's folder up to the project root, then the user's), `"*"` every local skill, URLs of
