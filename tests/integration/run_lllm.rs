@@ -150,6 +150,19 @@ fn run_case(dir: &Path) -> Vec<String> {
         let exp: Vec<Vec<String>> = offered.as_array().unwrap().iter().map(strs).collect();
         check(got == exp, format!("tools offered: expected {exp:?}, got {got:?}"));
     }
+    // What each request sent: its number of messages, texts its messages hold.
+    if let Some(sizes) = want["requests_sizes"].as_array() {
+        let got: Vec<u64> = reqs.iter().map(|(m, _)| m.as_array().map_or(0, |a| a.len() as u64)).collect();
+        let exp: Vec<u64> = sizes.iter().filter_map(Value::as_u64).collect();
+        check(got == exp, format!("messages per request: expected {exp:?}, got {got:?}"));
+    }
+    for (i, texts) in want["requests_contain"].as_array().into_iter().flatten().enumerate() {
+        let sent: Vec<String> =
+            reqs.get(i).and_then(|(m, _)| m.as_array().cloned()).unwrap_or_default().iter().filter_map(|x| x["content"].as_str().map(str::to_string)).collect();
+        for t in strs(texts) {
+            check(sent.iter().any(|c| c.contains(&t)), format!("request {i}: expected a message holding `{t}` in {sent:?}"));
+        }
+    }
     if let Some(t) = want["last_request_ends_with"].as_str() {
         let last = reqs.last().map(|(m, _)| m.as_array().unwrap().last().cloned().unwrap_or_default()).unwrap_or_default();
         check(last["content"].as_str().is_some_and(|c| c.ends_with(t)) && last["role"] == "user", format!("last message sent: expected a user message ending `{t}`, got {last}"));

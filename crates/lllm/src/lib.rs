@@ -7,9 +7,11 @@
 //!   front matter: parser tags, structured output, the handler messages; or a Python prompt
 //!   module's `Prompt`, read through the Python bridge in trusted runs), rendered with the run's
 //!   prompt arguments, and the parse checks of a reply;
+//! - [`context`]: `context_manager`, the dialog cut to the model's window before each call;
 //! - [`tools`]: what an agent may call: Python functions named by `tools` (through the Python
 //!   bridge), `activate_skill` over the agent's skills, Anthropic skill ids as API arguments.
 
+pub mod context;
 pub mod machine;
 pub mod prompt;
 pub mod tools;

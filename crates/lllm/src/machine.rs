@@ -4,7 +4,7 @@
 //!
 //! | node | what the step does | routes to |
 //! | --- | --- | --- |
-//! | `invoke` | one LLM call on the active dialog (the canonical one, or the fork of the last exception) | `interrupt` (tool calls), `success` (a plain reply that parses), `exception` (a parse or validation failure, malformed tool-call arguments), `llm_recall` (a network or API error), `failure` (a budget spent, an error nothing retries) |
+//! | `invoke` | one LLM call on the active dialog (the canonical one, or the fork of the last exception), cut to `context_manager`'s limit first (the cut another fork, `context_cuts` saying what was dropped) | `interrupt` (tool calls), `success` (a plain reply that parses), `exception` (a parse or validation failure, malformed tool-call arguments), `llm_recall` (a network or API error), `failure` (a budget spent, an error nothing retries) |
 //! | `exception` | forks the dialog: the child holds the bad reply and the `on_exception` message (`{error_message}`), and becomes the active dialog; the canonical dialog never sees them | `invoke` |
 //! | `llm_recall` | waits (back-off: `Retry-After`, else 0.5 s doubling up to 8 s) | `invoke` |
 //! | `interrupt` | runs each tool call (an identical repeat gets LLLM's canned answer; an unknown tool fails the call, as upstream), feeds each result back (`on_interrupt`, `{call_results}`, role `tool`); at `max_interrupt_steps` appends `on_interrupt_final` and offers no tools any more | `invoke`, `failure` |
@@ -19,6 +19,7 @@
 //! Breakpoint conditions are CEL over it (`state.exception_retries.size() >= 2`, or the fields
 //! bare).
 
+use crate::context::{self, ContextManager};
 use crate::prompt::{self, Located, ModuleRef, Prompt};
 use crate::tools;
 use connect::pybridge::{PyBridge, PyError};
@@ -105,6 +106,8 @@ struct Shared {
     top_p: Option<f64>,
     /// The other model arguments, sent as written (`LlmRequest::extra`).
     extra: Map<String, Value>,
+    /// `context_manager`, when one applies.
+    context: Option<ContextManager>,
     prompt: Prompt,
     /// The `tools` entries that are Python tools (import paths), in order.
     python_tools: Vec<String>,
@@ -186,6 +189,10 @@ pub struct CallState {
     /// The model arguments each call sends (`temperature`, `top_p` and the rest as written).
     #[serde(default)]
     pub model_args: Map<String, Value>,
+    /// Each time `context_manager` cut the dialog before a call: which dialog, the fork sent,
+    /// the messages dropped (index, role, start), the one cut, the tokens before and after.
+    #[serde(default)]
+    pub context_cuts: Vec<Value>,
 }
 
 const MAIN: &str = "main";
@@ -378,10 +385,13 @@ impl LllmMachine {
         if !skills.is_empty() {
             system_text.push_str(&tools::catalogue_block(&skills));
         }
+        let (context, context_note) = context::from_config(a.get("context_manager").map(|v| v.to_json()).as_ref());
+        warnings.extend(context_note);
         let limits = json!({
             "max_exception_retry": count("max_exception_retry", 3),
             "max_interrupt_steps": max_interrupt_steps,
             "max_llm_recall": count("max_llm_recall", 0),
+            "context_manager": context.as_ref().map(|c| json!({"max_tokens": c.max_tokens, "limit": c.limit()})),
         });
         let mut sent_args = Map::new();
         for (k, v) in [("temperature", temperature), ("top_p", top_p)] {
@@ -397,6 +407,7 @@ impl LllmMachine {
             temperature,
             top_p,
             extra,
+            context,
             python_tools,
             skills,
             skill_ids: entries.ids,
@@ -435,6 +446,7 @@ impl LllmMachine {
             delivery: None,
             limits,
             model_args: sent_args,
+            context_cuts: Vec::new(),
         };
         Ok(LllmMachine { shared: Arc::new(shared), st, next: Some("invoke".into()), output: Value::Null })
     }
@@ -488,6 +500,48 @@ impl LllmMachine {
         self.next = Some(to.into());
     }
 
+    /// The messages the next call sends: the active dialog's, cut by `context_manager` when
+    /// they are over its limit (the cut is a fork of the active dialog, and `context_cuts` says
+    /// what was dropped).
+    fn context_cut(&mut self) -> Vec<Value> {
+        let messages = self.active_messages();
+        let Some(cm) = self.shared.context.clone() else { return messages };
+        let Some(cut) = context::truncate(&cm, &messages) else { return messages };
+        let parent = self.st.active_dialog.clone();
+        let n = self.st.context_cuts.len() + 1;
+        let id = format!("{parent}.context{n}");
+        let preview = |m: &Value| -> String {
+            let t = m.get("content").and_then(Value::as_str).unwrap_or("");
+            let mut p: String = t.chars().take(60).collect();
+            if t.chars().count() > 60 {
+                p.push('…');
+            }
+            p
+        };
+        let dropped: Vec<Value> = cut.dropped.iter().map(|&i| json!({"index": i, "role": messages[i]["role"], "content": preview(&messages[i])})).collect();
+        let reason = format!(
+            "context_manager: {} → {} tokens (limit {}): {} message{} dropped{}",
+            cut.tokens_before,
+            cut.tokens_after,
+            cm.limit(),
+            cut.dropped.len(),
+            if cut.dropped.len() == 1 { "" } else { "s" },
+            cut.cut.map(|i| format!(", message {i} cut")).unwrap_or_default()
+        );
+        self.st.context_cuts.push(json!({
+            "step": self.st.interrupt_step,
+            "dialog": parent,
+            "fork": id,
+            "dropped": dropped,
+            "cut": cut.cut,
+            "tokens_before": cut.tokens_before,
+            "tokens_after": cut.tokens_after,
+            "limit": cm.limit(),
+        }));
+        self.st.dialogs.push(Dialog { id, parent: Some(parent), split_point: cut.messages.len(), reason: Some(reason), messages: cut.messages.clone() });
+        cut.messages
+    }
+
     /// The messages of the active dialog.
     fn active_messages(&self) -> Vec<Value> {
         self.st.dialog(&self.st.active_dialog).map(|d| d.messages.clone()).unwrap_or_default()
@@ -502,9 +556,10 @@ impl LllmMachine {
         }
         let offered = self.offered(cx)?;
         let tools: Vec<Value> = if self.st.final_forced { Vec::new() } else { offered.iter().map(|(v, _)| v.clone()).collect() };
+        let messages = self.context_cut();
         let req = LlmRequest {
             node: "invoke".into(),
-            messages: Value::Array(self.active_messages()),
+            messages: Value::Array(messages),
             tools: Value::Array(tools),
             model: sh.model.clone(),
             temperature: sh.temperature,
