@@ -962,6 +962,28 @@ mod tests {
     }
 
     #[test]
+    fn an_importable_lllm_package_is_preferred_to_the_stand_in() {
+        if !have_python() {
+            return;
+        }
+        let (dir, doc) = module_config("real", "from lllm.core.prompt import Prompt\np = Prompt(path=\"p\", prompt=\"Hello\")\n");
+        // An `lllm` package on sys.path (the package root) whose Prompt marks what it builds.
+        std::fs::create_dir_all(dir.join("lllm/core")).unwrap();
+        std::fs::write(dir.join("lllm/__init__.py"), "").unwrap();
+        std::fs::write(dir.join("lllm/core/__init__.py"), "").unwrap();
+        std::fs::write(
+            dir.join("lllm/core/prompt.py"),
+            "class Prompt:\n    def __init__(self, path, prompt, **kw):\n        self.path = path\n        self.prompt = 'upstream: ' + prompt\n",
+        )
+        .unwrap();
+        let opts = LllmOptions { trusted: true, ..LllmOptions::default() };
+        let m = LllmMachine::new(doc, None, Some("hi"), None, opts).unwrap_or_else(|e| panic!("{e}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(m.shared.prompt.template, "upstream: Hello");
+        assert!(m.shared.warnings.iter().any(|w| w.ends_with("with the installed lllm package")), "{:?}", m.shared.warnings);
+    }
+
+    #[test]
     fn every_model_argument_is_sent_but_client_settings() {
         let args = |v: Value| v.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>();
         let (t, p, extra, w) = model_args(

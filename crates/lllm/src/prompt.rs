@@ -463,7 +463,7 @@ pub fn from_module(path: &str, agent: &str, m: &ModuleRef, answer: &Value) -> Re
     let front: Front = serde_json::from_value(answer.get("front").cloned().unwrap_or(Value::Null))
         .map_err(|e| format!("prompt `{path}` of agent `{agent}` ({}): {e}", at(None)))?;
     let functions = answer.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
-    let notes = answer
+    let mut notes: Vec<String> = answer
         .get("warnings")
         .and_then(Value::as_array)
         .into_iter()
@@ -471,6 +471,9 @@ pub fn from_module(path: &str, agent: &str, m: &ModuleRef, answer: &Value) -> Re
         .filter_map(Value::as_str)
         .map(|w| format!("prompt `{path}` ({}): {w}", at(None)))
         .collect();
+    if let Some(with) = answer.get("lllm").and_then(Value::as_str) {
+        notes.insert(0, format!("prompt `{path}` read from its prompt module {} with {with}", at(None)));
+    }
     Ok((Prompt { path: path.to_string(), file: Some(m.file.clone()), template, front, module: Some(m.clone()), functions }, notes))
 }
 
@@ -538,6 +541,10 @@ mod tests {
         assert_eq!(p.response_format().unwrap()["schema"]["required"], json!(["v"]));
         assert_eq!(p.functions[0]["name"], "add");
         assert!(notes[0].starts_with("prompt `x/a` (/p/prompts/a.py:4): the prompt's parser"), "{notes:?}");
+        let mut with = ok.clone();
+        with["lllm"] = json!("the installed lllm package");
+        let (_, notes) = from_module("x/a", "ag", &m, &with).unwrap();
+        assert_eq!(notes[0], "prompt `x/a` read from its prompt module /p/prompts/a.py:4 with the installed lllm package");
         let e = from_module("x/a", "ag", &m, &json!({"error": "import", "message": "ModuleNotFoundError: No module named 'pydantic'", "line": 2, "missing": "pydantic"})).unwrap_err();
         assert!(e.contains("/p/prompts/a.py:2") && e.contains("needs `pydantic`"), "{e}");
         let e = from_module("x/a", "ag", &m, &json!({"error": "missing", "prompts": ["b", "c"]})).unwrap_err();
