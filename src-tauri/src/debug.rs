@@ -723,13 +723,72 @@ pub fn shut_down(app: &AppHandle) {
     }
 }
 
-/// The sink that sends a run's event batches to the window as `run-events`.
+/// Run-event batches the window has not taken yet (`run_events_take`), each as its JSON text.
 ///
-/// The batch goes as one JSON *string*: Tauri delivers an event by evaluating a script with the
-/// payload pasted in, and a big batch pasted as an object literal makes the webview parse and run
-/// it as code (a 100,000-step run streams 40 MB of events: seconds of main-thread time, frames
-/// dropped for a second at a time). A string literal is only scanned, and the page's
-/// `JSON.parse` builds the objects several times faster.
+/// The window *takes* the batches rather than being sent them: Tauri delivers an event by
+/// evaluating a script with the payload pasted in, and a 100,001-step run streams about 40 MB of
+/// events. Pasted into scripts (even as one string literal each), that source text and its
+/// parsing as code left the web process 163–165 MB bigger after the run (allocator pages it
+/// keeps); taken as command answers, 90–99 MB (docs/performance.md). A command's
+/// answer comes back through the IPC protocol as a response body, which the page reads with
+/// `response.json()`; only the small `run-events-ready` notice is a script.
+#[derive(Default)]
+pub struct EventQueue {
+    inner: Mutex<Queued>,
+}
+
+#[derive(Default)]
+struct Queued {
+    batches: std::collections::VecDeque<String>,
+    /// `run-events-ready` was sent and the window has not taken everything since.
+    notified: bool,
+}
+
+/// About how much JSON one `run_events_take` answers: the page parses an answer in one go on its
+/// main thread, so a bounded answer keeps frames and clicks flowing while a fast run streams.
+const TAKE_BYTES: usize = 1 << 20;
+
+impl EventQueue {
+    /// Appends `batch`; `true` when the window must be told there is something to take.
+    fn push(&self, batch: String) -> bool {
+        let mut q = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        q.batches.push_back(batch);
+        !std::mem::replace(&mut q.notified, true)
+    }
+
+    /// The oldest batches, about `TAKE_BYTES` of them (at least one if any), as the JSON text of
+    /// `{"batches": [...], "more": bool}`; `more` says batches are left for another take.
+    fn take(&self) -> String {
+        let mut q = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut json = String::from("{\"batches\":[");
+        let mut n = 0;
+        while let Some(b) = q.batches.front() {
+            if n > 0 && json.len() + b.len() > TAKE_BYTES {
+                break;
+            }
+            if n > 0 {
+                json.push(',');
+            }
+            json.push_str(b);
+            q.batches.pop_front();
+            n += 1;
+        }
+        let more = !q.batches.is_empty();
+        q.notified = more;
+        json.push_str(if more { "],\"more\":true}" } else { "],\"more\":false}" });
+        json
+    }
+}
+
+/// The oldest run-event batches not taken yet (see `EventQueue`): `{batches, more}`. The window
+/// calls it when told `run-events-ready`, and again while `more`.
+#[tauri::command]
+pub fn run_events_take(queue: tauri::State<'_, EventQueue>) -> tauri::ipc::Response {
+    tauri::ipc::Response::new(tauri::ipc::InvokeResponseBody::Json(queue.take()))
+}
+
+/// The sink that queues a run's event batches for the window (`EventQueue`) and tells it with a
+/// `run-events-ready` notice when there is something to take.
 pub(crate) fn events_sink(app: &AppHandle) -> Sink {
     let app = app.clone();
     Arc::new(move |b: Batch| {
@@ -741,7 +800,9 @@ pub(crate) fn events_sink(app: &AppHandle) -> Sink {
                 crate::paths::grant(&app, Path::new(f));
             }
         }
-        let sent = serde_json::to_string(&b).map_err(|e| e.to_string()).and_then(|json| app.emit("run-events", json).map_err(|e| e.to_string()));
+        let sent = serde_json::to_string(&b).map_err(|e| e.to_string()).and_then(|json| {
+            if app.state::<EventQueue>().push(json) { app.emit("run-events-ready", ()).map_err(|e| e.to_string()) } else { Ok(()) }
+        });
         if let Err(e) = sent {
             eprintln!("switchyard: could not send run events to the window: {e}");
         }
@@ -752,6 +813,43 @@ pub(crate) fn events_sink(app: &AppHandle) -> Sink {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn queued_batches_are_taken_in_order_in_bounded_answers_and_the_window_is_told_once() {
+        let q = EventQueue::default();
+        let take = |q: &EventQueue| serde_json::from_str::<Value>(&q.take()).unwrap();
+        assert_eq!(take(&q), serde_json::json!({"batches": [], "more": false}));
+        assert!(q.push(r#"{"events":[1]}"#.into()), "the first batch tells the window");
+        assert!(!q.push(r#"{"events":[2]}"#.into()), "more batches before it takes them do not");
+        assert_eq!(take(&q), serde_json::json!({"batches": [{"events": [1]}, {"events": [2]}], "more": false}));
+        assert_eq!(take(&q)["batches"], serde_json::json!([]), "taken batches are gone");
+        assert!(q.push(r#"{"events":[3]}"#.into()), "after everything was taken, the next batch tells the window again");
+        assert_eq!(take(&q)["batches"], serde_json::json!([{"events": [3]}]));
+        // A long stream comes in answers of about TAKE_BYTES, in order, with `more` until the end;
+        // no notice is sent while batches are left (the window takes again on `more`).
+        let big = |i: usize| format!(r#"{{"i":{i},"pad":"{}"}}"#, "x".repeat(400 << 10));
+        assert!(q.push(big(0)));
+        for i in 1..10 {
+            assert!(!q.push(big(i)));
+        }
+        let mut seen = Vec::new();
+        let mut first = true;
+        loop {
+            let text = q.take();
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let batches = v["batches"].as_array().unwrap();
+            assert!(!batches.is_empty() && (batches.len() == 1 || text.len() <= TAKE_BYTES + 64), "{} batches, {} bytes", batches.len(), text.len());
+            seen.extend(batches.iter().map(|b| b["i"].as_u64().unwrap()));
+            if v["more"] == false {
+                break;
+            }
+            if std::mem::take(&mut first) {
+                assert!(!q.push(big(10)), "while batches are left, a new one tells no one");
+            }
+        }
+        assert_eq!(seen, (0..11).collect::<Vec<u64>>());
+        assert!(q.push(big(11)), "the queue emptied: the next batch tells the window");
+    }
 
     #[test]
     fn a_trace_is_read_again_only_when_it_changed_and_runs_remember_their_document() {

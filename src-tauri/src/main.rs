@@ -152,6 +152,7 @@ fn startup_path() -> Option<PathBuf> {
 }
 
 fn main() {
+    startup::rendering_policy();
     startup::init_trace();
     if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
         println!("usage: switchyard-app [PATH]\n\nOpens PATH (a sherma YAML file, a Loki graph.yaml, an agent folder, or a coyote bundle folder) in the Switchyard editor.\nSWITCHYARD_OPEN=PATH does the same.");
@@ -175,6 +176,7 @@ fn main() {
         .manage(AppState::default())
         .manage(startup::Startup::default())
         .manage(debug::Debugger::default())
+        .manage(debug::EventQueue::default())
         .manage(paths::Grants::default())
         .manage(bundle::OpenBundle::default())
         .manage(remote::Remote::default())
@@ -270,6 +272,7 @@ fn main() {
             debug::run_start,
             debug::run_control,
             debug::run_events_ack,
+            debug::run_events_take,
             debug::run_breakpoints,
             debug::run_answer,
             debug::run_edit_state,

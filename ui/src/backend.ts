@@ -242,9 +242,43 @@ export function createTauriBackend(): Backend {
     traceStateAt: (path, step, events) => call('trace_state_at', { path, step, events }),
     async onRunEvents(cb) {
       const { listen } = await import('@tauri-apps/api/event');
-      // The app sends each batch as a JSON string (src-tauri/src/debug.rs `events_sink`):
-      // parsing it here is much cheaper for the page than a payload pasted in as code.
-      return listen<string | RunBatch>('run-events', (ev) => cb(typeof ev.payload === 'string' ? (JSON.parse(ev.payload) as RunBatch) : ev.payload));
+      // The app queues the batches and sends only a `run-events-ready` notice; the page takes
+      // them with `run_events_take`, whose answer is a response body rather than a script
+      // (src-tauri/src/debug.rs `EventQueue`). One take at a time, in order; a notice during a
+      // take, or an answer with `more`, asks for another once it is done.
+      let taking = false;
+      let again = false;
+      let stopped = false;
+      const take = async (): Promise<void> => {
+        if (taking) {
+          again = true;
+          return;
+        }
+        taking = true;
+        try {
+          do {
+            again = false;
+            // Taken batches are handed over even after unsubscribing: they are gone from the queue.
+            const got = await call<{ batches: RunBatch[]; more: boolean }>('run_events_take');
+            for (const b of got.batches) cb(b);
+            // The app answers about 1 MB at a time; `more` says to take the rest.
+            if (got.more) again = true;
+          } while (again);
+        } catch (e) {
+          console.error('switchyard: could not take run events', e);
+        } finally {
+          taking = false;
+        }
+      };
+      const unlisten = await listen('run-events-ready', () => {
+        if (!stopped) void take();
+      });
+      // Batches queued before the page listened (a run started while it loaded).
+      void take();
+      return () => {
+        stopped = true;
+        unlisten();
+      };
     },
     runsList: () => call('runs_list'),
     runsDelete: (ids) => call('runs_delete', { ids }),
