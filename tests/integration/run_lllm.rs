@@ -63,13 +63,20 @@ fn tool_texts(events: &[Event]) -> Vec<String> {
 fn run_case(dir: &Path) -> Vec<String> {
     let case: Value = serde_yaml::from_str(&std::fs::read_to_string(dir.join("case.yaml")).unwrap()).unwrap();
     let doc = Arc::new(switchyard::doc::load_path(&dir.join("config.yaml")));
-    // Every case's config validates clean (its prompt files found in `prompts/` beside it).
-    let problems: Vec<String> = switchyard::validate::validate(&doc, None)
+    // Every case's config validates clean (its prompt files found in `prompts/` beside it), but
+    // for the warnings the case lists (`validate_warnings`), which it must give.
+    let allowed = strs(&case["validate_warnings"]);
+    let diags = switchyard::validate::validate(&doc, None);
+    let problems: Vec<String> = diags
         .iter()
         .filter(|d| d.severity != switchyard::diag::Severity::Info)
+        .filter(|d| !(d.severity == switchyard::diag::Severity::Warning && allowed.iter().any(|a| d.message.contains(a.as_str()))))
         .map(|d| format!("{}:{}: {}", d.line, d.column, d.message))
         .collect();
     assert!(problems.is_empty(), "{}: {problems:?}", dir.display());
+    for a in &allowed {
+        assert!(diags.iter().any(|d| d.message.contains(a.as_str())), "{}: expected the warning `{a}`", dir.display());
+    }
     let req = RunRequest {
         agent: case["agent"].as_str().map(str::to_string),
         input: case["input"].as_str().map(str::to_string),

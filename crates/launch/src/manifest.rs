@@ -352,7 +352,17 @@ impl Builder {
                         let detail = Some(format!("prompt module of agent {} (prompt `{}`, declared at line {line})", a.name, p.path));
                         self.exec("python import", m.display().to_string(), detail, at);
                     }
-                    None => {}
+                    // Declared by no module by name: a run imports the package's prompt modules.
+                    None => {
+                        if let Some(pkg) = l.package()
+                            && model::doc::lllm::package::PromptIndex::of(pkg).modules > 0
+                        {
+                            for f in pkg.prompts.iter().filter(|f| f.path.is_dir()) {
+                                let detail = Some(format!("prompt modules, imported to find prompt `{}` of agent {}", p.path, a.name));
+                                self.exec("python import", format!("{}/**/*.py", f.path.display()), detail, at.clone());
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -207,22 +207,22 @@ impl CallState {
     }
 }
 
-/// What the prompt reader (`prompt_module.py`) gives for a module's prompt, run in `bridge`
-/// (started here, kept for the run's tools); bounded by `opts.prompt_timeout`.
-fn read_module(m: &ModuleRef, python_path: &[PathBuf], opts: &LllmOptions, bridge: &mut Option<PyBridge>) -> Result<Value, String> {
-    let at = format!("{}:{}", m.file.display(), m.line);
+/// What the prompt reader (`prompt_module.py`) answers to `op` (`load`, `discover`), run in
+/// `bridge` (started here, kept for the run's tools); bounded by `opts.prompt_timeout`. `at`
+/// says what was being read, for the errors.
+fn run_reader(op: &str, args: &Value, at: &str, python_path: &[PathBuf], opts: &LllmOptions, bridge: &mut Option<PyBridge>) -> Result<Value, String> {
     if bridge.is_none() {
-        let py = PyBridge::start_with_env(None, python_path, opts.child_env.clone()).map_err(|e| format!("prompt module {at}: {e}"))?;
+        let py = PyBridge::start_with_env(None, python_path, opts.child_env.clone()).map_err(|e| format!("{at}: {e}"))?;
         *bridge = Some(py);
     }
     let py = bridge.as_mut().expect("started");
-    py.define_module(prompt::READER, prompt::READER_SOURCE).map_err(|e| format!("prompt module {at}: Switchyard's prompt reader did not load: {e}"))?;
-    py.call(&format!("{}.load", prompt::READER), &prompt::reader_args(m), opts.prompt_timeout).map_err(|e| match e {
+    py.define_module(prompt::READER, prompt::READER_SOURCE).map_err(|e| format!("{at}: Switchyard's prompt reader did not load: {e}"))?;
+    py.call(&format!("{}.{op}", prompt::READER), args, opts.prompt_timeout).map_err(|e| match e {
         PyError::Timeout { .. } => format!(
-            "prompt module {at}: importing it did not finish within {:.0} s, so its Python process was killed (does the module wait or loop when imported?)",
+            "{at}: importing did not finish within {:.0} s, so its Python process was killed (does a module wait or loop when imported?)",
             opts.prompt_timeout.as_secs_f64()
         ),
-        other => format!("prompt module {at}: {other}"),
+        other => format!("{at}: {other}"),
     })
 }
 
@@ -337,7 +337,8 @@ impl LllmMachine {
                                 model::doc::project_root(&doc.path).display()
                             ));
                         }
-                        let out = read_module(&module, &python_path, &opts, &mut bridge);
+                        let at = format!("prompt module {}:{}", module.file.display(), module.line);
+                        let out = run_reader("load", &prompt::reader_args(&module), &at, &python_path, &opts, &mut bridge);
                         if let Some(p) = provider {
                             p.record_effect("invoke", "load_prompt", &key, &out);
                         }
@@ -345,6 +346,32 @@ impl LllmMachine {
                     }
                 };
                 let (p, mut notes) = prompt::from_module(&path, &name, &module, &answer)?;
+                warnings.append(&mut notes);
+                p
+            }
+            Located::Discover { path, key, folders } => {
+                let ekey = prompt::discover_key(&doc.base_dir, &key, &folders);
+                let answer = match provider.and_then(|p| p.replay_effect("invoke", "discover_prompt", &ekey)) {
+                    Some(recorded) => recorded?,
+                    None => {
+                        let shown: Vec<String> = folders.iter().map(|(f, _)| f.display().to_string()).collect();
+                        if !opts.trusted {
+                            return Err(format!(
+                                "prompt `{path}` of agent `{name}` is no prompt file and no prompt module declares it by name; a run looks for it by importing the package's prompt modules ({}); \
+                                 the folder is not trusted: trust the folder to run its prompt modules (`switchyard trust {}`, or `--trust` for one run)",
+                                shown.join(", "),
+                                model::doc::project_root(&doc.path).display()
+                            ));
+                        }
+                        let at = format!("prompt `{path}`: the prompt modules in {}", shown.join(", "));
+                        let out = run_reader("discover", &prompt::discover_args(&key, &folders), &at, &python_path, &opts, &mut bridge);
+                        if let Some(p) = provider {
+                            p.record_effect("invoke", "discover_prompt", &ekey, &out);
+                        }
+                        out?
+                    }
+                };
+                let (p, mut notes) = prompt::from_discovery(&path, &name, &doc, &folders, &answer)?;
                 warnings.append(&mut notes);
                 p
             }
@@ -981,6 +1008,22 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(m.shared.prompt.template, "upstream: Hello");
         assert!(m.shared.warnings.iter().any(|w| w.ends_with("with the installed lllm package")), "{:?}", m.shared.warnings);
+    }
+
+    #[test]
+    fn a_prompt_no_module_declares_by_name_is_found_by_importing_them() {
+        if !have_python() {
+            return;
+        }
+        let (dir, doc) = module_config("built", "from lllm import Prompt\nfor _n in ['p', 'q']:\n    globals()[_n] = Prompt(path=_n, prompt='built ' + _n)\n");
+        std::fs::write(dir.join("prompts/other.py"), "raise RuntimeError('not today')\n").unwrap();
+        let opts = LllmOptions { trusted: true, ..LllmOptions::default() };
+        let m = LllmMachine::new(doc.clone(), None, Some("hi"), None, opts).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.shared.prompt.template, "built p");
+        assert!(m.shared.warnings.iter().any(|w| w.contains("other.py:1 did not import (RuntimeError: not today)")), "{:?}", m.shared.warnings);
+        let err = LllmMachine::new(doc, None, Some("hi"), None, LllmOptions::default()).err().expect("untrusted");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(err.contains("importing the package's prompt modules") && err.contains("trust the folder to run its prompt modules"), "{err}");
     }
 
     #[test]

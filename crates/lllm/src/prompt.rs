@@ -26,7 +26,7 @@
 //! argument, `{{` / `}}` are braces; a template without fields is used as written; a missing
 //! argument is an error naming it (upstream's `ValueError`).
 
-use model::doc::lllm::package::PromptHit;
+use model::doc::lllm::package::{PromptHit, PromptIndex};
 use model::doc::lllm::{LllmDoc, PVal};
 use model::doc::Document;
 use serde::Deserialize;
@@ -105,6 +105,14 @@ pub enum Located {
         /// `system_prompt_path` as written.
         path: String,
         module: ModuleRef,
+    },
+    /// No module declares it by name, but the package has prompt modules: a run imports them
+    /// all, as LLLM's discovery does, to find the `Prompt` registered under `key`.
+    Discover {
+        path: String,
+        key: String,
+        /// The package's prompt folders with their prefixes.
+        folders: Vec<(PathBuf, String)>,
     },
 }
 
@@ -343,6 +351,7 @@ pub fn load(doc: &Document, l: &LllmDoc, agent: &str) -> Result<Prompt, String> 
             module.file.display(),
             module.line
         )),
+        Located::Discover { path, .. } => Err(format!("prompt `{path}` of agent `{agent}` may be built by a Python prompt module; only a run looks for it (through the Python bridge)")),
     }
 }
 
@@ -365,6 +374,12 @@ pub fn locate(doc: &Document, l: &LllmDoc, agent: &str) -> Result<Located, Strin
                 return Ok(Located::Module { path, module });
             }
             None => {
+                if let Some(pkg) = l.package().and_then(|p| p.resolve(path.split_once(':').map(|(q, _)| q)))
+                    && PromptIndex::of(&pkg).modules > 0
+                {
+                    let folders = pkg.prompts.iter().filter(|f| f.path.is_dir()).map(|f| (f.path.clone(), f.prefix.clone().unwrap_or_default())).collect();
+                    return Ok(Located::Discover { path: path.clone(), key: key.to_string(), folders });
+                }
                 let folders = fallback_folders(doc);
                 find_in(&folders, key).ok_or_else(|| {
                     let list: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
@@ -475,6 +490,54 @@ pub fn from_module(path: &str, agent: &str, m: &ModuleRef, answer: &Value) -> Re
         notes.insert(0, format!("prompt `{path}` read from its prompt module {} with {with}", at(None)));
     }
     Ok((Prompt { path: path.to_string(), file: Some(m.file.clone()), template, front, module: Some(m.clone()), functions }, notes))
+}
+
+/// The arguments of the reader's `discover` (see [`Located::Discover`]).
+pub fn discover_args(key: &str, folders: &[(PathBuf, String)]) -> Value {
+    let list: Vec<Value> = folders.iter().map(|(f, p)| serde_json::json!([f.display().to_string(), p])).collect();
+    serde_json::json!({"folders": list, "key": key})
+}
+
+/// What a recording of a discovery is keyed by: the key and the folders as seen from `dir`.
+pub fn discover_key(dir: &Path, key: &str, folders: &[(PathBuf, String)]) -> Value {
+    let list: Vec<Value> = folders.iter().map(|(f, p)| serde_json::json!([relative_to(f, dir), p])).collect();
+    serde_json::json!({"discover": key, "folders": list})
+}
+
+/// What the reader's `discover` gave as a [`Prompt`] (see [`from_module`]); an error naming the
+/// folders searched and the modules that did not import when no module builds the prompt.
+pub fn from_discovery(path: &str, agent: &str, doc: &Document, folders: &[(PathBuf, String)], answer: &Value) -> Result<(Prompt, Vec<String>), String> {
+    if answer.get("error").and_then(Value::as_str) == Some("undiscovered") {
+        let failures: Vec<String> = answer
+            .get("failures")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                format!("{}:{}: {}", s("file"), f.get("line").and_then(Value::as_u64).unwrap_or(1), s("message"))
+            })
+            .collect();
+        let list: Vec<String> = folders.iter().map(|(f, _)| f.display().to_string()).collect();
+        return Err(format!(
+            "prompt `{path}` of agent `{agent}` was not found: no prompt file, and none of the {} prompt modules in {} registers it once imported{}",
+            answer.get("modules").and_then(Value::as_u64).unwrap_or(0),
+            list.join(", "),
+            if failures.is_empty() { String::new() } else { format!("; these did not import: {}", failures.join("; ")) }
+        ));
+    }
+    let file = PathBuf::from(answer.get("file").and_then(Value::as_str).unwrap_or(""));
+    let prompt_path = answer.get("path").and_then(Value::as_str).unwrap_or("").to_string();
+    let text = syntax::source::read_bounded_text(&file, PROMPT_CAP, None).unwrap_or_default();
+    let line = text.lines().position(|l| path_literal(l).as_deref() == Some(prompt_path.as_str())).map_or(1, |i| i as u32 + 1);
+    let m = ModuleRef {
+        module: answer.get("module").and_then(Value::as_str).unwrap_or("").to_string(),
+        shown: relative_to(&file, &doc.base_dir),
+        file,
+        line,
+        prompt_path,
+    };
+    from_module(path, agent, &m, answer)
 }
 
 /// The arguments of the reader's `load` for a module's prompt (also what a recording keys it by,

@@ -5,6 +5,9 @@
 #   under the name `module`) and describe the `Prompt` object whose `path` is `path`: its
 #   template, parser tags, output format (a JSON Schema), handler messages and declared tools.
 #   Import failures and a missing prompt are returned as {"error": ...}, positioned.
+# discover(folders, key):  a prompt no module declares by name (`path="..."`): import every module
+#   of the prompt folders ([[folder, prefix], ...]) as LLLM's discovery does and find the `Prompt`
+#   registered under `key`; then as `load`, with the module found ("file", "module", "path").
 # call_function(file, module, path, function, args):  call a function the prompt declares
 #   (`function_list`), its result put in words by the function's processor, as LLLM feeds it back.
 #
@@ -341,6 +344,56 @@ def load(file, module, path):
         "warnings": warnings,
         "lllm": "the installed lllm package" if real else "Switchyard's stand-in for lllm",
     }
+
+
+_MAX_MODULES = 500
+
+
+def _module_name(file):
+    return "_lllm_prompts.d_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(file))
+
+
+def discover(folders, key):
+    failures = []
+    found = None
+    seen = 0
+    for root, prefix in folders:
+        if not os.path.isdir(root):
+            continue
+        files = []
+        for d, dirs, names in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if x != "__pycache__" and not x.startswith("."))
+            files.extend(os.path.join(d, n) for n in sorted(names) if n.endswith(".py") and not n.startswith("_"))
+        for f in files:
+            seen += 1
+            if seen > _MAX_MODULES:
+                break
+            rel = os.path.relpath(f, root)[: -len(".py")].replace(os.sep, "/")
+            module = _module_name(f)
+            mod, err = _import(f, module)
+            if err is not None:
+                err["file"] = f
+                failures.append(err)
+                continue
+            for v in vars(mod).values():
+                if not _is_prompt(v):
+                    continue
+                # LLLM's key (prefix/module/path), and the one Switchyard's reading of a
+                # declaration gives (a path with a "/" taken as it is).
+                keys = {"/".join(x for x in (prefix, rel, v.path) if x)}
+                own = v.path if "/" in v.path else rel + "/" + v.path
+                keys.add(prefix + "/" + own if prefix else own)
+                if key in keys:
+                    found = (f, module, v.path)
+    if found is None:
+        return {"error": "undiscovered", "modules": seen, "failures": failures}
+    out = load(found[0], found[1], found[2])
+    out.update({"file": found[0], "module": found[1], "path": found[2]})
+    for e in failures:
+        out.setdefault("warnings", []).append(
+            "the prompt module %s:%s did not import (%s); LLLM skips it too" % (e["file"], e.get("line") or 1, e.get("message"))
+        )
+    return out
 
 
 class _Call(object):

@@ -363,7 +363,7 @@ fn resolve_prompts(doc: &mut LllmDoc, diags: &mut Vec<Diagnostic>) {
             let folders = pkg.prompts.iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>().join(", ");
             if ix.modules > 0 {
                 diags.push(at(Diagnostic::warning("lllm-prompt-unresolved", format!("prompt `{path}` of agent `{}` is neither a prompt file nor declared by name in a prompt module", a.name))
-                    .hint(format!("the package's prompt modules ({folders}) may build it when Python runs them; Switchyard reads them without running them"))));
+                    .hint(format!("the package's prompt modules ({folders}) may build it when Python runs them; validation reads them without running them, a trusted run imports them to find it"))));
             } else {
                 let sugg = did_you_mean(key, ix.declared.iter().map(|(k, _, _)| k.as_str()));
                 diags.push(at(Diagnostic::error("lllm-prompt-not-found", format!("prompt `{path}` of agent `{}` is not in the package's prompt folders", a.name))
