@@ -298,7 +298,7 @@ pub struct RemoteAssistant {
     assistant_id: String,
     /// Its name.
     graph_id: String,
-    #[ts(type = r#""sherma" | "loki" | null"#)]
+    #[ts(type = r#""sherma" | "loki" | "lllm" | null"#)]
     dialect: Option<String>,
 }
 
@@ -365,7 +365,7 @@ async fn open_assistant(app: &AppHandle, http: &Http, assistant_id: &str) -> Res
     let path = remote_path(&http.base, &graph, &file_name);
     let mut session = Session::from_text(&path, text);
     if let Some(a) = src["agent"].as_str().filter(|a| !a.is_empty())
-        && switchyard::graph::agent_names(&session.document()).iter().any(|n| n == a)
+        && switchyard::graph::selectable_agents(&session.document()).iter().any(|n| n == a)
     {
         session.select_agent(a).map_err(CmdError::new)?;
     }

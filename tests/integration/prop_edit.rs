@@ -1,7 +1,9 @@
 //! Property test of the edit ops: random sequences of ops (random existing node names, random
 //! new names, tricky values) on every conformance file, agents/* and the edit fixtures, then
 //! undo by applying the inverses in reverse order. Never panics; every successful op leaves YAML
-//! without syntax errors; undoing everything restores the original bytes exactly.
+//! without syntax errors; undoing everything restores the original bytes exactly. The
+//! `the_edit_ops_fuzz_check_*` tests run the `edit_ops` fuzz target's whole check
+//! (`edit::sequence::run_bytes`) on stable: its committed seeds, and LLLM configs with random ops.
 
 use proptest::prelude::*;
 use serde_json::{Value as Json, json};
@@ -180,4 +182,83 @@ fn every_file_mixed_sequence() {
     let agents = all.iter().filter(|(p, t)| switchyard::doc::load_str(p, t).dialect().is_some()).count();
     assert!(agents >= 20, "{agents} agent files");
     assert!(ok >= agents * 5, "only {ok} ops succeeded on {agents} agent files ({} files)", all.len());
+}
+
+/// The LLLM configs among [`files`].
+fn lllm_files() -> Vec<(PathBuf, String)> {
+    files().into_iter().filter(|(p, t)| doc::load_str(p, t).dialect() == Some(doc::Dialect::Lllm)).collect()
+}
+
+/// `DOC \0 OPS` as the `edit_ops` fuzz target reads it.
+fn fuzz_input(doc: &str, ops: &[u8]) -> Vec<u8> {
+    let mut data = doc.as_bytes().to_vec();
+    data.push(0);
+    data.extend_from_slice(ops);
+    data
+}
+
+/// The `edit_ops` fuzz target's whole check (`edit::sequence::run_bytes`, which the target only
+/// wraps) on stable, so CI proves it: every committed seed of the target's corpus passes.
+#[test]
+fn the_edit_ops_fuzz_check_passes_on_its_committed_seeds() {
+    let dir = Path::new(ROOT).join("fuzz/corpus/edit_ops");
+    let mut seeds: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("seed-")))
+        .collect();
+    seeds.sort();
+    assert!(seeds.len() >= 200, "{} seeds", seeds.len());
+    let (mut lllm, mut applied) = (0, 0);
+    for p in &seeds {
+        let out = edit::sequence::run_bytes(&std::fs::read(p).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        if out.dialect == Some(doc::Dialect::Lllm) {
+            lllm += 1;
+            applied += out.applied;
+        }
+    }
+    assert!(lllm >= 60, "{lllm} LLLM seeds (fuzz/seed-corpus makes them)");
+    assert!(applied > 0, "no op applied on the {lllm} LLLM seeds");
+}
+
+/// The fuzz target's check on every LLLM config with many byte strings: every LLLM op is applied
+/// somewhere (so the sequences reach them), and all of them keep the invariants.
+#[test]
+fn the_edit_ops_fuzz_check_applies_every_lllm_op() {
+    let all = lllm_files();
+    assert!(all.len() >= 15, "{} LLLM configs", all.len());
+    let mut applied = std::collections::BTreeMap::<&str, usize>::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for (path, text) in &all {
+        for _ in 0..60 {
+            let ops: Vec<u8> = (0..96)
+                .map(|_| {
+                    // xorshift64*: deterministic bytes
+                    x ^= x >> 12;
+                    x ^= x << 25;
+                    x ^= x >> 27;
+                    (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+                })
+                .collect();
+            let out = edit::sequence::run_bytes(&fuzz_input(text, &ops)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(out.dialect, Some(doc::Dialect::Lllm), "{}", path.display());
+            for (name, ok) in out.ops {
+                *applied.entry(name).or_default() += ok as usize;
+            }
+        }
+    }
+    for name in ["add_node", "delete_node", "rename_node", "set_field", "set_doc_field", "remove_edge"] {
+        assert!(applied.get(name).copied().unwrap_or(0) > 0, "`{name}` never applied on an LLLM config: {applied:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, max_shrink_iters: 200, ..ProptestConfig::default() })]
+    #[test]
+    fn the_edit_ops_fuzz_check_on_lllm_configs_and_random_bytes(file_pick in any::<usize>(), ops in proptest::collection::vec(any::<u8>(), 1..200)) {
+        let all = lllm_files();
+        let (path, text) = &all[file_pick % all.len()];
+        let out = edit::sequence::run_bytes(&fuzz_input(text, &ops)).map_err(|e| TestCaseError::fail(format!("{}: {e}", path.display())))?;
+        prop_assert_eq!(out.dialect, Some(doc::Dialect::Lllm));
+    }
 }

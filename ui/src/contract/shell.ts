@@ -427,7 +427,7 @@ export type RemoteAssistant = { assistant_id: string,
 /**
  * Its name.
  */
-graph_id: string, dialect: "sherma" | "loki" | null, };
+graph_id: string, dialect: "sherma" | "loki" | "lllm" | null, };
 
 /**
  * What opening a remote assistant or run answers: the view of its agent file (read-only) and

@@ -2,6 +2,7 @@
 
 mod lllm;
 mod loki;
+pub mod sequence;
 mod sherma;
 pub(crate) mod text;
 
