@@ -453,7 +453,13 @@ pub fn from_module(path: &str, agent: &str, m: &ModuleRef, answer: &Value) -> Re
             let s = |k: &str| answer.get(k).and_then(Value::as_str).unwrap_or("").to_string();
             let mut msg = format!("prompt `{path}` of agent `{agent}`: importing its prompt module failed at {}: {}", at(answer.get("line").and_then(Value::as_u64)), s("message"));
             let missing = s("missing");
-            if !missing.is_empty() {
+            if missing == "lllm" || missing.starts_with("lllm.") {
+                msg.push_str(
+                    "; Switchyard's stand-in for lllm has what prompt modules declare prompts with (lllm, lllm.core.prompt, lllm.models: Prompt, \
+                     DefaultTagParser, DefaultSimpleHandler, Function, tool, MCP, register_prompt), not the rest: install the lllm package \
+                     (`pip install lllm-core`) into the Python the bridge runs (`python3`, or SWITCHYARD_PYTHON)",
+                );
+            } else if !missing.is_empty() {
                 msg.push_str(&format!(
                     "; the module needs `{missing}`: install it into the Python the bridge runs (`python3`, or SWITCHYARD_PYTHON)"
                 ));
@@ -610,6 +616,8 @@ mod tests {
         assert_eq!(notes[0], "prompt `x/a` read from its prompt module /p/prompts/a.py:4 with the installed lllm package");
         let e = from_module("x/a", "ag", &m, &json!({"error": "import", "message": "ModuleNotFoundError: No module named 'pydantic'", "line": 2, "missing": "pydantic"})).unwrap_err();
         assert!(e.contains("/p/prompts/a.py:2") && e.contains("needs `pydantic`"), "{e}");
+        let e = from_module("x/a", "ag", &m, &json!({"error": "import", "message": "ModuleNotFoundError: No module named 'lllm.core.dialog'", "line": 1, "missing": "lllm.core.dialog"})).unwrap_err();
+        assert!(e.contains("stand-in for lllm") && e.contains("pip install lllm-core"), "{e}");
         let e = from_module("x/a", "ag", &m, &json!({"error": "missing", "prompts": ["b", "c"]})).unwrap_err();
         assert!(e.contains("no `Prompt` with path `a`") && e.contains("its prompts: b, c"), "{e}");
         assert!(from_module("x/a", "ag", &m, &json!({"template": "t", "front": {"parser": 1}})).unwrap_err().contains("unknown field"));
