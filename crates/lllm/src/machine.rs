@@ -513,6 +513,21 @@ impl LllmMachine {
         Ok(out)
     }
 
+    /// A reply parsed by the prompt module's own parser class, through the Python bridge (a
+    /// recorded effect: a replay runs no Python): `{"errors": [...], "parsed": ...}`.
+    fn module_parse(&self, cx: &Cx<'_>, m: &ModuleRef, content: &str) -> Result<Value, String> {
+        let key = json!({"module": m.shown, "path": m.prompt_path, "content": content});
+        cx.effect("invoke", "parse_reply", &key, || {
+            self.with_python(|py| {
+                py.define_module(prompt::READER, prompt::READER_SOURCE).map_err(|e| e.to_string())?;
+                let mut args = prompt::reader_args(m);
+                args["content"] = Value::String(content.to_string());
+                py.call_until(&format!("{}.parse", prompt::READER), &args, TOOL_TIMEOUT, Some(cx.stop)).map_err(|e| e.to_string())
+            })
+        })
+        .map_err(|e| format!("the parser of prompt `{}` ({}:{}) failed to run: {e}", self.shared.prompt.path, m.file.display(), m.line))
+    }
+
     fn with_python<T>(&self, f: impl FnOnce(&mut PyBridge) -> Result<T, String>) -> Result<T, String> {
         let mut g = self.shared.py.lock().unwrap_or_else(|p| p.into_inner());
         if g.is_none() {
@@ -630,8 +645,17 @@ impl LllmMachine {
             self.st.last_reply = Some(msg);
             return Ok(self.parse_failure(format!("the arguments of tool call `{}` are not a JSON object: {}", bad.name, bad.args)));
         }
+        let mut parsed_by_module = None;
         if resp.tool_calls.is_empty() {
-            let errors = sh.prompt.check(&content);
+            let errors = match (&sh.prompt.parser, &sh.prompt.module) {
+                // The prompt's own parser class (a structured `format` is parsed as JSON instead).
+                (Some(_), Some(m)) if sh.prompt.front.format.is_none() => {
+                    let out = self.module_parse(cx, m, &content)?;
+                    parsed_by_module = out.get("parsed").cloned();
+                    out.get("errors").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
+                }
+                _ => sh.prompt.check(&content),
+            };
             if !errors.is_empty() {
                 self.st.last_reply = Some(msg);
                 return Ok(self.parse_failure(errors.join("\n")));
@@ -642,7 +666,7 @@ impl LllmMachine {
         self.st.dialog_mut(MAIN).messages.push(msg.clone());
         self.st.last_reply = Some(msg);
         if resp.tool_calls.is_empty() {
-            let parsed = sh.prompt.parse(&content);
+            let parsed = parsed_by_module.unwrap_or_else(|| sh.prompt.parse(&content));
             self.st.delivery = Some(json!({"content": content, "parsed": parsed}));
             return Ok(("success", "a reply without tool calls".into()));
         }

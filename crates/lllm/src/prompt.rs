@@ -80,6 +80,9 @@ pub struct Prompt {
     /// The functions a module's prompt declares (`function_list`), as tools are offered:
     /// `{"name", "description", "parameters"}`.
     pub functions: Vec<Value>,
+    /// A module's prompt whose parser is its own class (not `DefaultTagParser`): its name. Each
+    /// reply is parsed by it, through the Python bridge.
+    pub parser: Option<String>,
 }
 
 /// A prompt a Python prompt module declares.
@@ -495,7 +498,11 @@ pub fn from_module(path: &str, agent: &str, m: &ModuleRef, answer: &Value) -> Re
     if let Some(with) = answer.get("lllm").and_then(Value::as_str) {
         notes.insert(0, format!("prompt `{path}` read from its prompt module {} with {with}", at(None)));
     }
-    Ok((Prompt { path: path.to_string(), file: Some(m.file.clone()), template, front, module: Some(m.clone()), functions }, notes))
+    let parser = answer.get("parser").and_then(Value::as_str).map(str::to_string);
+    if let Some(class) = &parser {
+        notes.push(format!("prompt `{path}` ({}): its parser {class} is its own code: each reply is parsed by it through the Python bridge", at(None)));
+    }
+    Ok((Prompt { path: path.to_string(), file: Some(m.file.clone()), template, front, module: Some(m.clone()), functions, parser }, notes))
 }
 
 /// The arguments of the reader's `discover` (see [`Located::Discover`]).

@@ -8,6 +8,8 @@
 # discover(folders, key):  a prompt no module declares by name (`path="..."`): import every module
 #   of the prompt folders ([[folder, prefix], ...]) as LLLM's discovery does and find the `Prompt`
 #   registered under `key`; then as `load`, with the module found ("file", "module", "path").
+# parse(file, module, path, content):  a reply parsed by the prompt's own parser class (one that is
+#   not DefaultTagParser): {"errors": [...]} (what it raised) and {"parsed": ...}.
 # call_function(file, module, path, function, args):  call a function the prompt declares
 #   (`function_list`), its result put in words by the function's processor, as LLLM feeds it back.
 #
@@ -18,6 +20,7 @@
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import traceback
 import types
@@ -45,12 +48,48 @@ class _Fields(object):
         return "%s(%s)" % (type(self).__name__, ", ".join("%s=%r" % kv for kv in sorted(vars(self).items())))
 
 
+class ParseError(Exception):
+    def __init__(self, message, detail=""):
+        Exception.__init__(self, message)
+        self.message = message
+        self.detail = detail
+
+
+def find_xml_blocks(text, tag):
+    return re.findall(r"<%s>(.*?)</%s>" % (tag, tag), text, re.DOTALL)
+
+
+def find_md_blocks(text, tag):
+    return [m.strip() for m in re.findall(r"```%s(.*?)```" % re.escape(tag), text, re.DOTALL)]
+
+
 class BaseParser(_Fields):
-    pass
+    def parse(self, content, **runtime_args):
+        raise NotImplementedError
 
 
 class DefaultTagParser(BaseParser):
     _defaults = {"xml_tags": [], "md_tags": [], "signal_tags": [], "required_xml_tags": [], "required_md_tags": [], "parser_args": {}}
+
+    def parse(self, content, **runtime_args):
+        errors, xml, md = [], {}, {}
+        for tag in self.xml_tags:
+            xml[tag] = find_xml_blocks(content, tag)
+            if not xml[tag]:
+                errors.append("No %s tags found, it should be provided as <%s>...</%s>" % (tag, tag, tag))
+        for tag in self.md_tags:
+            md[tag] = find_md_blocks(content, tag)
+            if not md[tag]:
+                errors.append("No %s tags found, it should be provided as ```%s ... ```" % (tag, tag))
+        for tag in self.required_xml_tags:
+            if tag not in xml:
+                errors.append("Missing required XML tag: <%s>" % tag)
+        for tag in self.required_md_tags:
+            if tag not in md:
+                errors.append("Missing required markdown section: %s" % tag)
+        if errors:
+            raise ParseError("Parsing errors:\n" + "\n".join(errors))
+        return {"raw": content, "xml_tags": xml, "md_tags": md, "signal_tags": {k: "<%s>" % k in content for k in self.signal_tags}}
 
 
 class BaseHandler(_Fields):
@@ -156,7 +195,7 @@ def _real_lllm():
 def _install_standin():
     if "lllm" in sys.modules:
         return
-    names = ["lllm", "lllm.core", "lllm.core.prompt", "lllm.core.models", "lllm.models", "lllm.llm"]
+    names = ["lllm", "lllm.core", "lllm.core.prompt", "lllm.core.models", "lllm.core.const", "lllm.models", "lllm.llm", "lllm.utils"]
     mods = {}
     for n in names:
         m = types.ModuleType(n)
@@ -175,12 +214,17 @@ def _install_standin():
             "register_prompt",
             "load_prompt",
             "PROMPT_REGISTRY",
+            "ParseError",
+            "find_xml_blocks",
+            "find_md_blocks",
         ):
             setattr(m, attr, globals()[attr])
         mods[n] = m
     mods["lllm"].core = mods["lllm.core"]
     mods["lllm"].models = mods["lllm.models"]
     mods["lllm"].llm = mods["lllm.llm"]
+    mods["lllm"].utils = mods["lllm.utils"]
+    mods["lllm.core"].const = mods["lllm.core.const"]
     mods["lllm.core"].prompt = mods["lllm.core.prompt"]
     mods["lllm.core"].models = mods["lllm.core.models"]
     sys.modules.update(mods)
@@ -308,11 +352,12 @@ def load(file, module, path):
     front = {}
     for k in ("xml_tags", "md_tags", "signal_tags", "required_xml_tags", "required_md_tags"):
         front[k] = _strings(getattr(tags, k, None))
+    custom = None
     if parser is not None and type(parser).__name__ != "DefaultTagParser":
-        warnings.append(
-            "the prompt's parser %s is its own code: replies are checked with the tags it declares (DefaultTagParser's checks), not by running it"
-            % type(parser).__name__
-        )
+        if callable(getattr(parser, "parse", None)):
+            custom = type(parser).__name__
+        else:
+            warnings.append("the prompt's parser %r has no parse method: replies are checked with the tags it declares" % (parser,))
     front["format"] = _schema(getattr(p, "format", None), warnings)
     h = getattr(p, "handler", None)
     if hasattr(p, "exception_prompt"):
@@ -341,6 +386,7 @@ def load(file, module, path):
         "template": p.prompt,
         "front": front,
         "tools": tools,
+        "parser": custom,
         "warnings": warnings,
         "lllm": "the installed lllm package" if real else "Switchyard's stand-in for lllm",
     }
@@ -394,6 +440,20 @@ def discover(folders, key):
             "the prompt module %s:%s did not import (%s); LLLM skips it too" % (e["file"], e.get("line") or 1, e.get("message"))
         )
     return out
+
+
+def parse(file, module, path, content):
+    p, err = _find(file, module, path)
+    if err is not None:
+        raise RuntimeError("prompt `%s` of %s cannot be loaded: %s" % (path, file, err.get("message") or err))
+    try:
+        whole = getattr(p, "parse", None)
+        parsed = whole(content) if callable(whole) else p.parser.parse(content)
+    except Exception as e:  # noqa: B902 - LLLM's invoker records any exception of the parser
+        return {"errors": [str(e) or type(e).__name__], "parsed": None}
+    if isinstance(parsed, dict) and "raw" not in parsed:
+        parsed["raw"] = content
+    return {"errors": [], "parsed": parsed}
 
 
 class _Call(object):
