@@ -136,6 +136,10 @@ fn put_extra(extra: &Map<String, Value>, body: &mut Map<String, Value>) {
                 };
                 body.insert("stop_sequences".into(), list);
             }
+            // Written out, it wins over a budget `reasoning_effort` gives.
+            "thinking" => {
+                body.insert("thinking".into(), v.clone());
+            }
             "reasoning_effort" => {
                 let budget = match v.as_str() {
                     Some("high") => 4096,
@@ -390,6 +394,9 @@ mod tests {
         assert_eq!(b["stream"], true);
         let system = b["system"].as_str().unwrap();
         assert!(system.starts_with("be brief") && system.contains("\"required\": ["), "{system}");
+        let mut both = req.clone();
+        both.extra = json!({"thinking": {"type": "enabled", "budget_tokens": 9000}, "reasoning_effort": "low"}).as_object().unwrap().clone();
+        assert_eq!(request_body(&both, "c")["thinking"]["budget_tokens"], 9000);
         let plain = LlmRequest { extra: Map::new(), ..req };
         assert_eq!(request_body(&plain, "c")["max_tokens"], MAX_TOKENS);
     }
