@@ -207,6 +207,30 @@ impl CallState {
     }
 }
 
+/// A reading of prompts (`load_prompt`, `discover_prompt`) as an effect of the run: replayed
+/// from a recording without Python; else run, only in a trusted run (`untrusted` is the
+/// refusal), and recorded.
+fn prompt_effect(
+    provider: Option<&dyn LlmProvider>,
+    effect: &str,
+    key: &Value,
+    trusted: bool,
+    untrusted: impl FnOnce() -> String,
+    read: impl FnOnce() -> Result<Value, String>,
+) -> Result<Value, String> {
+    if let Some(recorded) = provider.and_then(|p| p.replay_effect("invoke", effect, key)) {
+        return recorded;
+    }
+    if !trusted {
+        return Err(untrusted());
+    }
+    let out = read();
+    if let Some(p) = provider {
+        p.record_effect("invoke", effect, key, &out);
+    }
+    out
+}
+
 /// What the prompt reader (`prompt_module.py`) answers to `op` (`load`, `discover`), run in
 /// `bridge` (started here, kept for the run's tools); bounded by `opts.prompt_timeout`. `at`
 /// says what was being read, for the errors.
@@ -324,53 +348,36 @@ impl LllmMachine {
         let prompt = match prompt::locate(&doc, l, &name)? {
             Located::Ready(p) => p,
             Located::Module { path, module } => {
-                let key = prompt::effect_key(&module);
-                let answer = match provider.and_then(|p| p.replay_effect("invoke", "load_prompt", &key)) {
-                    Some(recorded) => recorded?,
-                    None => {
-                        if !opts.trusted {
-                            return Err(format!(
-                                "prompt `{path}` of agent `{name}` is declared by the Python prompt module {}:{}, which a run reads by running it; \
-                                 the folder is not trusted: trust the folder to run its prompt modules (`switchyard trust {}`, or `--trust` for one run)",
-                                module.file.display(),
-                                module.line,
-                                model::doc::project_root(&doc.path).display()
-                            ));
-                        }
-                        let at = format!("prompt module {}:{}", module.file.display(), module.line);
-                        let out = run_reader("load", &prompt::reader_args(&module), &at, &python_path, &opts, &mut bridge);
-                        if let Some(p) = provider {
-                            p.record_effect("invoke", "load_prompt", &key, &out);
-                        }
-                        out?
-                    }
+                let untrusted = || {
+                    format!(
+                        "prompt `{path}` of agent `{name}` is declared by the Python prompt module {}:{}, which a run reads by running it; \
+                         the folder is not trusted: trust the folder to run its prompt modules (`switchyard trust {}`, or `--trust` for one run)",
+                        module.file.display(),
+                        module.line,
+                        model::doc::project_root(&doc.path).display()
+                    )
                 };
+                let at = format!("prompt module {}:{}", module.file.display(), module.line);
+                let read = || run_reader("load", &prompt::reader_args(&module), &at, &python_path, &opts, &mut bridge);
+                let answer = prompt_effect(provider, "load_prompt", &prompt::effect_key(&module), opts.trusted, untrusted, read)?;
                 let (p, mut notes) = prompt::from_module(&path, &name, &module, &answer)?;
                 warnings.append(&mut notes);
                 p
             }
             Located::Discover { path, key, folders } => {
-                let ekey = prompt::discover_key(&doc.base_dir, &key, &folders);
-                let answer = match provider.and_then(|p| p.replay_effect("invoke", "discover_prompt", &ekey)) {
-                    Some(recorded) => recorded?,
-                    None => {
-                        let shown: Vec<String> = folders.iter().map(|(f, _)| f.display().to_string()).collect();
-                        if !opts.trusted {
-                            return Err(format!(
-                                "prompt `{path}` of agent `{name}` is no prompt file and no prompt module declares it by name; a run looks for it by importing the package's prompt modules ({}); \
-                                 the folder is not trusted: trust the folder to run its prompt modules (`switchyard trust {}`, or `--trust` for one run)",
-                                shown.join(", "),
-                                model::doc::project_root(&doc.path).display()
-                            ));
-                        }
-                        let at = format!("prompt `{path}`: the prompt modules in {}", shown.join(", "));
-                        let out = run_reader("discover", &prompt::discover_args(&key, &folders), &at, &python_path, &opts, &mut bridge);
-                        if let Some(p) = provider {
-                            p.record_effect("invoke", "discover_prompt", &ekey, &out);
-                        }
-                        out?
-                    }
+                let shown: Vec<String> = folders.iter().map(|(f, _)| f.display().to_string()).collect();
+                let untrusted = || {
+                    format!(
+                        "prompt `{path}` of agent `{name}` is no prompt file and no prompt module declares it by name; a run looks for it by importing the package's prompt modules ({}); \
+                         the folder is not trusted: trust the folder to run its prompt modules (`switchyard trust {}`, or `--trust` for one run)",
+                        shown.join(", "),
+                        model::doc::project_root(&doc.path).display()
+                    )
                 };
+                let at = format!("prompt `{path}`: the prompt modules in {}", shown.join(", "));
+                let read = || run_reader("discover", &prompt::discover_args(&key, &folders), &at, &python_path, &opts, &mut bridge);
+                let ekey = prompt::discover_key(&doc.base_dir, &key, &folders);
+                let answer = prompt_effect(provider, "discover_prompt", &ekey, opts.trusted, untrusted, read)?;
                 let (p, mut notes) = prompt::from_discovery(&path, &name, &doc, &folders, &answer)?;
                 warnings.append(&mut notes);
                 p
