@@ -347,3 +347,15 @@ fn a_replay_reads_a_recorded_prompt_module_without_running_python() {
     assert_eq!(r.state()["dialogs"][0]["messages"][0]["content"], "You solve sums for Ada. Answer as <answer>...</answer>.");
     assert!(tool_texts(&r.events())[0].starts_with("Return of calling function add"), "{}", dump(&r));
 }
+
+#[test]
+fn the_run_manifest_lists_the_prompt_modules_a_run_imports() {
+    // Declared by name: that module; built by code: every module of the prompt folders.
+    for (case, want) in [("prompt_module", "prompts/agent.py"), ("prompt_discovered", "prompts/**/*.py")] {
+        let doc = switchyard::doc::load_path(&cases_dir().join(case).join("config.yaml"));
+        let m = launch::manifest::manifest(&doc);
+        let hit = m.executes.iter().find(|i| i.kind == "python import" && i.what.ends_with(want));
+        let item = hit.unwrap_or_else(|| panic!("{case}: no python import of {want} in {:?}", m.executes));
+        assert!(item.detail.as_deref().is_some_and(|d| d.contains("prompt")) && item.at.line == 6, "{case}: {item:?}");
+    }
+}

@@ -135,10 +135,14 @@ impl Prompt {
         self.front.on_interrupt_final.as_deref().unwrap_or(ON_INTERRUPT_FINAL)
     }
 
-    /// The structured-output request (`response_format`) when `format` is a JSON Schema.
+    /// The structured-output request (`response_format`) when `format` is a JSON Schema, named
+    /// after its `title` (a pydantic model's class name, as LiteLLM names it), else `response`.
     pub fn response_format(&self) -> Option<Value> {
         match &self.front.format {
-            Some(schema @ Value::Object(_)) => Some(serde_json::json!({"name": "response", "schema": schema})),
+            Some(schema @ Value::Object(_)) => {
+                let name = schema.get("title").and_then(Value::as_str).filter(|t| !t.trim().is_empty()).unwrap_or("response");
+                Some(serde_json::json!({"name": name, "schema": schema}))
+            }
             _ => None,
         }
     }
@@ -615,6 +619,9 @@ mod tests {
         let (p, notes) = from_module("x/a", "ag", &m, &ok).unwrap();
         assert_eq!((p.template.as_str(), p.on_exception(), p.on_interrupt()), ("Hi {who}", "E {error_message}", ON_INTERRUPT));
         assert_eq!(p.response_format().unwrap()["schema"]["required"], json!(["v"]));
+        assert_eq!(p.response_format().unwrap()["name"], "response");
+        let titled = Prompt { front: Front { format: Some(json!({"title": "Review", "type": "object"})), ..Front::default() }, ..Prompt::default() };
+        assert_eq!(titled.response_format().unwrap()["name"], "Review");
         assert_eq!(p.functions[0]["name"], "add");
         assert!(notes[0].starts_with("prompt `x/a` (/p/prompts/a.py:4): the prompt's parser"), "{notes:?}");
         let mut with = ok.clone();
