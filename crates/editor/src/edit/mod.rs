@@ -496,6 +496,34 @@ mod tests {
         );
     }
 
+    /// Found by the `edit_ops` fuzz target on an LLLM config: a list written at its key's column
+    /// whose first item is a flow collection (`agent_configs:` then `- ["tools:search"]`) starts
+    /// where that item does, so its bracket was taken for the list's own and a new agent was
+    /// written as a flow item after it (`- ["tools:search"], {name: …}`), breaking the YAML.
+    #[test]
+    fn a_list_at_its_keys_column_starting_with_a_flow_item_is_a_block_list() {
+        let path = Path::new("/nowhere/default.yaml");
+        let add = |text: &str| {
+            let op = EditOp::AddNode { name: "mme".into(), kind: "agent".into(), after: Some("global".into()) };
+            apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}")).text
+        };
+        assert_eq!(
+            add("agent_configs:\n- [\"tools:search\"]\n"),
+            "agent_configs:\n- [\"tools:search\"]\n- name: mme\n  system_prompt: You are mme.\n"
+        );
+        assert_eq!(add("global: {}\nagent_configs:\n- {name: a}\n"), "global: {}\nagent_configs:\n- {name: a}\n- name: mme\n  system_prompt: You are mme.\n");
+        // A flow list stays one.
+        assert_eq!(add("agent_configs: [[x]]\n"), "agent_configs: [[x], {name: mme, system_prompt: You are mme.}]\n");
+        // The same list in a Loki file: a setting appended below it.
+        let path = Path::new("/nowhere/graph.yaml");
+        let text = "version: \"1.0\"\nstart: plan\nsettings:\n- [a]\nnodes:\n  plan: {type: end}\n";
+        let op = EditOp::SetDocField { path: vec![PathSeg::Key("settings".into()), PathSeg::Index(1)], value: Some(serde_json::json!("b")) };
+        assert_eq!(
+            apply(text, path, None, &op).unwrap_or_else(|e| panic!("{e}")).text,
+            "version: \"1.0\"\nstart: plan\nsettings:\n- [a]\n- b\nnodes:\n  plan: {type: end}\n"
+        );
+    }
+
     /// Found by the `edit_ops` fuzz target: a block scalar key (`? |` and its text on the lines
     /// below) starts after its header, so the `?` before the `|` was not seen; adding a top-level
     /// field then wrote into the key's text, or broke the YAML. Refused with the position.

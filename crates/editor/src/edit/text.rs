@@ -145,9 +145,11 @@ fn flow_open(text: &str, node: &YNode) -> Option<usize> {
     let b = text.as_bytes();
     let mut p = node.span.start as usize;
     // A block mapping whose first key is a flow collection (`{a: 1}: x`) starts with a bracket
-    // that is its key's, not its own.
+    // that is its key's, not its own; so does a list written at its key's column whose first
+    // item is one (`key:` then `- [a]`): its span starts at that item, not at a `-`.
     let first_key = match &node.kind {
         YKind::Map(entries) => entries.first().map(|e| e.key.span.start as usize),
+        YKind::Seq(items) => items.first().map(|i| i.span.start as usize),
         _ => None,
     };
     loop {
