@@ -172,7 +172,21 @@ fn embedded(agents: &Path, db: &Path) -> (Proc, String) {
 fn copy_agents(t: &TempDir, name: &str) -> PathBuf {
     let to = t.join(name);
     test_support::temp::copy_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("agents"), &to);
+    // A checkout, as the examples are in: the research desk's skill is found up to `.git`.
+    std::fs::create_dir_all(t.join(".git")).unwrap();
     to
+}
+
+/// Run the research desk's LLLM researcher (no question: tool calls, a parse failure on a
+/// forked dialog, the answer) on the server at `url`: its events and output.
+fn lllm_basics(url: &str) -> (Vec<(String, String, String)>, Value) {
+    let input = json!({"messages": [{"role": "user", "content": "How tall is Mont Blanc?"}], "audience": "hikers"});
+    let waited = post(&format!("{url}/runs/wait"), json!({"assistant_id": "research-desk.researcher", "input": input}));
+    assert_eq!(waited["state"], "success", "{waited}");
+    let runs = get(&format!("{url}/switchyard/runs"));
+    let run = runs.as_array().unwrap().iter().find(|r| r["assistant"] == "research-desk.researcher").unwrap()["run_id"].as_str().unwrap().to_string();
+    let done = wait_status(url, &run, "completed");
+    (events(url, &run), done["output"].clone())
 }
 
 /// Wait until run `run`'s status is `want`.
@@ -245,8 +259,9 @@ fn runs_on_restate_match_the_embedded_engine() {
     let reference = {
         let agents = copy_agents(&t, "agents-embedded");
         let (_s, url) = embedded(&agents, &t.join("embedded.sqlite"));
-        basics(&url)
+        (basics(&url), lllm_basics(&url))
     };
+    let (reference, lllm_reference) = reference;
     let r = Restate::start(&bin, t.path());
     let agents = copy_agents(&t, "agents-restate");
     let listen = format!("127.0.0.1:{}", free_port());
@@ -254,6 +269,10 @@ fn runs_on_restate_match_the_embedded_engine() {
     let _w2 = r.worker(&agents, &listen, t.join("w2.log"));
     let (_s, url) = r.server(&agents, &t.join("server.sqlite"));
     let got = basics(&url);
+    // An LLLM agent's run: one step at a time, the same events in the same order, the same answer.
+    let lllm = lllm_basics(&url);
+    assert_eq!(lllm, lllm_reference, "the LLLM run on Restate is the embedded engine's");
+    assert_eq!(lllm.1, "<answer>Mont Blanc is 4,806 m high (2021 survey) [reference notes].</answer>");
     for ((want_events, want_out), (got_events, got_out)) in reference.iter().zip(&got) {
         assert_eq!(got_out, want_out);
         // Loki's parallel branches interleave as the scheduler has it (in either engine): the
