@@ -57,7 +57,7 @@ async function main() {
   const dir = tmpDir('switchyard-bench-');
   const file = path.join(dir, `chain-${N}.yaml`);
   fs.writeFileSync(file, shermaChain(N));
-  const driver = await startDriver();
+  const driver = await startDriver({ rendering: 'app-default' });
   const launches = [], inPage = [], opens = [], commits = [], views = [];
   let frames = null, baseline = {};
   try {

@@ -72,7 +72,7 @@ async function main() {
   preflight();
   console.log(`app: ${APP}${APP.includes('/release/') ? '' : ' (debug build; set SWITCHYARD_APP to a release build for release numbers)'}`);
   const dir = tmpDir('switchyard-bench-dbg-');
-  const driver = await startDriver();
+  const driver = await startDriver({ rendering: 'app-default' });
   const out = {};
   try {
     // 1. 10,001 steps (or BENCH_STEPS) streamed to the window.

@@ -230,7 +230,7 @@ async function main() {
 
     await step('the installed app opens the example agents: every node of `switchyard graph` is in the window', async () => {
       preflight();
-      const driver = await startDriver();
+      const driver = await startDriver({ rendering: 'app-default' });
       let b = null;
       try {
         const cases = [

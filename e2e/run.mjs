@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  ROOT, T, cliGraph, eventually, fixture, hook, killApp, windowTitles, launch, nodeSel, preflight, screenshot, scratchRoot, startDriver, testid, waitForView, writeTrust,
+  ROOT, T, cliGraph, eventually, fixture, hasRenderNode, hook, killApp, windowTitles, launch, nodeSel, preflight, screenshot, scratchRoot, startDriver, testid, waitForView, writeTrust,
 } from './lib.mjs';
 import { registerDebugTests, registerLiveTests } from './debug.mjs';
 import { registerBundleTests } from './bundle.mjs';
@@ -434,15 +434,45 @@ registerTestsPanelTests(test, { assert, assertEq });
 registerSaveCaseTests(test, { assert, assertEq });
 registerDiffTests(test, { assert, assertEq });
 
+// The app as it runs on a machine without a GPU render node (this one, under Xvfb): it turns
+// WebKit's compositing off (src-tauri/src/startup.rs). Every test above runs composited (their
+// screenshots need it, see startDriver); these run debugger tests again in the app's own mode,
+// after checking that the web process really runs without GL compositing.
+async function nonComposited({ appProcesses }) {
+  if (hasRenderNode()) return; // a GPU: the app composites, as it should
+  const web = appProcesses().filter((p) => p.comm.startsWith('WebKitWebProces'));
+  assert(web.length === 1, `one web process of the app, got ${JSON.stringify(web)}`);
+  const environ = fs.readFileSync(`/proc/${web[0].pid}/environ`, 'utf8').split('\0');
+  assert(environ.includes('WEBKIT_DISABLE_COMPOSITING_MODE=1'), 'the web process runs with WEBKIT_DISABLE_COMPOSITING_MODE=1');
+}
+for (const name of ['debugger: a breakpoint (click and F9) and F5 runs to it', 'debugger: rewind to step 2 and run a fork; the earlier run is kept', 'debugger: editing state while paused changes the route; a sherma interrupt is answered']) {
+  const t = tests.find((x) => x.name === name);
+  assert(t, `the test "${name}" exists`);
+  const { name: _name, fn, ...opts } = t;
+  test(`no GPU: ${name}`, async (ctx) => {
+    await nonComposited(ctx);
+    await fn(ctx);
+  }, { ...opts, rendering: 'app-default' });
+}
+
 async function main() {
   preflight();
   const filters = process.argv.slice(2);
   const chosen = tests.filter((t) => filters.length === 0 || filters.some((f) => t.name.includes(f)));
-  const driver = await startDriver();
+  // One driver at a time, started again when a test wants the other rendering (startDriver).
+  let driver = null;
+  let rendering = null;
   let failed = 0;
   const t0 = Date.now();
   try {
     for (const t of chosen) {
+      const want = t.rendering || 'composited';
+      if (!driver || rendering !== want) {
+        if (driver) await driver.stop();
+        driver = null;
+        driver = await startDriver({ rendering: want });
+        rendering = want;
+      }
       const started = Date.now();
       let b = null, extra = null;
       const ctx = {};
@@ -476,6 +506,7 @@ async function main() {
         ctx.recoveryDir = driver.recoveryDir;
         for (const f of fs.readdirSync(driver.recoveryDir)) fs.rmSync(path.join(driver.recoveryDir, f), { force: true });
         ctx.configDir = driver.config;
+        ctx.appProcesses = () => driver.appProcesses();
         ctx.dataDir = driver.dataDir;
         for (const f of fs.readdirSync(driver.runsDir)) fs.rmSync(path.join(driver.runsDir, f), { recursive: true, force: true });
         // What the webview remembers (the panes, in localStorage): each test starts as a new user.
@@ -502,7 +533,7 @@ async function main() {
       }
     }
   } finally {
-    await driver.stop();
+    if (driver) await driver.stop();
   }
   const secs = ((Date.now() - t0) / 1000).toFixed(1);
   console.log(`\n${chosen.length - failed} passed, ${failed} failed (${secs} s)`);
