@@ -172,8 +172,6 @@ fn embedded(agents: &Path, db: &Path) -> (Proc, String) {
 fn copy_agents(t: &TempDir, name: &str) -> PathBuf {
     let to = t.join(name);
     test_support::temp::copy_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("agents"), &to);
-    // A checkout, as the examples are in: the research desk's skill is found up to `.git`.
-    std::fs::create_dir_all(t.join(".git")).unwrap();
     to
 }
 

@@ -102,7 +102,6 @@ fn langgraph_sdk_streams_a_sherma_interrupt_resumes_it_and_answers_a_loki_approv
     };
     let t = TempDir::new("serve-sdk");
     let agents = example_agents(&t);
-    std::fs::create_dir_all(t.join(".git")).unwrap(); // the research desk's skill is found in its checkout
     let s = Server::start(&agents, &t.join("server.sqlite"), &[]);
     let out = Command::new(&python).arg(repo().join("tests/serve/langgraph_client.py")).arg(&s.url).output().unwrap();
     assert!(
@@ -539,9 +538,8 @@ fn an_assistants_source_is_served_for_the_studio() {
 fn an_lllm_agent_is_an_assistant_run_over_http_to_its_answer() {
     let t = TempDir::new("serve-lllm");
     let agents = example_agents(&t);
-    // A checkout, as the examples are in: the project whose `.agents/skills` the desk's
-    // researcher finds its skill in reaches up to the folder holding `.git`.
-    std::fs::create_dir_all(t.join(".git")).unwrap();
+    // No `.git` above the copy: the desk's researcher finds its skill in the package (the
+    // folder of its lllm.toml), as a copied package would.
     let s = Server::start(&agents, &t.join("server.sqlite"), &[]);
     // Listed: one assistant per agent of the research desk's config.
     let list = post(&format!("{}/assistants/search", s.url), json!({"limit": 50}));

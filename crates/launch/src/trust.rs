@@ -172,7 +172,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_project_root_is_the_nearest_git_folder_else_the_loki_bundle_else_the_agents_folder() {
+    fn the_project_root_is_the_nearest_git_folder_else_the_lllm_package_else_the_loki_bundle_else_the_agents_folder() {
         let t = tempfile::tempdir().unwrap();
         let repo = t.path().join("repo");
         std::fs::create_dir_all(repo.join(".git")).unwrap();
@@ -200,6 +200,18 @@ mod tests {
         std::fs::create_dir_all(bundle.join("agents/notes")).unwrap();
         std::fs::write(bundle.join("agents/notes/agent.yaml"), "x").unwrap();
         assert_eq!(project_root(&bundle.join("agents/notes/agent.yaml")), bundle.join("agents/notes"));
+        // An LLLM package without git: the folder of its lllm.toml, for its configs in a subfolder.
+        let pkg = t.path().join("pkg");
+        std::fs::create_dir_all(pkg.join("configs")).unwrap();
+        std::fs::write(pkg.join("lllm.toml"), "[package]\nname = \"pkg\"\n").unwrap();
+        std::fs::write(pkg.join("configs/default.yaml"), "x").unwrap();
+        let pkg = std::fs::canonicalize(&pkg).unwrap();
+        assert_eq!(project_root(&pkg.join("configs/default.yaml")), pkg);
+        // ...and git above the package wins.
+        std::fs::create_dir_all(repo.join("pkg/configs")).unwrap();
+        std::fs::write(repo.join("pkg/lllm.toml"), "x").unwrap();
+        std::fs::write(repo.join("pkg/configs/default.yaml"), "x").unwrap();
+        assert_eq!(project_root(&repo.join("pkg/configs/default.yaml")), repo);
     }
 
     #[test]

@@ -403,20 +403,20 @@ pub fn user_home() -> Option<PathBuf> {
 }
 
 /// The folders scanned for Agent Skills, in precedence order: for the agent's folder and each
-/// ancestor up to the project root (the nearest folder holding `.git`; without one, the agent's
-/// folder alone), `.agents/skills` then `.claude/skills`; then the same two in the user's home.
+/// ancestor up to the project root (`crate::doc::project_root`: the nearest folder holding
+/// `.git`, else an LLLM package's or a Loki bundle's folder, else the agent's folder alone),
+/// `.agents/skills` then `.claude/skills`; then the same two in the user's home.
 pub fn skill_roots(agent_dir: &Path, home: Option<&Path>) -> Vec<(Scope, PathBuf)> {
     let agent_dir = std::fs::canonicalize(agent_dir).unwrap_or_else(|_| agent_dir.to_path_buf());
+    let root = crate::doc::project_root(&agent_dir);
     let mut project: Vec<&Path> = Vec::new();
-    let mut found_root = false;
     for dir in agent_dir.ancestors() {
         project.push(dir);
-        if dir.join(".git").exists() {
-            found_root = true;
+        if dir == root {
             break;
         }
     }
-    if !found_root {
+    if project.last() != Some(&root.as_path()) {
         project.truncate(1);
     }
     let mut out = Vec::new();
@@ -877,6 +877,14 @@ mod tests {
         let lone = base.join("lone");
         std::fs::create_dir_all(&lone).unwrap();
         assert_eq!(skill_roots(&lone, None).len(), 2);
+        // An LLLM package without git: its configs' skills are looked up to the package folder.
+        let pkg = base.join("pkg");
+        std::fs::create_dir_all(pkg.join("configs")).unwrap();
+        std::fs::write(pkg.join("lllm.toml"), "[package]\n").unwrap();
+        let pkg_c = std::fs::canonicalize(&pkg).unwrap();
+        let got = skill_roots(&pkg.join("configs"), None);
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[2], (Scope::Project, pkg_c.join(".agents/skills")));
 
         // Skills: `pdf` in the project and in the home (project wins, the other is shadowed),
         // `commit` in the home only, `nodesc` without a description (left out), a folder whose
