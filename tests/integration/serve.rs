@@ -636,3 +636,25 @@ fn an_lllm_agent_is_an_assistant_run_over_http_to_its_answer() {
     let r = settled("completed");
     assert_eq!(r["output"], answer, "{r}");
 }
+
+#[test]
+fn a_run_that_cannot_start_is_refused_and_leaves_no_run_behind() {
+    // An LLLM agent whose prompt module raises while it is imported: the server lists it (the
+    // file is valid), but starting a run fails after the request was accepted.
+    let t = TempDir::new("serve-refused");
+    let agents = t.join("agents");
+    test_support::temp::copy_dir(&repo().join("tests/lllm_runs/prompt_module_errors"), &agents.join("broken"));
+    let s = Server::start(&agents, &t.join("server.sqlite"), &[]);
+    let tid = post(&format!("{}/threads", s.url), json!({}))["thread_id"].as_str().unwrap().to_string();
+    let (code, body) = call("POST", &format!("{}/threads/{tid}/runs/wait", s.url), Some(json!({"assistant_id": "broken", "input": "Hi"})), None);
+    assert_eq!(code, 400, "{body}");
+    assert!(body.to_string().contains("prompt module"), "{body}");
+    // Neither the thread nor the server's list keeps a run that never started.
+    assert_eq!(get(&format!("{}/threads/{tid}/runs", s.url)), json!([]));
+    let all = get(&format!("{}/switchyard/runs", s.url));
+    assert!(!all.to_string().contains(&tid) && all.as_array().is_none_or(|a| a.is_empty()), "{all}");
+    // The thread takes the next run as if nothing happened.
+    let (code, body) = call("POST", &format!("{}/threads/{tid}/runs/wait", s.url), Some(json!({"assistant_id": "broken", "input": "Hi"})), None);
+    assert_eq!(code, 400, "{body}");
+    assert!(!body.to_string().contains("busy"), "{body}");
+}

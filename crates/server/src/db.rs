@@ -223,6 +223,14 @@ impl ServerDb {
         })
     }
 
+    /// Forget a run that never started (its row and any history).
+    pub fn remove_run(&self, run_id: &str) -> Result<(), String> {
+        self.with("removing a run that did not start", |c| {
+            c.prepare_cached("DELETE FROM sy_history WHERE run_id = ?1")?.execute([run_id])?;
+            c.prepare_cached("DELETE FROM sy_runs WHERE run_id = ?1")?.execute([run_id]).map(|_| ())
+        })
+    }
+
     fn run_rows(&self, doing: &str, sql: &str, arg: &str) -> Result<Vec<RunRow>, String> {
         self.with(doing, |c| {
             let mut st = c.prepare_cached(sql)?;

@@ -422,6 +422,8 @@ impl Engine for Embedded {
         let session = match durable::start(&self.db_path, doc, &req, llm, Some(provider), self.options(&spec.run_id, 0)) {
             Ok(s) => s,
             Err(e) => {
+                // Refused: no run is left behind in the thread's or the server's lists.
+                self.sdb.remove_run(&spec.run_id)?;
                 return Err(ApiError::bad(runtime::secrets::scrub_text(&e)));
             }
         };
