@@ -5,6 +5,7 @@
 //   xvfb-run -a -s "-screen 0 1280x800x24 -nolisten tcp" node run.mjs [name-filter...]
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import {
   ROOT, T, cliGraph, eventually, fixture, hasRenderNode, hook, killApp, windowTitles, launch, nodeSel, preflight, screenshot, scratchRoot, startDriver, testid, waitForView, writeTrust,
 } from './lib.mjs';
@@ -78,6 +79,16 @@ test('smoke: the window opens without a document and shows the empty state', asy
   const h = await hook(b);
   assert(h && h.view === null, 'no view without a document');
 }, { args: [] });
+
+test('a command-line path that cannot be opened: the window says why, and shows the start screen', async ({ b }) => {
+  await (await b.$(testid('empty-state'))).waitForExist({ timeout: T.ui });
+  await b.waitUntil(async () => b.execute(() => [...document.querySelectorAll('[data-testid="toast"]')].some((t) => /Loading the document failed/.test(t.textContent) && /without graph\.yaml or config\.yaml/.test(t.textContent))),
+    { timeout: T.ui, timeoutMsg: 'no error toast naming the folder' });
+}, { setup: () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-e2e-notagent-'));
+  fs.writeFileSync(path.join(dir, 'notes.txt'), 'not an agent');
+  return { args: [dir], file: dir };
+} });
 
 test('Open… shows the native file dialog (rfd / GTK) without blocking the window', async ({ b }) => {
   await (await b.$(testid('open-button'))).waitForExist({ timeout: T.ui });

@@ -249,7 +249,8 @@ pub async fn get_view(app: AppHandle) -> Res<Option<View>> {
             Some(v) => Ok(Some(v)),
             None => view_of(s, "drawing the document").map(Some),
         },
-        None => Ok(None),
+        // The document named on the command line did not open: the window shows why.
+        None => crate::startup::take_error(&app).map_or(Ok(None), Err),
     }
 }
 

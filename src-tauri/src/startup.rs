@@ -88,11 +88,13 @@ pub struct Startup {
     done: watch::Sender<bool>,
     /// The view computed while opening, for the first `get_view` of the same revision.
     first: Mutex<Option<(PathBuf, u64, View)>>,
+    /// Why the command-line document did not open, for the first `get_view` (the window says so).
+    error: Mutex<Option<CmdError>>,
 }
 
 impl Default for Startup {
     fn default() -> Self {
-        Startup { done: watch::Sender::new(true), first: Mutex::new(None) }
+        Startup { done: watch::Sender::new(true), first: Mutex::new(None), error: Mutex::new(None) }
     }
 }
 
@@ -122,7 +124,10 @@ pub fn finish_in_background(app: &AppHandle, pending: Pending) {
                 commands::install(&app, session);
                 *app.state::<Startup>().first.lock().unwrap_or_else(|e| e.into_inner()) = Some((key.0, key.1, view));
             }
-            Err(e) => eprintln!("switchyard: {}", e.message),
+            Err(e) => {
+                eprintln!("switchyard: {}", e.message);
+                *app.state::<Startup>().error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            }
         }
         mark("document_installed");
         app.state::<Startup>().done.send_replace(true);
@@ -141,6 +146,11 @@ pub fn take_first_view(app: &AppHandle, s: &Session) -> Option<View> {
     let mut slot = startup.first.lock().unwrap_or_else(|e| e.into_inner());
     let (path, rev, view) = slot.take()?;
     (path == s.path() && rev == s.revision()).then_some(view)
+}
+
+/// Why the command-line document did not open, once (the first `get_view` reports it).
+pub fn take_error(app: &AppHandle) -> Option<CmdError> {
+    app.state::<Startup>().error.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
 /// The page says the canvas is interactive, with its own marks (`[name, ms since the epoch]`).
