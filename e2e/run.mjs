@@ -88,7 +88,7 @@ test('a command-line path that cannot be opened: the window says why, and shows 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-e2e-notagent-'));
   fs.writeFileSync(path.join(dir, 'notes.txt'), 'not an agent');
   return { args: [dir], file: dir };
-} });
+}, untrusted: true });
 
 test('Open… shows the native file dialog (rfd / GTK) without blocking the window', async ({ b }) => {
   await (await b.$(testid('open-button'))).waitForExist({ timeout: T.ui });
