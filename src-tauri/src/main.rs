@@ -155,7 +155,7 @@ fn main() {
     startup::rendering_policy();
     startup::init_trace();
     if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
-        println!("usage: switchyard-app [PATH]\n\nOpens PATH (a sherma YAML file, a Loki graph.yaml, an agent folder, or a coyote bundle folder) in the Switchyard editor.\nSWITCHYARD_OPEN=PATH does the same.");
+        println!("usage: switchyard-app [PATH]\n\nOpens PATH (a sherma YAML file, a Loki graph.yaml, an LLLM config, an agent folder, or a coyote bundle folder) in the Switchyard editor.\nSWITCHYARD_OPEN=PATH does the same.");
         return;
     }
     if std::env::args().skip(1).any(|a| a == "--version" || a == "-V") {

@@ -19,7 +19,7 @@ export function EmptyState() {
       <div className="empty-card">
         <div className="empty-logo">⇄</div>
         <h1>Switchyard</h1>
-        <p className="muted">Author LLM agent graphs in sherma or Loki YAML.</p>
+        <p className="muted">Author, run and debug LLM agents written in sherma, Loki (coyote) or LLLM YAML.</p>
         <button type="button" className="btn primary big" data-testid="open-button" onClick={() => void store.getState().openDialog()}>
           Open agent…
         </button>{' '}
