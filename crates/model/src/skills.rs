@@ -403,12 +403,12 @@ pub fn user_home() -> Option<PathBuf> {
 }
 
 /// The folders scanned for Agent Skills, in precedence order: for the agent's folder and each
-/// ancestor up to the project root (`crate::doc::project_root`: the nearest folder holding
+/// ancestor up to the project root (`syntax::source::project_root`: the nearest folder holding
 /// `.git`, else an LLLM package's or a Loki bundle's folder, else the agent's folder alone),
 /// `.agents/skills` then `.claude/skills`; then the same two in the user's home.
 pub fn skill_roots(agent_dir: &Path, home: Option<&Path>) -> Vec<(Scope, PathBuf)> {
     let agent_dir = std::fs::canonicalize(agent_dir).unwrap_or_else(|_| agent_dir.to_path_buf());
-    let root = crate::doc::project_root(&agent_dir);
+    let root = syntax::source::project_root(&agent_dir);
     let mut project: Vec<&Path> = Vec::new();
     for dir in agent_dir.ancestors() {
         project.push(dir);

@@ -283,6 +283,28 @@ pub fn read_bounded(path: &Path, cap: u64, root: Option<&Path>) -> Result<Vec<u8
     Ok(out)
 }
 
+/// The project a file belongs to, what folder trust is keyed on and where skills are looked up
+/// to: the nearest folder above it holding `.git`; else the nearest holding an LLLM package's
+/// `lllm.toml` (its configs name its prompts, tools and skills beside them); else, for a Loki
+/// agent in a bundle (`<bundle>/agents/<name>/graph.yaml`), the bundle folder; else the file's
+/// own folder.
+pub fn project_root(path: &Path) -> PathBuf {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+    let start = if abs.is_dir() { abs.clone() } else { abs.parent().map(Path::to_path_buf).unwrap_or(abs.clone()) };
+    for marker in [".git", "lllm.toml"] {
+        if let Some(d) = start.ancestors().find(|d| d.join(marker).exists()) {
+            return d.to_path_buf();
+        }
+    }
+    let is_loki_agent = start.join("graph.yaml").is_file() || start.join("config.yaml").is_file();
+    match start.parent() {
+        Some(agents) if is_loki_agent && agents.file_name().is_some_and(|n| n == "agents") => {
+            agents.parent().map(Path::to_path_buf).unwrap_or(start)
+        }
+        _ => start,
+    }
+}
+
 /// The refusal of a file that lies inside `root` by its path but is a symbolic link (or sits
 /// under one) leading out of `root`: what a cloned repository could plant to make an agent read
 /// `~/.aws/credentials` through an innocent-looking `prompts/p.txt`. `None` for a path outside

@@ -185,27 +185,9 @@ fn within_size_limit(file_path: &Path, len: u64) -> Result<PathBuf, Diagnostic> 
     .in_file(file_path))
 }
 
-/// The project a file belongs to, what folder trust is keyed on and where skills are looked up
-/// to: the nearest folder above it holding `.git`; else the nearest holding an LLLM package's
-/// `lllm.toml` (its configs name its prompts, tools and skills beside them); else, for a Loki
-/// agent in a bundle (`<bundle>/agents/<name>/graph.yaml`), the bundle folder; else the file's
-/// own folder.
-pub fn project_root(path: &Path) -> PathBuf {
-    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
-    let start = if abs.is_dir() { abs.clone() } else { abs.parent().map(Path::to_path_buf).unwrap_or(abs.clone()) };
-    for marker in [".git", "lllm.toml"] {
-        if let Some(d) = start.ancestors().find(|d| d.join(marker).exists()) {
-            return d.to_path_buf();
-        }
-    }
-    let is_loki_agent = start.join("graph.yaml").is_file() || start.join("config.yaml").is_file();
-    match start.parent() {
-        Some(agents) if is_loki_agent && agents.file_name().is_some_and(|n| n == "agents") => {
-            agents.parent().map(Path::to_path_buf).unwrap_or(start)
-        }
-        _ => start,
-    }
-}
+/// The project a file belongs to (`syntax::source::project_root`): what folder trust is keyed
+/// on and where skills are looked up to.
+pub use syntax::source::project_root;
 
 /// Load an agent file or agent directory. Never fails; see the diagnostics.
 pub fn load_path(path: &Path) -> Document {
